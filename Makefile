@@ -1,0 +1,147 @@
+# spindle's build. `make` builds the optimized tree in build/; `make MODE=asan`
+# builds the same with AddressSanitizer + UBSan in build/asan/. `make test`
+# installs what is missing, builds both and runs every test; `make run`
+# starts the demo server. Header dependencies are tracked with -MMD.
+
+MODE ?= release
+ARCH ?= $(shell uname -m)
+PYTHON ?= /usr/bin/python3
+
+ifeq ($(MODE),release)
+B := $(or $(BUILD),build)
+MODE_CFLAGS := -O2 -g
+MODE_LDFLAGS :=
+else ifeq ($(MODE),asan)
+B := $(or $(BUILD),build/asan)
+MODE_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+MODE_LDFLAGS := -fsanitize=address,undefined
+else
+$(error MODE must be release or asan, not '$(MODE)')
+endif
+
+# Context switch: our own assembly where we have it, ucontext elsewhere or
+# when asked (make CORO=ucontext).
+ifeq ($(filter $(ARCH),x86_64 aarch64),)
+CORO ?= ucontext
+else
+CORO ?= asm
+endif
+ifeq ($(CORO),ucontext)
+CORO_DEFS := -DSP_CORO_UCONTEXT
+CORO_ASM :=
+else
+CORO_DEFS :=
+CORO_ASM := src/coro_switch_$(ARCH).S
+endif
+
+# valgrind.h lets stacks be registered so memcheck follows switches.
+ifneq ($(wildcard /usr/include/valgrind/valgrind.h),)
+VG_DEFS := -DSP_HAVE_VALGRIND
+endif
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
+  $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
+LDLIBS_ALL := -lpthread -ldl -lm
+
+# ONLY='src/coro%' limits the library to some sources (work on one module
+# while others are mid-change); BUILD=dir puts the tree elsewhere.
+LIB_C := $(filter-out src/main.c,$(wildcard src/*.c))
+ifneq ($(ONLY),)
+LIB_C := $(filter $(ONLY),$(LIB_C))
+endif
+LIB_ASM := $(filter $(or $(ONLY),%),$(CORO_ASM))
+LIB_OBJS := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_C)) $(patsubst src/%.S,$(B)/obj/%.o,$(LIB_ASM))
+LIB := $(B)/libspindle.a
+
+BIN := $(if $(wildcard src/main.c),$(B)/spindle)
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+UNIT_SRCS := $(wildcard tests/unit/test_*.c)
+UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
+
+.PHONY: all lib unit test run format format-check clean fuzz-build cross-aarch64 deps
+all: lib $(BIN) $(EXAMPLES) unit $(BENCH_BINS)
+lib: $(LIB)
+unit: $(UNIT_BINS)
+
+$(B)/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+$(B)/obj/%.o: src/%.S
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(LIB): $(LIB_OBJS)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+# The binary exports the public API (-rdynamic) so --app modules can call it.
+$(B)/spindle: $(B)/obj/main.o $(LIB)
+	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS_ALL)
+$(B)/obj/main.o: src/main.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(B)/examples/%: examples/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
+
+$(B)/tests/unit_main.o: tests/unit/unit_main.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -MMD -MP -c $< -o $@
+$(B)/tests/test_%: tests/unit/test_%.c $(B)/tests/unit_main.o $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -Itests/unit -MMD -MP -o $@ $< $(B)/tests/unit_main.o $(LIB) \
+	  $(MODE_LDFLAGS) $(LDLIBS_ALL)
+
+$(B)/bench/%: bench/%.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
+
+# Fuzz targets: clang + libFuzzer + ASan/UBSan, every library source rebuilt.
+FUZZ_B := $(or $(BUILD),build)/fuzz
+FUZZ_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -g -O1 -fsanitize=fuzzer-no-link,address,undefined \
+  -fno-sanitize-recover=all $(CORO_DEFS)
+FUZZ_OBJS := $(patsubst src/%.c,$(FUZZ_B)/obj/%.o,$(LIB_C)) $(patsubst src/%.S,$(FUZZ_B)/obj/%.o,$(LIB_ASM))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(FUZZ_B)/%,$(wildcard tests/fuzz/fuzz_*.c))
+$(FUZZ_B)/obj/%.o: src/%.c
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(FUZZ_B)/obj/%.o: src/%.S
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -c $< -o $@
+$(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_OBJS)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lpthread -ldl -lm
+fuzz-build: $(FUZZ_BINS)
+
+# aarch64: the coroutine unit test cross-built (static) and run under qemu.
+CROSS_CC := aarch64-linux-gnu-gcc
+CROSS_SRCS := $(wildcard src/coro*.c) src/coro_switch_aarch64.S tests/unit/test_coro.c tests/unit/unit_main.c
+build/aarch64/test_coro: $(CROSS_SRCS) $(wildcard src/coro*.h) tests/unit/unit.h
+	@mkdir -p $(@D)
+	$(CROSS_CC) -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Itests/unit -O2 -g $(WARN) -static -o $@ $(CROSS_SRCS) -lpthread
+cross-aarch64: build/aarch64/test_coro
+
+deps:
+	@scripts/deps.sh
+
+test: deps
+	@$(MAKE) --no-print-directory MODE=release all
+	@$(MAKE) --no-print-directory MODE=asan unit
+	@scripts/test.sh
+
+run: deps
+	@$(MAKE) --no-print-directory MODE=release all
+	./build/spindle --bind 127.0.0.1:8080
+
+FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c examples/*.c bench/*.c python/*.c)
+format:
+	clang-format -i $(FORMAT_FILES)
+format-check:
+	@clang-format --dry-run --Werror $(FORMAT_FILES)
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,60 @@
+#!/bin/bash
+# Installs the Debian packages spindle's build, tests and benchmarks need,
+# only those missing. As root it runs apt-get; otherwise it prints exactly
+# what is missing and the command that installs it, and fails.
+set -euo pipefail
+
+# package -> why it is needed (kept in one list so the message can say).
+PKGS=(
+  "build-essential:compiler and make"
+  "valgrind:valgrind.h for stack registration; memcheck run of the unit tests"
+  "clang:libFuzzer fuzz targets"
+  "libclang-rt-14-dev:sanitizer and libFuzzer runtimes for clang"
+  "clang-format:format check in make test"
+  "python3-pytest:integration tests"
+  "python3-h11:differential parser test"
+  "python3-dev:headers for the WSGI extension"
+  "python3-greenlet:WSGI binding (greenlet per app call)"
+  "curl:integration tests use a real client"
+  "wrk:benchmarks and load tests"
+  "apache2-utils:ab, for instruction-count benchmarks"
+  "nginx:peer in benchmarks"
+  "strace:syscall counts in benchmarks"
+  "gcc-aarch64-linux-gnu:cross-build of the aarch64 context switch"
+  "libc6-dev-arm64-cross:cross-build of the aarch64 context switch"
+  "qemu-user:runs the aarch64 coroutine test"
+)
+
+missing=()
+for entry in "${PKGS[@]}"; do
+  pkg=${entry%%:*}
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "spindle: these Debian packages are missing:" >&2
+  for entry in "${PKGS[@]}"; do
+    for m in "${missing[@]}"; do
+      [ "${entry%%:*}" = "$m" ] && echo "  $m  (${entry#*:})" >&2
+    done
+  done
+  echo "install them with:  sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+
+echo "spindle: installing missing packages: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+# The package lists may be absent or stale on a fresh machine.
+apt-get update -qq || apt-get update
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian's nginx package starts a system nginx on port 80; the benchmarks
+# start their own, so stop the packaged one if it came up.
+if [[ " ${missing[*]} " == *" nginx "* ]]; then
+  (systemctl stop nginx || service nginx stop || pkill -x nginx) >/dev/null 2>&1 || true
+fi

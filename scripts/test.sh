@@ -1,0 +1,113 @@
+#!/bin/bash
+# Runs every test suite after `make test` has built the trees: unit tests
+# (optimized, ASan+UBSan, valgrind), the aarch64 coroutine test under qemu,
+# the suites in tests/suites/*.sh (each ends with "N passed, N failed"),
+# and the pytest integration tests. Ends with the total "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+LOGS=build/test-logs
+mkdir -p "$LOGS"
+total_pass=0
+total_fail=0
+failed_suites=()
+
+# suite NAME CMD...: runs CMD, shows its output, adds its closing counts.
+suite() {
+  local name=$1
+  shift
+  local log="$LOGS/$name.log" start=$SECONDS
+  echo "== $name"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local line
+  line=$(grep -E '([0-9]+) passed, ([0-9]+) failed' "$log" | tail -1)
+  local p=0 f=0
+  if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+    p=${BASH_REMATCH[1]}
+    f=${BASH_REMATCH[2]}
+  fi
+  # A command that fails without counting a failure still fails the run.
+  if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  total_pass=$((total_pass + p))
+  total_fail=$((total_fail + f))
+  [ "$f" -ne 0 ] && failed_suites+=("$name")
+  echo "-- $name: $p passed, $f failed ($((SECONDS - start)) s)"
+}
+
+# unit_all DIR: every unit binary in DIR, one summary.
+unit_all() {
+  local dir=$1 p=0 f=0 rc=0
+  for t in "$dir"/test_*; do
+    [ -x "$t" ] || continue
+    out=$("$t" 2>&1)
+    r=$?
+    echo "$out"
+    line=$(echo "$out" | tail -1)
+    if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+      p=$((p + BASH_REMATCH[1]))
+      f=$((f + BASH_REMATCH[2]))
+    fi
+    if [ $r -ne 0 ] && ! [[ $line =~ [1-9][0-9]*\ failed ]]; then f=$((f + 1)); fi
+  done
+  echo "units: $p passed, $f failed"
+  [ $f -eq 0 ]
+}
+
+format_check() {
+  if make --no-print-directory format-check; then
+    echo "format: 1 passed, 0 failed"
+  else
+    echo "format: run 'make format' to fix the files above"
+    echo "format: 0 passed, 1 failed"
+    return 1
+  fi
+}
+
+valgrind_units() {
+  local p=0 f=0
+  for t in build/tests/test_coro build/tests/test_loop; do
+    [ -x "$t" ] || continue
+    out=$(UNIT_NO_DEATH=1 valgrind -q --error-exitcode=1 --leak-check=full \
+      --errors-for-leak-kinds=definite "$t" 2>&1)
+    r=$?
+    echo "$out"
+    line=$(echo "$out" | grep -E 'passed, [0-9]+ failed' | tail -1)
+    if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
+      p=$((p + BASH_REMATCH[1]))
+      f=$((f + BASH_REMATCH[2]))
+    fi
+    if [ $r -ne 0 ] && ! [[ $line =~ [1-9][0-9]*\ failed ]]; then f=$((f + 1)); fi
+  done
+  echo "valgrind: $p passed, $f failed"
+  [ $f -eq 0 ]
+}
+
+aarch64_coro() {
+  make --no-print-directory cross-aarch64 || return 1
+  qemu-aarch64 build/aarch64/test_coro
+}
+
+suite format format_check
+suite unit-release unit_all build/tests
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allow_user_segv_handler=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite unit-asan unit_all build/asan/tests
+suite unit-valgrind valgrind_units
+if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null \
+  && [ -f src/coro_switch_aarch64.S ]; then
+  suite unit-aarch64-qemu aarch64_coro
+fi
+for s in tests/suites/*.sh; do
+  [ -x "$s" ] || continue
+  suite "$(basename "$s" .sh)" "$s"
+done
+if ls tests/integration/test_*.py >/dev/null 2>&1; then
+  suite integration /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+fi
+
+echo
+if [ ${#failed_suites[@]} -ne 0 ]; then
+  echo "failing suites: ${failed_suites[*]} (logs in $LOGS/)"
+fi
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

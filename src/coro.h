@@ -1,0 +1,58 @@
+/* coro.h — stackful, asymmetric coroutines: stacks and context switches,
+ * nothing else. A coroutine is resumed by whoever holds it and yields back
+ * to that resumer. Stacks come from a pool (mmap'ed, optional guard page)
+ * and are reused; knows nothing of loops, sockets or HTTP. */
+#ifndef SPINDLE_CORO_H
+#define SPINDLE_CORO_H
+
+#include <stddef.h>
+
+typedef struct coro coro;
+typedef struct coro_pool coro_pool;
+typedef void (*coro_fn)(void *arg);
+
+typedef struct coro_pool_options {
+    size_t stack_size; /* usable bytes, rounded up to whole pages; 0 = 64 KiB */
+    int no_guard;      /* 1: no PROT_NONE guard page (one mapping less per stack) */
+    size_t max_free;   /* finished stacks kept for reuse; 0 = 1024; above it they are unmapped */
+} coro_pool_options;
+
+/* Per thread that runs coroutines, once: installs the alternate signal stack
+ * on which a guard-page fault is recognised as a stack overflow (the SIGSEGV
+ * handler itself is installed once per process). Returns 0 or -errno. */
+int coro_thread_init(void);
+
+/* A pool of stacks. opt may be NULL for defaults. NULL with errno on failure. */
+coro_pool *coro_pool_create(const coro_pool_options *opt);
+/* Unmaps every pooled stack. All coroutines of the pool must have finished
+ * or been destroyed. */
+void coro_pool_destroy(coro_pool *p);
+
+/* A new coroutine that will run fn(arg) when first resumed. Takes a stack
+ * from the pool (maps one if none is free). NULL on failure (ENOMEM). */
+coro *coro_create(coro_pool *p, coro_fn fn, void *arg);
+
+/* Switches into c until it yields or fn returns. Returns 1 if c yielded (it
+ * can be resumed again), 0 if fn returned: c is then gone (its stack is back
+ * in the pool) and must not be used. Must not be called on a running coro. */
+int coro_resume(coro *c);
+
+/* From inside the running coroutine self: switches back to its resumer. */
+void coro_yield(coro *self);
+
+/* The coroutine running on this thread, or NULL on the thread's own stack. */
+coro *coro_current(void);
+
+/* Releases a suspended coroutine that will never be resumed (shutdown): its
+ * stack goes back to the pool; frames on it are not unwound. */
+void coro_destroy(coro *c);
+
+/* Counters for tests and stats. */
+typedef struct coro_pool_stats {
+    size_t live;   /* created and not finished */
+    size_t free;   /* stacks kept for reuse */
+    size_t mapped; /* stacks mapped in total (live + free) */
+} coro_pool_stats;
+void coro_pool_get_stats(const coro_pool *p, coro_pool_stats *out);
+
+#endif

@@ -1,0 +1,393 @@
+/* test_loop.c — the event loop: spawning, sleeping, timer order and
+ * cancellation, parking on fds with and without deadlines, hang-up wake-up,
+ * sp_run_blocking, sp_poll stepping, yielding, and stack reuse at scale. */
+#include "loop.h"
+#include "net.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static sp_loop *new_loop(void) {
+    sp_loop *l = sp_loop_new(NULL);
+    CHECK(l != NULL);
+    return l;
+}
+
+static char order[64];
+static size_t norder;
+static void note(char c) {
+    order[norder++] = c;
+    order[norder] = '\0';
+}
+
+static void spawn_note(void *arg) {
+    note(*(const char *)arg);
+}
+
+TEST(spawn_runs_in_fifo_order) {
+    sp_loop *l = new_loop();
+    CHECK_EQ(sp_spawn(spawn_note, "a"), 0);
+    CHECK_EQ(sp_spawn(spawn_note, "b"), 0);
+    CHECK_EQ(sp_spawn(spawn_note, "c"), 0);
+    CHECK_EQ(norder, 0); /* nothing runs before the loop turns */
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK_STR(order, "abc");
+    sp_loop_free(l);
+}
+
+TEST(spawn_without_loop_fails) {
+    CHECK_EQ(sp_spawn(spawn_note, "x"), -ENXIO);
+    CHECK_EQ(sp_sleep(1), -EPERM);
+    CHECK_EQ(sp_poll(0), -ENXIO);
+}
+
+typedef struct sleeper {
+    int64_t ms;
+    char name;
+    int64_t slept;
+} sleeper;
+
+static void sleep_then_note(void *arg) {
+    sleeper *s = arg;
+    int64_t t0 = loop_clock_ms();
+    CHECK_EQ(sp_sleep(s->ms), 0);
+    s->slept = loop_clock_ms() - t0;
+    note(s->name);
+}
+
+TEST(sleeps_end_in_deadline_order) {
+    sp_loop *l = new_loop();
+    sleeper s[3] = {{60, 'c', 0}, {20, 'a', 0}, {40, 'b', 0}};
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(sp_spawn(sleep_then_note, &s[i]), 0);
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK_STR(order, "abc");
+    for (int i = 0; i < 3; i++)
+        CHECK(s[i].slept >= s[i].ms);
+    sp_loop_free(l);
+}
+
+static void timer_note(loop *l, loop_timer *t) {
+    note(*(const char *)t->data);
+}
+
+TEST(timers_fire_in_order_and_cancel) {
+    sp_loop *l = new_loop();
+    loop_timer t[6] = {{0}};
+    int64_t now = loop_now(l);
+    /* Equal deadlines fire in arming order. */
+    CHECK_EQ(loop_timer_arm(l, &t[0], now + 30, timer_note, "d"), 0);
+    CHECK_EQ(loop_timer_arm(l, &t[1], now + 10, timer_note, "a"), 0);
+    CHECK_EQ(loop_timer_arm(l, &t[2], now + 20, timer_note, "b"), 0);
+    CHECK_EQ(loop_timer_arm(l, &t[3], now + 20, timer_note, "c"), 0);
+    CHECK_EQ(loop_timer_arm(l, &t[4], now + 15, timer_note, "X"), 0);
+    CHECK_EQ(loop_timer_arm(l, &t[5], now + 5, timer_note, "Y"), 0);
+    loop_timer_cancel(l, &t[4]);
+    loop_timer_cancel(l, &t[5]);
+    loop_timer_cancel(l, &t[5]); /* twice is harmless */
+    CHECK(!loop_timer_armed(&t[4]));
+    /* Re-arming moves a timer. */
+    CHECK_EQ(loop_timer_arm(l, &t[0], now + 40, timer_note, "e"), 0);
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK_STR(order, "abce");
+    sp_loop_free(l);
+}
+
+static int64_t last_fired;
+static int fired_ok = 1, fired;
+static void check_monotonic(loop *l, loop_timer *t) {
+    if (t->when < last_fired)
+        fired_ok = 0;
+    last_fired = t->when;
+    fired++;
+}
+
+TEST(timer_heap_random_arm_cancel) {
+    sp_loop *l = new_loop();
+    enum { N = 5000 };
+    static loop_timer t[N];
+    int64_t now = loop_now(l);
+    srand(7);
+    int live = 0;
+    for (int i = 0; i < N; i++)
+        CHECK_EQ(loop_timer_arm(l, &t[i], now + rand() % 50, check_monotonic, NULL), 0);
+    for (int i = 0; i < N; i += 3)
+        loop_timer_cancel(l, &t[i]);
+    for (int i = 0; i < N; i++)
+        live += loop_timer_armed(&t[i]);
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK(fired_ok);
+    CHECK_EQ(fired, live);
+    sp_loop_free(l);
+}
+
+/* ---- parking on fds --------------------------------------------------- */
+
+typedef struct pair {
+    loop_watch w[2];
+    int result;
+    ssize_t n;
+    char buf[64];
+    int64_t elapsed;
+} pair;
+
+static void make_pair(loop *l, pair *p) {
+    int sv[2];
+    CHECK_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+    for (int i = 0; i < 2; i++) {
+        p->w[i] = (loop_watch){.fd = sv[i]};
+        CHECK_EQ(loop_watch_add(l, &p->w[i], BACKEND_CONN), 0);
+    }
+}
+
+static void reader_task(void *arg) {
+    pair *p = arg;
+    loop *l = loop_current();
+    int64_t t0 = loop_clock_ms();
+    p->n = net_read(l, &p->w[0], p->buf, sizeof p->buf, loop_now(l) + 2000);
+    p->elapsed = loop_clock_ms() - t0;
+}
+
+static void writer_task(void *arg) {
+    pair *p = arg;
+    loop *l = loop_current();
+    sp_sleep(30);
+    CHECK_EQ(net_write(l, &p->w[1], "hello", 5, LOOP_NO_DEADLINE), 5);
+}
+
+TEST(park_on_socketpair_until_data) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    CHECK_EQ(sp_spawn(reader_task, &p), 0);
+    CHECK_EQ(sp_spawn(writer_task, &p), 0);
+    while (p.n == 0)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK_EQ(p.n, 5);
+    CHECK_MEM(p.buf, 5, "hello");
+    CHECK(p.elapsed >= 25 && p.elapsed < 1500);
+    sp_loop_free(l);
+}
+
+static void timeout_reader(void *arg) {
+    pair *p = arg;
+    loop *l = loop_current();
+    int64_t t0 = loop_clock_ms();
+    p->n = net_read(l, &p->w[0], p->buf, sizeof p->buf, loop_now(l) + 50);
+    p->elapsed = loop_clock_ms() - t0;
+}
+
+TEST(park_on_socketpair_times_out) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    CHECK_EQ(sp_spawn(timeout_reader, &p), 0);
+    while (p.n == 0)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK_EQ(p.n, -ETIMEDOUT);
+    CHECK(p.elapsed >= 49 && p.elapsed < 1000);
+    sp_loop_free(l);
+}
+
+static void hup_waiter_task(void *arg) {
+    pair *p = arg;
+    loop *l = loop_current();
+    p->result = loop_wait_fd(l, &p->w[0], LOOP_READ, loop_now(l) + 5000);
+    p->n = 1;
+}
+
+TEST(hang_up_wakes_parked_reader) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    CHECK_EQ(sp_spawn(hup_waiter_task, &p), 0);
+    CHECK(sp_poll(0) >= 0); /* the task parks */
+    CHECK_EQ(p.n, 0);
+    net_close(l, &p.w[1]);
+    int64_t t0 = loop_clock_ms();
+    while (p.n == 0)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK(loop_clock_ms() - t0 < 1000);
+    CHECK(p.result > 0);
+    CHECK(p.result & LOOP_RDHUP);
+    sp_loop_free(l);
+}
+
+static void sleeper_told_of_hup(void *arg) {
+    pair *p = arg;
+    loop_task_set_hup_watch(loop_task(loop_current()), &p->w[0]);
+    p->result = sp_sleep(5000);
+    p->n = 1;
+}
+
+TEST(hang_up_interrupts_sleep_of_connection_task) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    CHECK_EQ(sp_spawn(sleeper_told_of_hup, &p), 0);
+    CHECK(sp_poll(0) >= 0);
+    net_close(l, &p.w[1]);
+    int64_t t0 = loop_clock_ms();
+    while (p.n == 0)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK(loop_clock_ms() - t0 < 1000);
+    CHECK_EQ(p.result, -ECONNRESET);
+    sp_loop_free(l);
+}
+
+TEST(watch_removal_cancels_parked_task) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    CHECK_EQ(sp_spawn(hup_waiter_task, &p), 0);
+    CHECK(sp_poll(0) >= 0);
+    CHECK_EQ(loop_watch_del(l, &p.w[0]), 0);
+    while (p.n == 0)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK_EQ(p.result, -ECANCELED);
+    sp_loop_free(l);
+}
+
+static int cb_events;
+static void on_ready(loop *l, loop_watch *w, uint32_t ev) {
+    cb_events |= (int)ev;
+}
+
+TEST(watch_callback_without_task) {
+    sp_loop *l = new_loop();
+    pair p = {0};
+    make_pair(l, &p);
+    p.w[0].cb = on_ready;
+    CHECK_EQ(write(p.w[1].fd, "x", 1), 1);
+    for (int i = 0; i < 100 && !(cb_events & LOOP_READ); i++)
+        CHECK(sp_poll(100) >= 0);
+    CHECK(cb_events & LOOP_READ);
+    sp_loop_free(l);
+}
+
+/* ---- blocking calls, stepping, yielding --------------------------------- */
+
+static int slow_double(void *arg) {
+    usleep(100 * 1000);
+    return *(int *)arg * 2;
+}
+
+static int ticks;
+static void ticker(void *arg) {
+    for (int i = 0; i < 5; i++) {
+        sp_sleep(10);
+        ticks++;
+    }
+}
+
+typedef struct blocking_case {
+    int in, out;
+} blocking_case;
+
+static void blocking_task(void *arg) {
+    blocking_case *c = arg;
+    c->out = sp_run_blocking(slow_double, &c->in);
+}
+
+TEST(run_blocking_leaves_loop_free) {
+    sp_loop *l = new_loop();
+    blocking_case c[8];
+    for (int i = 0; i < 8; i++) {
+        c[i] = (blocking_case){.in = i + 1};
+        CHECK_EQ(sp_spawn(blocking_task, &c[i]), 0);
+    }
+    CHECK_EQ(sp_spawn(ticker, NULL), 0);
+    int64_t t0 = loop_clock_ms();
+    CHECK_EQ(sp_loop_run(l), 0);
+    for (int i = 0; i < 8; i++)
+        CHECK_EQ(c[i].out, 2 * (i + 1));
+    CHECK_EQ(ticks, 5);
+    /* 8 calls of 100 ms on 4 threads: two rounds, not eight. */
+    CHECK(loop_clock_ms() - t0 < 600);
+    CHECK_EQ(sp_run_blocking(slow_double, &c[0].in), -EPERM);
+    sp_loop_free(l);
+}
+
+static int done_flag;
+static void sleep_30(void *arg) {
+    sp_sleep(30);
+    done_flag = 1;
+}
+
+TEST(poll_steps_the_loop) {
+    sp_loop *l = new_loop();
+    CHECK_EQ(sp_spawn(sleep_30, NULL), 0);
+    int64_t t0 = loop_clock_ms();
+    CHECK_EQ(sp_poll(0), 1); /* ran the task once: it parked */
+    CHECK(!done_flag);
+    CHECK(loop_clock_ms() - t0 < 25);
+    int steps = 0;
+    while (!done_flag && steps < 100) {
+        CHECK(sp_poll(-1) >= 0);
+        steps++;
+    }
+    CHECK(done_flag);
+    CHECK(steps <= 3); /* a blocking wait, not a spin */
+    CHECK(loop_clock_ms() - t0 >= 30);
+    CHECK_EQ(sp_poll(0), 0);
+    sp_loop_free(l);
+}
+
+static void yielder(void *arg) {
+    for (int i = 0; i < 3; i++) {
+        note(*(const char *)arg);
+        sp_yield();
+    }
+}
+
+TEST(yield_interleaves_tasks) {
+    sp_loop *l = new_loop();
+    CHECK_EQ(sp_spawn(yielder, "a"), 0);
+    CHECK_EQ(sp_spawn(yielder, "b"), 0);
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK_STR(order, "ababab");
+    sp_loop_free(l);
+}
+
+static int finished;
+static void short_life(void *arg) {
+    sp_sleep(1);
+    finished++;
+}
+
+TEST_T(ten_thousand_tasks_reuse_stacks, 30) {
+    sp_loop *l = new_loop();
+    loop_stats st;
+    for (int wave = 0; wave < 3; wave++) {
+        for (int i = 0; i < 10000; i++)
+            CHECK_EQ(sp_spawn(short_life, NULL), 0);
+        CHECK_EQ(sp_loop_run(l), 0);
+        loop_get_stats(l, &st);
+        CHECK_EQ(st.tasks, 0);
+        CHECK(st.stacks_mapped <= 10000);
+    }
+    CHECK_EQ(finished, 30000);
+    /* Later waves reused the first wave's stacks. */
+    CHECK(st.stacks_mapped <= 10000);
+    sp_loop_free(l);
+}
+
+static void stop_soon(void *arg) {
+    sp_sleep(10);
+    sp_loop_stop(arg);
+}
+
+TEST(stop_returns_from_run_with_work_left) {
+    sp_loop *l = new_loop();
+    loop_timer far = {0};
+    CHECK_EQ(loop_timer_arm(l, &far, loop_now(l) + 60000, timer_note, "z"), 0);
+    CHECK_EQ(sp_spawn(stop_soon, l), 0);
+    int64_t t0 = loop_clock_ms();
+    CHECK_EQ(sp_loop_run(l), 0);
+    CHECK(loop_clock_ms() - t0 < 1000);
+    CHECK(loop_timer_armed(&far));
+    sp_loop_free(l); /* frees with a timer armed and nothing leaks */
+}
