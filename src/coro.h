@@ -2,6 +2,25 @@
  * nothing else. A coroutine is resumed by whoever holds it and yields back
  * to that resumer. Stacks come from a pool (mmap'ed, optional guard page)
  * and are reused; knows nothing of loops, sockets or HTTP. */
+
+/* Memory maps. Each guarded stack costs two memory mappings (the stack and
+ * its PROT_NONE guard page), and the kernel's default vm.max_map_count is
+ * 65530, so parked coroutines top out near 32,000 per process (minus what
+ * the rest of the process maps). Raise it with
+ *     sysctl vm.max_map_count=262144
+ * or turn guard pages off (no_guard): adjacent unguarded anonymous mappings
+ * merge into one, but an overflow then silently corrupts whatever lies
+ * below instead of dying with a message.
+ *
+ * Overflow. A fault on the guard page, or up to 64 KiB below the stack (a
+ * large frame can step over the guard), while a coroutine runs on this
+ * thread prints "spindle: coroutine stack overflow (stack of N bytes); ..."
+ * and kills the process with SIGSEGV. A frame larger than that reach can
+ * land in another mapping undetected (-fstack-clash-protection prevents it).
+ *
+ * Threads. Coroutines are per thread: resume a coroutine only on the thread
+ * that created it. The running coroutine is per-thread state (a
+ * _Thread_local pointer), read by the fault handler. */
 #ifndef SPINDLE_CORO_H
 #define SPINDLE_CORO_H
 
@@ -19,13 +38,17 @@ typedef struct coro_pool_options {
 
 /* Per thread that runs coroutines, once: installs the alternate signal stack
  * on which a guard-page fault is recognised as a stack overflow (the SIGSEGV
- * handler itself is installed once per process). Returns 0 or -errno. */
+ * and SIGBUS handler itself is installed once per process; other faults are
+ * passed on to the handler that was there before, or the default). Keeps an
+ * alternate stack the thread already has; otherwise maps 64 KiB, never
+ * freed. coro_pool_create and coro_create call it, so calling it yourself
+ * only moves the cost and the failure earlier. Returns 0 or -errno. */
 int coro_thread_init(void);
 
 /* A pool of stacks. opt may be NULL for defaults. NULL with errno on failure. */
 coro_pool *coro_pool_create(const coro_pool_options *opt);
 /* Unmaps every pooled stack. All coroutines of the pool must have finished
- * or been destroyed. */
+ * or been destroyed (aborts otherwise: a live one would point into it). */
 void coro_pool_destroy(coro_pool *p);
 
 /* A new coroutine that will run fn(arg) when first resumed. Takes a stack
