@@ -55,13 +55,16 @@ LIB_OBJS := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_C)) $(patsubst src/%.S,$(B)/ob
 LIB := $(B)/libspindle.a
 
 BIN := $(if $(wildcard src/main.c),$(B)/spindle)
-EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(wildcard examples/*.c))
+EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(filter-out examples/app_%,$(wildcard examples/*.c)))
+# Applications loaded with --app: shared objects, resolved against the binary.
+APP_MODULES := $(patsubst examples/%.c,$(B)/examples/%.so,$(wildcard examples/app_*.c)) \
+  $(patsubst tests/apps/%.c,$(B)/tests/apps/%.so,$(wildcard tests/apps/*.c))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
 
 .PHONY: all lib unit test run format format-check clean fuzz-build cross-aarch64 deps
-all: lib $(BIN) $(EXAMPLES) unit $(BENCH_BINS)
+all: lib $(BIN) $(EXAMPLES) $(APP_MODULES) unit $(BENCH_BINS)
 lib: $(LIB)
 unit: $(UNIT_BINS)
 
@@ -76,9 +79,12 @@ $(LIB): $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-# The binary exports the public API (-rdynamic) so --app modules can call it.
+# The binary exports the public API (-rdynamic; everything else is hidden)
+# so --app modules can call it: the whole library is linked in, not only
+# what main() uses.
 $(B)/spindle: $(B)/obj/main.o $(LIB)
-	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $(B)/obj/main.o -Wl,--whole-archive $(LIB) \
+	  -Wl,--no-whole-archive $(LDLIBS_ALL)
 $(B)/obj/main.o: src/main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
@@ -86,6 +92,13 @@ $(B)/obj/main.o: src/main.c
 $(B)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
+
+$(B)/examples/%.so: examples/%.c include/spindle.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
+$(B)/tests/apps/%.so: tests/apps/%.c include/spindle.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
 
 $(B)/tests/unit_main.o: tests/unit/unit_main.c
 	@mkdir -p $(@D)
@@ -135,7 +148,8 @@ run: deps
 	@$(MAKE) --no-print-directory MODE=release all
 	./build/spindle --bind 127.0.0.1:8080
 
-FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c examples/*.c bench/*.c python/*.c)
+FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
+  tests/diff/*.c tests/apps/*.c examples/*.c bench/*.c python/*.c)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

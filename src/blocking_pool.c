@@ -68,8 +68,9 @@ blocking_pool *blocking_pool_create(int max_threads, int *efd_out) {
         goto fail_efd;
     if (pthread_cond_init(&p->cond, NULL) != 0)
         goto fail_mu;
-    p->max_threads = max_threads < 1 ? 1 : max_threads > POOL_MAX_THREADS ? POOL_MAX_THREADS
-                                                                        : max_threads;
+    p->max_threads = max_threads < 1                  ? 1
+                     : max_threads > POOL_MAX_THREADS ? POOL_MAX_THREADS
+                                                      : max_threads;
     *efd_out = p->efd;
     return p;
 fail_mu:

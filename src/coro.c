@@ -59,10 +59,12 @@ static int stack_map(const coro_pool *p, coro *c) {
     size_t len = p->guard + p->stack_size;
     char *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (m == MAP_FAILED) return -errno;
+    if (m == MAP_FAILED)
+        return -errno;
     if (p->guard && mprotect(m, p->guard, PROT_NONE) != 0) {
         int err = errno;
-        if (munmap(m, len) != 0) coro_bug("munmap of a fresh stack failed");
+        if (munmap(m, len) != 0)
+            coro_bug("munmap of a fresh stack failed");
         return -err;
     }
     c->map = m;
@@ -79,7 +81,8 @@ static void stack_unmap(coro *c) {
 #ifdef SP_HAVE_VALGRIND
     VALGRIND_STACK_DEREGISTER(c->vg_id);
 #endif
-    if (munmap(c->map, c->map_size) != 0) coro_bug("munmap of a coroutine stack failed");
+    if (munmap(c->map, c->map_size) != 0)
+        coro_bug("munmap of a coroutine stack failed");
 }
 
 /* c is done (finished or destroyed): its stack goes back to the pool, or
@@ -116,7 +119,8 @@ coro_pool *coro_pool_create(const coro_pool_options *opt) {
         return NULL;
     }
     coro_pool *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
+    if (!p)
+        return NULL;
     p->stack_size = (size + page - 1) / page * page;
     p->guard = opt && opt->no_guard ? 0 : page;
     p->max_free = opt && opt->max_free ? opt->max_free : CORO_DEFAULT_MAX_FREE;
@@ -124,8 +128,10 @@ coro_pool *coro_pool_create(const coro_pool_options *opt) {
 }
 
 void coro_pool_destroy(coro_pool *p) {
-    if (!p) return;
-    if (p->live) coro_bug("coro_pool_destroy with coroutines still alive");
+    if (!p)
+        return;
+    if (p->live)
+        coro_bug("coro_pool_destroy with coroutines still alive");
     while (p->free_list) {
         coro *c = p->free_list;
         p->free_list = c->next_free;
@@ -158,7 +164,8 @@ void coro_pool_get_stats(const coro_pool *p, coro_pool_stats *out) {
 
 #ifdef SP_CORO_UCONTEXT
 static void switch_in(coro *c) {
-    if (swapcontext(&c->resumer_ctx, &c->ctx) != 0) coro_bug("swapcontext into a coroutine failed");
+    if (swapcontext(&c->resumer_ctx, &c->ctx) != 0)
+        coro_bug("swapcontext into a coroutine failed");
 }
 static void switch_out(coro *c) {
     if (swapcontext(&c->ctx, &c->resumer_ctx) != 0)
@@ -192,7 +199,8 @@ static void coro_uc_entry(void) {
 }
 
 static int context_init(coro *c) {
-    if (getcontext(&c->ctx) != 0) return -errno;
+    if (getcontext(&c->ctx) != 0)
+        return -errno;
     c->ctx.uc_stack.ss_sp = c->stack_lo;
     c->ctx.uc_stack.ss_size = c->stack_size;
     c->ctx.uc_link = NULL;
@@ -256,7 +264,8 @@ coro *coro_create(coro_pool *p, coro_fn fn, void *arg) {
         p->nfree--;
     } else {
         c = calloc(1, sizeof *c);
-        if (!c) return NULL;
+        if (!c)
+            return NULL;
         err = stack_map(p, c);
         if (err) {
             free(c);
@@ -290,7 +299,8 @@ int coro_resume(coro *c) {
     switch_in(c);
     ASAN_FINISH(fake, NULL, NULL);
     coro_running = c->prev;
-    if (!c->finished) return 1;
+    if (!c->finished)
+        return 1;
     coro_release(c);
     return 0;
 }

@@ -51,8 +51,10 @@ static size_t put_size(char *buf, size_t len, size_t cap, size_t v) {
 static void write_all(const char *buf, size_t len) {
     while (len) {
         ssize_t n = write(STDERR_FILENO, buf, len);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) return; /* nowhere left to say it; dying anyway */
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return; /* nowhere left to say it; dying anyway */
         buf += n;
         len -= (size_t)n;
     }
@@ -98,7 +100,8 @@ static void on_fault(int sig, siginfo_t *si, void *uctx) {
         set_default(sig);
     else
         (void)sigaction(sig, old, NULL);
-    if (si->si_code <= 0) (void)raise(sig); /* sent by kill(): there is no fault to re-run */
+    if (si->si_code <= 0)
+        (void)raise(sig); /* sent by kill(): there is no fault to re-run */
     errno = saved_errno;
 }
 
@@ -113,24 +116,31 @@ static void install_handler(void) {
 }
 
 int coro_thread_init(void) {
-    if (thread_ready) return 0;
+    if (thread_ready)
+        return 0;
     int rc = pthread_once(&handler_once, install_handler);
-    if (rc) return -rc;
-    if (handler_err) return -handler_err;
+    if (rc)
+        return -rc;
+    if (handler_err)
+        return -handler_err;
     /* An overflowed stack has no room for a signal frame; the handler runs
      * on this one. Keep an existing one (ASan installs its own). */
     stack_t cur;
-    if (sigaltstack(NULL, &cur) != 0) return -errno;
+    if (sigaltstack(NULL, &cur) != 0)
+        return -errno;
     size_t size = CORO_ALTSTACK_SIZE;
-    if ((size_t)SIGSTKSZ > size) size = (size_t)SIGSTKSZ;
+    if ((size_t)SIGSTKSZ > size)
+        size = (size_t)SIGSTKSZ;
     if ((cur.ss_flags & SS_DISABLE) || cur.ss_size < (size_t)MINSIGSTKSZ) {
         void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK,
                        -1, 0);
-        if (m == MAP_FAILED) return -errno;
+        if (m == MAP_FAILED)
+            return -errno;
         stack_t ss = {.ss_sp = m, .ss_size = size, .ss_flags = 0};
         if (sigaltstack(&ss, NULL) != 0) {
             int err = errno;
-            if (munmap(m, size) != 0) coro_bug("munmap of an unused signal stack failed");
+            if (munmap(m, size) != 0)
+                coro_bug("munmap of an unused signal stack failed");
             return -err;
         }
     }

@@ -19,11 +19,11 @@ struct task {
     coro *co;
     coro_fn fn;
     void *arg;
-    task *next;             /* ready queue, or the free list */
+    task *next;                /* ready queue, or the free list */
     task *all_prev, *all_next; /* every live task, for sp_loop_free */
-    loop_watch *hup_watch;  /* the connection this task serves, if any */
-    int wake;               /* value handed over by loop_wake */
-    uint8_t parked;         /* waiting: loop_wake may make it ready */
+    loop_watch *hup_watch;     /* the connection this task serves, if any */
+    int wake;                  /* value handed over by loop_wake */
+    uint8_t parked;            /* waiting: loop_wake may make it ready */
 };
 
 struct sp_loop {
@@ -303,7 +303,6 @@ static void dispatch(loop *l, loop_watch *w, uint32_t ev) {
 static int has_work(const loop *l) {
     return l->ntasks || l->timers.n || l->nwatches || l->refs;
 }
-
 
 static int loop_step(loop *l, int timeout_ms) {
     /* Deadlines computed by tasks are loop_now() + timeout: keep the cached

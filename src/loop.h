@@ -38,11 +38,11 @@ typedef void (*loop_watch_cb)(loop *l, loop_watch *w, uint32_t events);
 struct loop_watch {
     int fd;
     uint8_t registered;
-    uint8_t mode;        /* backend_mode */
-    uint32_t hup;        /* LOOP_RDHUP / LOOP_HUP seen so far (latched) */
-    task *reader;        /* parked waiting to read */
-    task *writer;        /* parked waiting to write */
-    task *hup_waiter;    /* parked elsewhere (a timer, a channel), told of hang-up */
+    uint8_t mode;     /* backend_mode */
+    uint32_t hup;     /* LOOP_RDHUP / LOOP_HUP seen so far (latched) */
+    task *reader;     /* parked waiting to read */
+    task *writer;     /* parked waiting to write */
+    task *hup_waiter; /* parked elsewhere (a timer, a channel), told of hang-up */
     loop_watch_cb cb;
     void *data;
 };
@@ -87,11 +87,11 @@ int64_t loop_clock_ms(void);
 
 /* Counters, for tests and the worker watchdog. */
 typedef struct loop_stats {
-    uint64_t turns;      /* loop iterations so far */
-    size_t tasks;        /* live tasks */
-    size_t timers;       /* armed timers */
-    size_t watches;      /* registered watches */
-    size_t stacks_free;  /* pooled coroutine stacks */
+    uint64_t turns;     /* loop iterations so far */
+    size_t tasks;       /* live tasks */
+    size_t timers;      /* armed timers */
+    size_t watches;     /* registered watches */
+    size_t stacks_free; /* pooled coroutine stacks */
     size_t stacks_mapped;
 } loop_stats;
 void loop_get_stats(const loop *l, loop_stats *out);

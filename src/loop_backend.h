@@ -16,10 +16,10 @@ enum {
 
 /* How an fd is watched. */
 typedef enum backend_mode {
-    BACKEND_CONN,          /* edge-triggered read+write+rdhup, registered once */
-    BACKEND_LISTEN,        /* level-triggered read: a bounded accept batch never stalls */
-    BACKEND_LISTEN_EXCL,   /* the same with EPOLLEXCLUSIVE (one worker woken per event) */
-    BACKEND_READ_LEVEL,    /* level-triggered read, for eventfds and pipes */
+    BACKEND_CONN,        /* edge-triggered read+write+rdhup, registered once */
+    BACKEND_LISTEN,      /* level-triggered read: a bounded accept batch never stalls */
+    BACKEND_LISTEN_EXCL, /* the same with EPOLLEXCLUSIVE (one worker woken per event) */
+    BACKEND_READ_LEVEL,  /* level-triggered read, for eventfds and pipes */
 } backend_mode;
 
 typedef struct backend_event {
@@ -27,9 +27,9 @@ typedef struct backend_event {
     uint32_t events; /* LOOP_* bits */
 } backend_event;
 
-int backend_open(void);                                            /* fd or -errno */
-int backend_add(int bfd, int fd, backend_mode mode, void *data);   /* 0 or -errno */
-int backend_del(int bfd, int fd);                                  /* 0 or -errno */
+int backend_open(void);                                          /* fd or -errno */
+int backend_add(int bfd, int fd, backend_mode mode, void *data); /* 0 or -errno */
+int backend_del(int bfd, int fd);                                /* 0 or -errno */
 /* Waits up to timeout_ms (-1: forever) and fills at most max events.
  * Returns the count (0 on timeout or EINTR) or -errno. */
 int backend_wait(int bfd, backend_event *out, int max, int timeout_ms);

@@ -378,7 +378,8 @@ TEST_T(thousands_run_and_reuse_stacks, 30) {
     for (int i = 0; i < 10000; i++) {
         coro *c = coro_create(p, yield_once, NULL);
         CHECK(c != NULL);
-        if (!first) first = c;
+        if (!first)
+            first = c;
         CHECK(c == first); /* LIFO reuse: cache-warm stack */
         CHECK_EQ(coro_resume(c), 1);
         CHECK_EQ(coro_resume(c), 0);
@@ -518,7 +519,8 @@ static volatile int recurse_limit = 1 << 30;
 
 static int recurse(int depth) {
     volatile char frame[512];
-    if (depth > recurse_limit) return 0;
+    if (depth > recurse_limit)
+        return 0;
     frame[0] = (char)depth;
     frame[sizeof frame - 1] = (char)depth;
     return recurse(depth + 1) + frame[0] + frame[sizeof frame - 1];
@@ -600,7 +602,8 @@ static void bad_store(void *arg) {
 /* Any other crash inside a coroutine must stay what it is: no overflow
  * message, and the process still dies (of SIGSEGV, or ASan's report). */
 TEST(other_faults_are_not_called_overflow) {
-    if (getenv("UNIT_NO_DEATH")) return;
+    if (getenv("UNIT_NO_DEATH"))
+        return;
     char err[8192];
     /* Not NULL itself: UBSan would stop at the null store first. */
     int status = run_in_child(bad_store, (void *)(uintptr_t)64, 0, err, sizeof err);
@@ -620,7 +623,8 @@ TEST(other_faults_are_not_called_overflow) {
 static void jump_around(void *arg) {
     jmp_buf env;
     volatile int jumped = 0;
-    if (setjmp(env) == 0) longjmp(env, 1);
+    if (setjmp(env) == 0)
+        longjmp(env, 1);
     jumped = 1;
     coro_yield(coro_current());
     CHECK_EQ(jumped, 1);

@@ -57,7 +57,7 @@ _Noreturn void unit_fail(const char *file, int line, const char *what);
     do {                                                                                           \
         size_t unit_l_ = (size_t)(len);                                                            \
         if (unit_l_ != strlen(str) || memcmp((ptr), (str), unit_l_) != 0) {                        \
-            fprintf(stderr, "  got \"%.*s\"\n  want \"%s\"\n", (int)unit_l_, (const char *)(ptr), \
+            fprintf(stderr, "  got \"%.*s\"\n  want \"%s\"\n", (int)unit_l_, (const char *)(ptr),  \
                     (str));                                                                        \
             unit_fail(__FILE__, __LINE__, #ptr " == " #str);                                       \
         }                                                                                          \

@@ -1,0 +1,23 @@
+/* log.h — the error log: leveled lines with a timestamp and the pid, to
+ * stderr (or a file set with log_open). Messages say what is wrong and what
+ * to do. Flood-prone messages go through log_ratelimited. */
+#ifndef SPINDLE_LOG_H
+#define SPINDLE_LOG_H
+
+#include <stdint.h>
+
+typedef enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_CRITICAL } log_level;
+
+/* Lines below level are dropped (default LOG_INFO). */
+void log_set_level(log_level level);
+/* Parses "debug", "info", "warning", "error", "critical"; -1 if unknown. */
+int log_parse_level(const char *name);
+
+void log_msg(log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Logs at most once per second per *last (a caller-owned timestamp, ms),
+ * counting what was suppressed in *suppressed. */
+void log_ratelimited(int64_t *last, uint64_t *suppressed, log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+#endif

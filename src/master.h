@@ -1,0 +1,23 @@
+/* master.h — the process model: a master that only supervises and N
+ * workers that serve (or one process serving itself with workers = 0). */
+#ifndef SPINDLE_MASTER_H
+#define SPINDLE_MASTER_H
+
+#include "spindle.h"
+
+typedef struct master_options {
+    int workers;             /* 0: serve in this process, no master */
+    int worker_timeout_ms;   /* a loop that has not turned for this long is killed */
+    int graceful_timeout_ms; /* in-flight requests get this long on TERM */
+} master_options;
+
+/* Serves s (listeners bound, routes added) until a stop signal. Returns the
+ * exit status for main. */
+int master_run(sp_server *s, const master_options *mo);
+
+/* Worker side (worker.c): serves s on this process until a stop signal;
+ * slot may be NULL. Returns the exit status. */
+struct worker_slot;
+int worker_run(sp_server *s, struct worker_slot *slot, int graceful_timeout_ms);
+
+#endif

@@ -1,0 +1,254 @@
+/* response.c — the handler's response: status and headers kept until the
+ * first write, then the head goes out in the same writev as the first body
+ * bytes; Content-Length when declared (or when the whole body is given to
+ * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
+#include "server.h"
+
+#include "http_chars.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAD_CAP (RES_FIELD_BYTES + 1024)
+
+void res_init(sp_res *res, sp_req *req, conn *c) {
+    res->req = req;
+    res->c = c;
+    res->status = 200;
+    res->nfields = 0;
+    res->field_bytes = 0;
+    res->declared = -1;
+    res->written = 0;
+    res->head_sent = res->finished = res->failed = res->force_close = 0;
+    res->out = (http_out){0};
+}
+
+int sp_res_status(sp_res *r, int status) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (status < 100 || status > 599)
+        return -EINVAL;
+    r->status = status;
+    return 0;
+}
+
+static int owned_by_server(const char *name, size_t n) {
+    return http_ieq(name, n, "content-length", 14) || http_ieq(name, n, "transfer-encoding", 17) ||
+           http_ieq(name, n, "date", 4) || http_ieq(name, n, "connection", 10);
+}
+
+int sp_res_header(sp_res *r, const char *name, const char *value) {
+    if (r->head_sent)
+        return -EALREADY;
+    size_t nl = strlen(name), vl = strlen(value);
+    if (nl == 0 || owned_by_server(name, nl))
+        return -EINVAL;
+    for (size_t i = 0; i < nl; i++)
+        if (!http_is((unsigned char)name[i], HTTP_C_TCHAR))
+            return -EINVAL;
+    for (size_t i = 0; i < vl; i++)
+        if (!http_is((unsigned char)value[i], HTTP_C_VALUE))
+            return -EINVAL; /* CR, LF, NUL or another control: injection */
+    if (vl &&
+        (value[0] == ' ' || value[0] == '\t' || value[vl - 1] == ' ' || value[vl - 1] == '\t'))
+        return -EINVAL;
+    if (r->nfields == RES_MAX_FIELDS || r->field_bytes + nl + vl > RES_FIELD_BYTES)
+        return -ENOSPC;
+    char *p = r->store + r->field_bytes;
+    memcpy(p, name, nl);
+    memcpy(p + nl, value, vl);
+    r->fields[r->nfields++] = (http_field){p, nl, p + nl, vl};
+    r->field_bytes += nl + vl;
+    return 0;
+}
+
+int sp_res_length(sp_res *r, uint64_t len) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (len > INT64_MAX)
+        return -EINVAL;
+    r->declared = (int64_t)len;
+    return 0;
+}
+
+/* Whether the head may promise keep-alive: not when we already know the
+ * connection will close after this response. */
+static int want_keep_alive(const sp_res *r) {
+    const sp_req *q = r->req;
+    const sp_server *s = q->srv;
+    if (!q->head.keep_alive || r->force_close || s->stopping)
+        return 0;
+    if (!q->body_done) {
+        if (q->expect_pending || q->body_errno)
+            return 0; /* a refused body is never parsed as a request */
+        if (q->head.framing == HTTP_BODY_LENGTH && q->body_left > s->opt.drain_max)
+            return 0;
+    }
+    return 1;
+}
+
+static void fail(sp_res *r) {
+    r->failed = 1;
+}
+
+/* Writes the head (and body iovecs after it) in one writev. */
+static int send_with_head(sp_res *r, struct iovec *body, int nbody) {
+    sp_req *q = r->req;
+    sp_server *s = q->srv;
+    char head[HEAD_CAP];
+    http_response hr = {
+        .status = r->status,
+        .minor_version = q->head.minor_version,
+        .head_request = q->head.method_id == HTTP_M_HEAD,
+        .keep_alive = want_keep_alive(r),
+        .content_length = r->declared,
+        .fields = r->fields,
+        .nfields = r->nfields,
+        .date = server_date(s),
+    };
+    int n = http_write_head(&hr, head, sizeof head, &r->out);
+    if (n < 0)
+        return n;
+    r->head_sent = 1;
+    struct iovec iov[8];
+    iov[0] = (struct iovec){head, (size_t)n};
+    int cnt = 1;
+    if (r->out.framing != HTTP_OUT_NONE)
+        for (int i = 0; i < nbody; i++)
+            iov[cnt++] = body[i];
+    ssize_t w = net_writev(s->l, &r->c->w, iov, cnt, server_deadline(s, s->opt.send_timeout_ms));
+    if (w < 0) {
+        fail(r);
+        return (int)w;
+    }
+    return 0;
+}
+
+static int send_body(sp_res *r, struct iovec *body, int nbody) {
+    if (!r->head_sent)
+        return send_with_head(r, body, nbody);
+    if (r->out.framing == HTTP_OUT_NONE)
+        return 0; /* HEAD, 204, 304: the body is not sent */
+    sp_server *s = r->req->srv;
+    ssize_t w = net_writev(s->l, &r->c->w, body, nbody, server_deadline(s, s->opt.send_timeout_ms));
+    if (w < 0) {
+        fail(r);
+        return (int)w;
+    }
+    return 0;
+}
+
+ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
+    if (r->failed)
+        return -EPIPE;
+    if (r->finished)
+        return -EALREADY;
+    if (r->declared >= 0 && r->written + len > (uint64_t)r->declared)
+        return -EFBIG;
+    if (len == 0 && r->head_sent)
+        return 0;
+    struct iovec iov[4];
+    int n = 0;
+    char line[HTTP_CHUNK_LINE_MAX];
+    int chunked = r->head_sent ? r->out.framing == HTTP_OUT_CHUNKED
+                               : r->declared < 0 && r->req->head.minor_version >= 1;
+    if (chunked)
+        n = http_chunk_iov(line, buf, len, iov);
+    else if (len)
+        iov[n++] = (struct iovec){(void *)buf, len};
+    int rc = send_body(r, iov, n);
+    if (rc < 0)
+        return rc;
+    r->written += len;
+    return (ssize_t)len;
+}
+
+ssize_t sp_res_vprintf(sp_res *r, const char *fmt, va_list ap) {
+    char small[1024];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n < 0) {
+        va_end(ap2);
+        return -EINVAL;
+    }
+    if ((size_t)n < sizeof small) {
+        va_end(ap2);
+        return sp_res_write(r, small, (size_t)n);
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        va_end(ap2);
+        return -ENOMEM;
+    }
+    vsnprintf(big, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    ssize_t rc = sp_res_write(r, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+ssize_t sp_res_printf(sp_res *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ssize_t rc = sp_res_vprintf(r, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int sp_res_send(sp_res *r, int status, const char *content_type, const void *body, size_t len) {
+    if (r->head_sent)
+        return -EALREADY;
+    int rc = sp_res_status(r, status);
+    if (rc == 0 && content_type)
+        rc = sp_res_header(r, "Content-Type", content_type);
+    if (rc < 0)
+        return rc;
+    r->declared = (int64_t)len;
+    struct iovec iov = {(void *)body, len};
+    rc = send_with_head(r, &iov, len ? 1 : 0);
+    if (rc < 0)
+        return rc;
+    r->written = len;
+    r->finished = 1;
+    return 0;
+}
+
+int sp_res_finish(sp_res *r) {
+    if (r->finished)
+        return 0;
+    if (r->failed)
+        return -EPIPE;
+    int rc = 0;
+    if (!r->head_sent) {
+        if (r->declared < 0)
+            r->declared = 0; /* nothing was written: an empty body */
+        rc = send_with_head(r, NULL, 0);
+    } else if (r->out.framing == HTTP_OUT_CHUNKED) {
+        struct iovec last = {(void *)HTTP_LAST_CHUNK, HTTP_LAST_CHUNK_LEN};
+        rc = send_body(r, &last, 1);
+    }
+    if (r->declared >= 0 && r->written < (uint64_t)r->declared && r->out.framing == HTTP_OUT_LENGTH)
+        r->force_close = 1; /* fewer bytes than promised: only closing says so */
+    if (r->out.framing == HTTP_OUT_CLOSE)
+        r->force_close = 1;
+    r->finished = 1;
+    return rc;
+}
+
+int res_send_error(sp_res *r, int status, int close, const char *allow) {
+    if (r->head_sent) {
+        r->force_close = 1;
+        return 0;
+    }
+    r->nfields = 0;
+    r->field_bytes = 0;
+    r->force_close = (uint8_t)close;
+    if (allow && allow[0])
+        sp_res_header(r, "Allow", allow);
+    char body[64];
+    int n = snprintf(body, sizeof body, "%d %s\n", status, http_reason(status));
+    return sp_res_send(r, status, "text/plain", body, (size_t)n);
+}

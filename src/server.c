@@ -1,0 +1,333 @@
+/* server.c — a server on one loop: options, listeners, bounded accept
+ * batches, the connection table (one slot per fd), idle keep-alive
+ * connections (no coroutine, no buffer: a watch callback and a timer), and
+ * pausing accept at max_connections so excess clients wait in the backlog. */
+#include "server.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+void sp_server_options_init(sp_server_options *o) {
+    *o = (sp_server_options){
+        .head_max = HTTP_HEAD_MAX_DEFAULT,
+        .target_max = HTTP_TARGET_MAX_DEFAULT,
+        .fields_max = HTTP_FIELDS_MAX_DEFAULT,
+        .body_max = 0,
+        .drain_max = 256 * 1024,
+        .header_timeout_ms = 10000,
+        .body_timeout_ms = 30000,
+        .send_timeout_ms = 30000,
+        .keepalive_timeout_ms = 5000,
+        .linger_timeout_ms = 2000,
+        .max_connections = 10000,
+        .backlog = 4096,
+        .pipeline_burst = 16,
+        .stack_size = 65536,
+    };
+}
+
+sp_server *sp_server_new(const sp_server_options *o) {
+    sp_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (o)
+        s->opt = *o;
+    else
+        sp_server_options_init(&s->opt);
+    sp_server_options d;
+    sp_server_options_init(&d);
+    /* Zero means "the default" for every limit. */
+    if (!s->opt.head_max)
+        s->opt.head_max = d.head_max;
+    if (!s->opt.target_max)
+        s->opt.target_max = d.target_max;
+    if (!s->opt.fields_max)
+        s->opt.fields_max = d.fields_max;
+    if (!s->opt.header_timeout_ms)
+        s->opt.header_timeout_ms = d.header_timeout_ms;
+    if (!s->opt.body_timeout_ms)
+        s->opt.body_timeout_ms = d.body_timeout_ms;
+    if (!s->opt.send_timeout_ms)
+        s->opt.send_timeout_ms = d.send_timeout_ms;
+    if (!s->opt.keepalive_timeout_ms)
+        s->opt.keepalive_timeout_ms = d.keepalive_timeout_ms;
+    if (!s->opt.linger_timeout_ms)
+        s->opt.linger_timeout_ms = d.linger_timeout_ms;
+    if (!s->opt.max_connections)
+        s->opt.max_connections = d.max_connections;
+    if (!s->opt.backlog)
+        s->opt.backlog = d.backlog;
+    if (!s->opt.pipeline_burst)
+        s->opt.pipeline_burst = d.pipeline_burst;
+    if (!s->opt.stack_size)
+        s->opt.stack_size = d.stack_size;
+    if (s->opt.fields_max > 1000)
+        s->opt.fields_max = 1000;
+    if (s->opt.forwarded_allow_ips && forwarded_parse_nets(s, s->opt.forwarded_allow_ips) < 0) {
+        free(s);
+        errno = EINVAL;
+        return NULL;
+    }
+    s->opt.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
+    /* The buffer holds a whole head plus what follows it in the same read. */
+    s->buf_size = s->opt.head_max < 16384 ? 16384 : s->opt.head_max + 4096;
+    return s;
+}
+
+int sp_server_listen(sp_server *s, const char *spec) {
+    if (s->nlisteners == SERVER_MAX_LISTENERS)
+        return -ENOSPC;
+    listener *li = &s->listeners[s->nlisteners];
+    int rc = net_parse_addr(spec, &li->addr);
+    if (rc < 0)
+        return rc;
+    int fd = net_listen(&li->addr, s->opt.backlog, 0);
+    if (fd < 0)
+        return fd;
+    /* Report the real port when asked for port 0. */
+    li->addr.len = sizeof li->addr.u;
+    getsockname(fd, &li->addr.u.sa, &li->addr.len);
+    li->w = (loop_watch){.fd = fd};
+    s->nlisteners++;
+    return 0;
+}
+
+int sp_route(sp_server *s, const char *method, const char *pattern, sp_handler h, void *ud) {
+    return router_add(&s->routes, method, pattern, h, ud);
+}
+
+int64_t server_deadline(const sp_server *s, int timeout_ms) {
+    return loop_now(s->l) + timeout_ms;
+}
+
+const char *server_date(sp_server *s) {
+    time_t now = time(NULL);
+    if (now != s->date.sec)
+        http_date_update(&s->date, now);
+    return s->date.text;
+}
+
+/* ---- accepting ---------------------------------------------------------- */
+
+static void on_listener(loop *l, loop_watch *w, uint32_t events);
+
+static void listeners_pause(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++)
+        if (!s->listeners[i].paused) {
+            loop_watch_del(s->l, &s->listeners[i].w);
+            s->listeners[i].paused = 1;
+        }
+}
+
+static void listeners_resume(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++) {
+        listener *li = &s->listeners[i];
+        if (!li->paused)
+            continue;
+        li->w.cb = on_listener;
+        li->w.data = s;
+        if (loop_watch_add(s->l, &li->w,
+                           s->accept_exclusive ? BACKEND_LISTEN_EXCL : BACKEND_LISTEN) == 0)
+            li->paused = 0;
+    }
+}
+
+static void accept_retry(loop *l, loop_timer *t) {
+    sp_server *s = t->data;
+    s->accept_paused = 0;
+    if (!s->stopping && s->nconns < s->opt.max_connections)
+        listeners_resume(s);
+}
+
+static void on_idle_event(loop *l, loop_watch *w, uint32_t events);
+static void on_idle_timeout(loop *l, loop_timer *t);
+
+static void idle_wait(sp_server *s, conn *c, int timeout_ms) {
+    c->state = CONN_IDLE;
+    loop_timer_arm(s->l, &c->idle_timer, loop_now(s->l) + timeout_ms, on_idle_timeout, s);
+}
+
+void server_conn_idle(sp_server *s, conn *c) {
+    if (c->buf) {
+        buf_pool_put(&s->bufs, c->buf);
+        c->buf = NULL;
+    }
+    c->buf_len = c->buf_off = 0;
+    idle_wait(s, c, s->opt.keepalive_timeout_ms);
+}
+
+static void on_accept(int fd, const net_addr *peer, void *ud) {
+    sp_server *s = ud;
+    if (fd >= s->nconns_cap) {
+        /* The table covers RLIMIT_NOFILE at start; only a raised limit gets here. */
+        close(fd);
+        return;
+    }
+    conn *c = &s->conns[fd];
+    *c = (conn){.w = {.fd = fd, .cb = on_idle_event, .data = s}};
+    c->peer_family = (uint8_t)peer->u.sa.sa_family;
+    if (peer->u.sa.sa_family == AF_INET) {
+        memcpy(c->peer_ip, &peer->u.in.sin_addr, 4);
+        c->peer_port = ntohs(peer->u.in.sin_port);
+    } else if (peer->u.sa.sa_family == AF_INET6) {
+        memcpy(c->peer_ip, &peer->u.in6.sin6_addr, 16);
+        c->peer_port = ntohs(peer->u.in6.sin6_port);
+    }
+    c->peer_trusted = (uint8_t)forwarded_peer_trusted(s, c);
+    if (loop_watch_add(s->l, &c->w, BACKEND_CONN) < 0) {
+        close(fd);
+        c->state = CONN_FREE;
+        return;
+    }
+    s->nconns++;
+    /* A fresh connection gets the head timeout to send its first bytes. */
+    idle_wait(s, c, s->opt.header_timeout_ms);
+}
+
+static void on_listener(loop *l, loop_watch *w, uint32_t events) {
+    sp_server *s = w->data;
+    int room = s->opt.max_connections - s->nconns;
+    int batch = room < SERVER_ACCEPT_BATCH ? room : SERVER_ACCEPT_BATCH;
+    if (batch > 0) {
+        int n = net_accept_batch(w->fd, batch, on_accept, s);
+        if (n < 0) {
+            /* Out of fds or memory: stop accepting for a moment; clients
+             * wait in the backlog meanwhile. */
+            log_ratelimited(&s->log_last, &s->log_suppressed, LOG_ERROR,
+                            "accept: %s; pausing accept for 100 ms (raise ulimit -n or lower "
+                            "--max-connections)",
+                            strerror(-n));
+            listeners_pause(s);
+            s->accept_paused = 1;
+            loop_timer_arm(l, &s->accept_timer, loop_now(l) + 100, accept_retry, s);
+            return;
+        }
+    }
+    if (s->nconns >= s->opt.max_connections)
+        listeners_pause(s);
+}
+
+/* ---- idle connections ---------------------------------------------------- */
+
+static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
+    conn *c = container_of(w, conn, w);
+    if (c->state != CONN_IDLE || !(events & (LOOP_READ | LOOP_RDHUP | LOOP_HUP)))
+        return; /* a writable edge while idle means nothing */
+    loop_timer_cancel(l, &c->idle_timer);
+    c->state = CONN_ACTIVE;
+    if (loop_spawn(l, http_conn_main, c) < 0)
+        server_conn_close(w->data, c); /* no stack could be mapped: shed this one */
+}
+
+static void on_idle_timeout(loop *l, loop_timer *t) {
+    /* Nothing in flight: a silent close, as RFC 9112 §9.5 allows. */
+    server_conn_close(t->data, container_of(t, conn, idle_timer));
+}
+
+void server_conn_close(sp_server *s, conn *c) {
+    loop_timer_cancel(s->l, &c->idle_timer);
+    net_close(s->l, &c->w);
+    if (c->buf) {
+        buf_pool_put(&s->bufs, c->buf);
+        c->buf = NULL;
+    }
+    c->state = CONN_FREE;
+    s->nconns--;
+    if (!s->stopping && !s->accept_paused && s->nconns < s->opt.max_connections)
+        listeners_resume(s);
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static void on_tick(loop *l, loop_timer *t) {
+    sp_server *s = t->data;
+    buf_pool_trim(&s->bufs, loop_now(l));
+    if (!s->stopping)
+        loop_timer_arm(l, t, loop_now(l) + 1000, on_tick, s);
+}
+
+int sp_server_run(sp_server *s) {
+    if (s->nlisteners == 0)
+        return -EDESTADDRREQ;
+    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
+    loop *l = loop_current();
+    int own_loop = 0;
+    if (!l) {
+        l = sp_loop_new(&lo);
+        if (!l)
+            return -errno;
+        own_loop = 1;
+    }
+    s->l = l;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 22)
+        rl.rlim_cur = 1 << 16;
+    s->nconns_cap = (int)rl.rlim_cur;
+    /* Large calloc is mmap'ed: only the slots in use cost memory. */
+    s->conns = calloc((size_t)s->nconns_cap, sizeof *s->conns);
+    if (!s->conns) {
+        if (own_loop)
+            sp_loop_free(l);
+        return -ENOMEM;
+    }
+    if (s->opt.max_connections > s->nconns_cap - 32) {
+        int fit = s->nconns_cap - 32 > 1 ? s->nconns_cap - 32 : 1;
+        log_msg(LOG_WARNING,
+                "--max-connections %d is more than the open-files limit allows (ulimit -n %d); "
+                "using %d",
+                s->opt.max_connections, s->nconns_cap, fit);
+        s->opt.max_connections = fit;
+    }
+    buf_pool_init(&s->bufs, s->buf_size, 1024);
+    s->stopping = 0;
+    for (int i = 0; i < s->nlisteners; i++)
+        s->listeners[i].paused = 1;
+    listeners_resume(s);
+    loop_timer_arm(l, &s->tick, loop_now(l) + 1000, on_tick, s);
+    int rc = 0;
+    while (!(s->stopping && s->nconns == 0)) {
+        rc = sp_poll(-1);
+        if (rc < 0)
+            break;
+    }
+    rc = rc < 0 ? rc : 0;
+    loop_timer_cancel(l, &s->tick);
+    loop_timer_cancel(l, &s->accept_timer);
+    listeners_pause(s);
+    free(s->conns);
+    s->conns = NULL;
+    buf_pool_destroy(&s->bufs);
+    s->l = NULL;
+    if (own_loop)
+        sp_loop_free(l);
+    return rc;
+}
+
+void sp_server_stop(sp_server *s) {
+    if (!s->l || s->stopping)
+        return;
+    /* Idle keep-alive connections are not closed under a client that may be
+     * sending: each is answered once more, with Connection: close, or ends
+     * at its keep-alive timeout. */
+    s->stopping = 1;
+    listeners_pause(s);
+}
+
+void sp_server_free(sp_server *s) {
+    if (!s)
+        return;
+    for (int i = 0; i < s->nlisteners; i++) {
+        close(s->listeners[i].w.fd);
+        if (s->listeners[i].addr.u.sa.sa_family == AF_UNIX)
+            unlink(s->listeners[i].addr.u.un.sun_path);
+    }
+    router_free(&s->routes);
+    free(s);
+}

@@ -1,0 +1,156 @@
+/* server.h — the server's internal side, shared by server.c (listeners,
+ * accepting, the connection table, idle connections), http_conn.c (the
+ * per-request driver), request.c and response.c (the handler API). */
+#ifndef SPINDLE_SERVER_H
+#define SPINDLE_SERVER_H
+
+#include "buf_pool.h"
+#include "http_chunked.h"
+#include "http_parse.h"
+#include "http_write.h"
+#include "loop.h"
+#include "net.h"
+#include "router.h"
+#include "worker_slot.h"
+#include "spindle.h"
+
+#include <netinet/in.h>
+#include <stddef.h>
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+#define SERVER_MAX_LISTENERS 16
+#define SERVER_ACCEPT_BATCH  64
+#define RES_MAX_FIELDS       64
+#define RES_FIELD_BYTES      8192
+#define FORWARD_MAX_NETS     32
+
+typedef enum conn_state {
+    CONN_FREE = 0, /* table slot unused */
+    CONN_IDLE,     /* open, no coroutine, no buffer: waiting for bytes */
+    CONN_ACTIVE,   /* a coroutine serves it */
+} conn_state;
+
+/* One connection, in the table indexed by fd. Small on purpose: an idle
+ * keep-alive connection costs this and its kernel socket, nothing more. */
+typedef struct conn {
+    loop_watch w;          /* w.data is the server */
+    loop_timer idle_timer; /* keep-alive / first-request timeout; data: the server */
+    char *buf;             /* read buffer from the pool, only while active */
+    uint32_t buf_len;      /* bytes in buf */
+    uint32_t buf_off;      /* first unconsumed byte */
+    uint32_t nreq;         /* requests served */
+    uint8_t state;
+    uint8_t maybe_more; /* the last read filled the buffer: the socket may hold
+                           more that no new edge will announce */
+    uint8_t peer_family;
+    uint8_t peer_trusted; /* forwarded_allow_ips matched the peer */
+    uint16_t peer_port;
+    uint8_t peer_ip[16];
+} conn;
+_Static_assert(sizeof(conn) <= 160, "conn is in a table of one per fd: keep it small");
+
+typedef struct listener {
+    loop_watch w;
+    net_addr addr;
+    int paused;
+} listener;
+
+typedef struct ip_net {
+    int family;
+    uint8_t addr[16];
+    int prefix;
+} ip_net;
+
+struct sp_server {
+    sp_server_options opt;
+    router routes;
+    listener listeners[SERVER_MAX_LISTENERS];
+    int nlisteners;
+    loop *l;
+    conn *conns; /* indexed by fd */
+    int nconns_cap;
+    int nconns;
+    int stopping;
+    int accept_paused; /* max_connections reached or out of fds */
+    loop_timer accept_timer;
+    loop_timer tick; /* once a second: date, buffer trim */
+    buf_pool bufs;
+    size_t buf_size;
+    http_date_cache date;
+    ip_net trusted[FORWARD_MAX_NETS];
+    int ntrusted;
+    int trust_all;
+    int64_t log_last;
+    uint64_t log_suppressed;
+    int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
+    worker_slot *slot;    /* this worker's slot in the master's shared memory, or NULL */
+};
+
+/* ---- the request and response, on the serving coroutine's stack ------- */
+struct sp_req {
+    sp_server *srv;
+    conn *c;
+    http_request head;
+    sp_str path, query;
+    const route_match *match;
+    /* body */
+    uint64_t body_left;   /* Content-Length framing: bytes still to come */
+    http_chunked chunked; /* chunked framing */
+    const char *pend;     /* decoded chunk data not yet handed out */
+    size_t pend_len;
+    uint8_t body_done;
+    uint8_t expect_pending; /* 100-continue not yet sent */
+    uint8_t body_started;   /* the handler read (or we drained) */
+    int body_error;         /* status a failed body read calls for */
+    int body_errno;         /* what sp_read returned then */
+    char peer_text[64];
+    char client_text[64];
+    char *path_buf;
+};
+
+struct sp_res {
+    sp_req *req;
+    conn *c;
+    int status;
+    http_field fields[RES_MAX_FIELDS];
+    size_t nfields;
+    size_t field_bytes;
+    int64_t declared; /* Content-Length given, or -1 */
+    uint64_t written;
+    uint8_t head_sent, finished, failed;
+    uint8_t force_close; /* the connection must close after this response */
+    http_out out;
+    char store[RES_FIELD_BYTES];
+};
+
+/* server.c */
+void server_conn_close(sp_server *s, conn *c);
+/* From the connection's coroutine, about to end: back to idle (buffer
+ * returned, keep-alive timer armed). */
+void server_conn_idle(sp_server *s, conn *c);
+int64_t server_deadline(const sp_server *s, int timeout_ms);
+const char *server_date(sp_server *s);
+
+/* http_conn.c: the coroutine that serves a connection with bytes to read. */
+void http_conn_main(void *arg);
+/* Closes after an error: shut down writing, discard input for a bounded
+ * time, close. From the connection's coroutine. */
+void http_conn_linger_close(sp_server *s, conn *c);
+
+/* request.c */
+void req_init(sp_req *r, sp_server *s, conn *c);
+/* Discards the rest of the body, at most max bytes: 1 if it all went. */
+int req_drain(sp_req *r, uint64_t max);
+
+/* response.c */
+void res_init(sp_res *res, sp_req *req, conn *c);
+/* A complete error response (text body), with Connection: close when asked. */
+int res_send_error(sp_res *res, int status, int close, const char *allow);
+
+/* forwarded.c */
+int forwarded_parse_nets(sp_server *s, const char *list);
+int forwarded_peer_trusted(const sp_server *s, const conn *c);
+void forwarded_client(const sp_req *r, char *out, size_t cap);
+
+#endif
