@@ -159,3 +159,39 @@ clean:
 	rm -rf build
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+
+# ---- The WSGI binding: a CPython extension built from the same core -------
+# For $(PYTHON) (default Debian's /usr/bin/python3) into build/python/, so
+# PYTHONPATH=build/python $(PYTHON) -m spindle app:application works.
+PY_INCLUDE = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
+PY_SUFFIX = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
+GREENLET_INCLUDE = $(shell $(PYTHON) -c "import greenlet, os; print(os.path.dirname(greenlet.__file__))" 2>/dev/null)
+PY_EXT = build/python/spindle/_spindle$(PY_SUFFIX)
+PY_SRCS := $(wildcard python/_spindle/*.c)
+PY_PKG := $(patsubst python/spindle/%,build/python/spindle/%,$(wildcard python/spindle/*.py))
+PIC_OBJS := $(patsubst src/%.c,build/pic/%.o,$(LIB_C)) $(patsubst src/%.S,build/pic/%.o,$(LIB_ASM))
+PY_OBJS := $(patsubst python/_spindle/%.c,build/pic/py_%.o,$(PY_SRCS))
+PY_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing -O2 -g \
+  -Iinclude -Isrc -Ipython/_spindle -I$(PY_INCLUDE) -I$(GREENLET_INCLUDE) -Wall -Wextra -Werror \
+  -Wno-unused-parameter -Wno-missing-field-initializers -Wno-cast-function-type $(CORO_DEFS) $(VG_DEFS)
+
+.PHONY: python
+python: $(PY_EXT) $(PY_PKG)
+all: python
+
+build/pic/%.o: src/%.c
+	@mkdir -p $(@D)
+	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
+build/pic/%.o: src/%.S
+	@mkdir -p $(@D)
+	$(CC) $(PY_CFLAGS) -c $< -o $@
+build/pic/py_%.o: python/_spindle/%.c
+	@mkdir -p $(@D)
+	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the WSGI binding needs $(PYTHON) with its headers (python3-dev) and greenlet (python3-greenlet): run scripts/deps.sh"; exit 1; }
+	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
+$(PY_EXT): $(PY_OBJS) $(PIC_OBJS)
+	@mkdir -p $(@D)
+	$(CC) -shared -o $@ $^ -lpthread -ldl -lm
+build/python/spindle/%.py: python/spindle/%.py
+	@mkdir -p $(@D)
+	cp $< $@

@@ -226,6 +226,11 @@ SP_API ssize_t sp_res_vprintf(sp_res *r, const char *fmt, va_list ap);
  * body. 0 or -errno. */
 SP_API int sp_res_send(sp_res *r, int status, const char *content_type, const void *body,
                        size_t len);
+/* Sends count bytes of the open file fd from offset off as the body (with
+ * sendfile: no copy through user space), after the head if not yet sent.
+ * With no declared length the response is sp_res_length(count). 0 or
+ * -errno (-ENODATA: the file is shorter than count). Yields. */
+SP_API int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count);
 /* Ends the response (the last chunk, if chunked). 0 or -errno. */
 SP_API int sp_res_finish(sp_res *r);
 

@@ -9,6 +9,37 @@
 #include "http_chars.h"
 #include "http_scan.h"
 
+static inline uint32_t load4(const char *s) {
+    uint32_t x;
+    memcpy(&x, s, 4);
+    return x;
+}
+static inline uint16_t load2(const char *s) {
+    uint16_t x;
+    memcpy(&x, s, 2);
+    return x;
+}
+static inline uint64_t load8(const char *s) {
+    uint64_t x;
+    memcpy(&x, s, 8);
+    return x;
+}
+
+/* s[0..n) equals lit, n >= 4 octets of lower-case letters, digits and '-',
+ * ignoring ASCII case: a word at a time, OR 0x20 folding the case. Exact for
+ * tokens and field values: of the octets OR 0x20 maps onto lit's, only
+ * upper-case letters (wanted) and 0x0d or 0x10-0x19 (never in a token or a
+ * value, whose controls stop at HTAB) are not lit's own. */
+static inline int ieq_lit(const char *s, const char *lit, size_t n) {
+    if (n < 8)
+        return (((load4(s) | 0x20202020u) ^ load4(lit)) |
+                ((load4(s + n - 4) | 0x20202020u) ^ load4(lit + n - 4))) == 0;
+    for (size_t i = 0; i + 8 < n; i += 8)
+        if ((load8(s + i) | 0x2020202020202020u) != load8(lit + i))
+            return 0;
+    return (load8(s + n - 8) | 0x2020202020202020u) == load8(lit + n - 8);
+}
+
 /* Per-head facts gathered while scanning, judged when the head is complete. */
 typedef struct head_state {
     unsigned hosts;
@@ -182,48 +213,56 @@ static int content_length(head_state *st, http_request *r, const char *v, size_t
     return 0;
 }
 
-/* Records what the driver needs from the fields that carry it. 0 or -400. */
-static int note_field(head_state *st, http_request *r, const http_field *f) {
+/* The field names the parser acts on have distinct lengths: here, by
+ * length, the first letter of the one of that length (0: none). A field
+ * passes this filter in a few instructions; only a match is compared whole. */
+static const char special_first[18] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
+
+/* Records what the driver needs from the fields that carry it; lo is the
+ * start of the buffer, for the scanners. 0 or -400. */
+static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
     const char *v = f->value;
     size_t n = f->value_len;
     switch (f->name_len) {
     case 4:
-        if (!http_ieq(f->name, 4, "host", 4))
+        if (!ieq_lit(f->name, "host", 4))
             return 0;
         /* RFC 9112 §3.2: more than one Host, or an invalid one, is a 400. */
         if (++st->hosts > 1)
             return -400;
-        for (size_t i = 0; i < n; i++)
-            if (!http_is((unsigned char)v[i], HTTP_C_HOST))
-                return -400;
+        if (http_scan_host_in(lo, v, v + n) != v + n)
+            return -400;
         r->host = v;
         r->host_len = n;
         return 0;
     case 6:
+        if (!ieq_lit(f->name, "expect", 6))
+            return 0;
         /* RFC 9110 §10.1.1: 100-continue is the only expectation defined. */
-        if (http_ieq(f->name, 6, "expect", 6) && !http_ieq(v, n, "100-continue", 12))
-            st->expect_bad = 1;
-        else if (http_ieq(f->name, 6, "expect", 6))
+        if (n == 12 && ieq_lit(v, "100-continue", 12))
             r->expect_continue = 1;
+        else
+            st->expect_bad = 1;
         return 0;
     case 10:
-        if (http_ieq(f->name, 10, "connection", 10)) {
+        if (!ieq_lit(f->name, "connection", 10))
+            return 0;
+        /* The usual single option first, without the list walk. */
+        if (n == 10 && ieq_lit(v, "keep-alive", 10)) {
+            st->conn_keep_alive = 1;
+        } else if (n == 5 && ieq_lit(v, "close", 5)) {
+            r->conn_close = 1;
+        } else {
             conn_state c = {r, st};
-            /* The usual single option first, without the list walk. */
-            if (http_ieq(v, n, "keep-alive", 10))
-                st->conn_keep_alive = 1;
-            else if (http_ieq(v, n, "close", 5))
-                r->conn_close = 1;
-            else
-                for_each_element(v, n, conn_element, &c);
+            for_each_element(v, n, conn_element, &c);
         }
         return 0;
     case 14:
-        if (http_ieq(f->name, 14, "content-length", 14))
+        if (ieq_lit(f->name, "content-length", 14))
             return content_length(st, r, v, n);
         return 0;
     case 17:
-        if (http_ieq(f->name, 17, "transfer-encoding", 17)) {
+        if (ieq_lit(f->name, "transfer-encoding", 17)) {
             st->te_seen = 1;
             for_each_element(v, n, te_element, st);
         }
@@ -287,10 +326,14 @@ static int version_octet_ok(size_t i, char c) {
  * A major version other than 1 → 505 (RFC 9110 §15.6.6); minor 2-9 is
  * served as 1.1 (RFC 9110 §2.5). Returns 10, 0 when cut short, or -status. */
 static int version(const char *p, const char *end, int *minor) {
-    if (end - p >= 10 && memcmp(p, "HTTP/1.", 7) == 0 && (p[7] == '1' || p[7] == '0') &&
-        p[8] == '\r' && p[9] == '\n') {
-        *minor = p[7] - '0'; /* the common case, in one comparison */
-        return 10;
+    /* The common case, "HTTP/1.0" or "HTTP/1.1" then CRLF, in two words:
+     * the two differ only in the low bit of their last octet. */
+    if (end - p >= 10) {
+        uint64_t diff = (load8(p) ^ load8("HTTP/1.0")) & ~load8("\0\0\0\0\0\0\0\1");
+        if (diff == 0 && p[8] == '\r' && p[9] == '\n') {
+            *minor = p[7] - '0';
+            return 10;
+        }
     }
     for (size_t i = 0; i < 10; i++) {
         if (p + i == end)
@@ -331,7 +374,8 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
     if (prev_checked && prev_checked < len && !worth_parsing(buf, len, prev_checked, head_max))
         return HTTP_NEED_MORE;
 
-    /* Past head_max, running out of head means the head is too large. */
+    /* Past head_max, running out of head means the head is too large. The
+     * scanners may read anywhere in [buf, end), never past it. */
     const char *p = buf, *end = buf + (len < head_max ? len : head_max);
     const int more = len >= head_max ? -431 : HTTP_NEED_MORE;
     head_state st = {0};
@@ -353,16 +397,22 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
     /* request-line = method SP request-target SP HTTP-version (§3), with
      * exactly one SP between parts: no other whitespace is accepted. */
     r->method = p;
-    p = http_scan_token(p, end);
-    if (p == end)
-        return more;
-    if (p == r->method || *p != ' ')
-        return -400;
-    r->method_len = (size_t)(p - r->method);
-    r->method_id = method_id(r->method, r->method_len);
+    if (end - p >= 4 && load4(p) == load4("GET ")) {
+        p += 3; /* the usual method, without the scan and the lookup */
+        r->method_len = 3;
+        r->method_id = HTTP_M_GET;
+    } else {
+        p = http_scan_token_in(buf, p, end, ' ');
+        if (p == end)
+            return more;
+        if (p == r->method || *p != ' ')
+            return -400;
+        r->method_len = (size_t)(p - r->method);
+        r->method_id = method_id(r->method, r->method_len);
+    }
 
     r->target = ++p;
-    p = http_scan_target(p, end);
+    p = http_scan_target_in(buf, p, end, ' ');
     r->target_len = (size_t)(p - r->target);
     if (r->target_len > target_max)
         return -414; /* §3: a target longer than the server will parse → 414 */
@@ -376,44 +426,61 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
         return k == 0 ? more : k;
     p += 10;
 
-    /* field-line = field-name ":" OWS field-value OWS (§5). */
+    /* field-line = field-name ":" OWS field-value OWS (§5), one pass: the
+     * name scan stops at the colon (or the CR of the blank line that ends the
+     * head), the value scan at the CR. */
+    http_field *const fields = r->fields;
+    size_t nf = 0;
     for (;;) {
-        if ((k = crlf(p, end)) == 2) {
-            p += 2;
-            break;
+        const char *name = p, *v;
+        size_t name_len;
+        const char *cr = http_scan_field(buf, p, end, &name_len);
+        if (cr) {
+            v = name + name_len + 1;
+            p = cr;
+        } else {
+            p = http_scan_token_in(buf, p, end, ':');
+            if (p == end)
+                return more;
+            if (*p != ':' || p == name) {
+                if (p == name && *p == '\r')
+                    break;
+                /* §5.1: no whitespace before the colon; a line starting with
+                 * SP or HTAB is obs-fold (§5.2) or whitespace after the
+                 * start-line (§2.2), refused alike; an empty name is no token. */
+                return -400;
+            }
+            name_len = (size_t)(p - name);
+            v = ++p;
+            /* §5.5: NUL, CR, LF and other controls in a value → 400. */
+            p = http_scan_value_in(buf, p, end, '\r');
         }
-        if (k == 0)
-            return more;
-        http_field f;
-        f.name = p;
-        p = http_scan_token(p, end);
-        if (p == end)
-            return more;
-        /* §5.1: no whitespace before the colon; a line starting with SP or
-         * HTAB is obs-fold (§5.2) or whitespace after the start-line (§2.2),
-         * refused alike; an empty name is no token. */
-        if (p == f.name || *p != ':')
-            return -400;
-        f.name_len = (size_t)(p - f.name);
-        p++;
-        while (p < end && (*p == ' ' || *p == '\t'))
-            p++;
-        f.value = p;
-        /* §5.5: NUL, CR, LF and other controls in a value → 400. */
-        p = http_scan_value(p, end);
-        if ((k = crlf(p, end)) <= 0)
+        if (end - p < 2 || load2(p) != load2("\r\n")) {
+            k = crlf(p, end);
             return k == 0 ? more : -400;
+        }
+        /* OWS around the value: the only octets <= SP left in [v, p) are SP
+         * and HTAB; the usual one SP is stepped over without a loop. Reading
+         * ve[-1] is safe, the colon being there at worst. */
+        v += *v == ' ';
+        while ((unsigned char)*v <= ' ' && v < p)
+            v++;
         const char *ve = p;
-        while (ve > f.value && (ve[-1] == ' ' || ve[-1] == '\t'))
+        while ((unsigned char)ve[-1] <= ' ' && ve > v)
             ve--;
-        f.value_len = (size_t)(ve - f.value);
         p += 2;
-        if (r->nfields == fields_max)
+        if (nf == fields_max)
             return -431;
-        r->fields[r->nfields++] = f;
-        if ((k = note_field(&st, r, &f)) < 0)
+        http_field *f = &fields[nf++];
+        *f = (http_field){name, name_len, v, (size_t)(ve - v)};
+        if (name_len < sizeof special_first && special_first[name_len] == (name[0] | 0x20) &&
+            (k = note_field(&st, r, f, buf)) < 0)
             return k;
     }
+    if ((k = crlf(p, end)) <= 0)
+        return k == 0 ? more : k;
+    p += 2;
+    r->nfields = nf;
     if ((k = judge(&st, r)) < 0)
         return k;
     return (int)(p - buf);

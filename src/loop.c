@@ -335,6 +335,16 @@ static int loop_step(loop *l, int timeout_ms) {
     return ran;
 }
 
+int loop_run_pending(loop *l) {
+    if (l->current)
+        return -EPERM;
+    return run_ready(l);
+}
+
+int loop_has_ready(const loop *l) {
+    return l->ready_head != NULL;
+}
+
 int sp_poll(int timeout_ms) {
     loop *l = tls_loop;
     if (!l)

@@ -85,6 +85,13 @@ int loop_spawn(loop *l, coro_fn fn, void *arg);
 int64_t loop_now(const loop *l);
 int64_t loop_clock_ms(void);
 
+/* Runs the tasks that are ready, without polling for I/O (a driver that
+ * has just woken tasks uses it to avoid a syscall). Returns how many ran.
+ * Not from inside a task. */
+int loop_run_pending(loop *l);
+/* 1 if some task is ready to run. */
+int loop_has_ready(const loop *l);
+
 /* Counters, for tests and the worker watchdog. */
 typedef struct loop_stats {
     uint64_t turns;     /* loop iterations so far */

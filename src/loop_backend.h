@@ -20,6 +20,7 @@ typedef enum backend_mode {
     BACKEND_LISTEN,      /* level-triggered read: a bounded accept batch never stalls */
     BACKEND_LISTEN_EXCL, /* the same with EPOLLEXCLUSIVE (one worker woken per event) */
     BACKEND_READ_LEVEL,  /* level-triggered read, for eventfds and pipes */
+    BACKEND_WRITE_LEVEL, /* level-triggered write, for one-off waits on foreign fds */
 } backend_mode;
 
 typedef struct backend_event {

@@ -27,6 +27,9 @@ int backend_add(int bfd, int fd, backend_mode mode, void *data) {
     case BACKEND_READ_LEVEL:
         ev.events = EPOLLIN;
         break;
+    case BACKEND_WRITE_LEVEL:
+        ev.events = EPOLLOUT;
+        break;
     }
     return epoll_ctl(bfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
 }

@@ -60,9 +60,16 @@ static const int handled[] = {SIGCHLD, SIGTERM, SIGINT, SIGQUIT, SIGALRM};
 
 static pid_t spawn(sp_server *s, worker_slot *slot, const master_options *mo, sigset_t *orig) {
     pid_t master = getpid();
+    if (s->fork_hook)
+        s->fork_hook(FORK_BEFORE, s->fork_hook_ud);
     pid_t pid = fork();
-    if (pid != 0)
+    if (pid != 0) {
+        if (s->fork_hook)
+            s->fork_hook(FORK_PARENT, s->fork_hook_ud);
         return pid;
+    }
+    if (s->fork_hook)
+        s->fork_hook(FORK_CHILD, s->fork_hook_ud);
     /* The worker: default dispositions, its own signal handling (worker.c),
      * and it stops if the master dies without telling it. */
     for (int i = 0; i < NHANDLED; i++)
@@ -154,6 +161,7 @@ int master_run(sp_server *s, const master_options *mo) {
     log_msg(LOG_INFO, "master %d started %d worker(s)", (int)getpid(), n);
 
     int stopping = 0; /* 1 graceful, 2 immediate */
+    int boot_failed = 0;
     int64_t stop_deadline = 0;
     for (;;) {
         sigsuspend(&wait_mask);
@@ -169,6 +177,16 @@ int master_run(sp_server *s, const master_options *mo) {
                     kids[i].pid = 0;
                     if (stopping)
                         break;
+                    if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED) {
+                        /* Restarting would fail the same way: stop, as gunicorn does. */
+                        log_msg(LOG_CRITICAL, "worker %d could not load the application; stopping",
+                                (int)pid);
+                        boot_failed = 1;
+                        stopping = 2;
+                        signal_all(kids, n, SIGQUIT);
+                        stop_deadline = now + 2000;
+                        break;
+                    }
                     char how[96];
                     describe_exit(status, how, sizeof how);
                     worker_slot *sl = &slots[i];
@@ -237,5 +255,5 @@ int master_run(sp_server *s, const master_options *mo) {
     }
     log_msg(LOG_INFO, "master %d stopped", (int)getpid());
     munmap(slots, sizeof(worker_slot) * (size_t)n);
-    return 0;
+    return boot_failed ? 1 : 0;
 }

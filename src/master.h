@@ -17,6 +17,9 @@ int master_run(sp_server *s, const master_options *mo);
 
 /* Worker side (worker.c): serves s on this process until a stop signal;
  * slot may be NULL. Returns the exit status. */
+/* A worker's exit status when its application could not be loaded. */
+#define MASTER_BOOT_FAILED 3
+
 struct worker_slot;
 int worker_run(sp_server *s, struct worker_slot *slot, int graceful_timeout_ms);
 

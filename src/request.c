@@ -225,6 +225,39 @@ static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
     }
 }
 
+ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
+    if (r->body_errno)
+        return r->body_errno;
+    if (r->body_done || len == 0)
+        return 0;
+    if (r->expect_pending)
+        return -EAGAIN; /* 100 Continue must go out first: that is I/O */
+    conn *c = r->c;
+    size_t avail = c->buf_len - c->buf_off;
+    if (r->head.framing == HTTP_BODY_CHUNKED) {
+        /* Decode only what is buffered; stop where I/O would be needed. */
+        while (!r->pend_len && !http_chunked_done(&r->chunked) && c->buf_len > c->buf_off) {
+            const char *data;
+            size_t dlen = 0;
+            long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off,
+                                            c->buf_len - c->buf_off, &data, &dlen);
+            if (used < 0)
+                return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
+            c->buf_off += (uint32_t)used;
+            if (dlen) {
+                r->pend = data;
+                r->pend_len = dlen;
+            }
+        }
+        if (r->pend_len || http_chunked_done(&r->chunked))
+            return read_chunked(r, buf, len); /* served from memory, no I/O */
+        return -EAGAIN;
+    }
+    if (!avail)
+        return -EAGAIN;
+    return read_length(r, buf, len);
+}
+
 ssize_t sp_read(sp_req *r, void *buf, size_t len) {
     if (r->body_errno)
         return r->body_errno;

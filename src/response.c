@@ -216,6 +216,59 @@ int sp_res_send(sp_res *r, int status, const char *content_type, const void *bod
     return 0;
 }
 
+int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
+    if (r->failed)
+        return -EPIPE;
+    if (r->finished)
+        return -EALREADY;
+    if (!r->head_sent && r->declared < 0)
+        r->declared = (int64_t)count;
+    if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
+        return -EFBIG;
+    if (!r->head_sent) {
+        int rc = send_with_head(r, NULL, 0);
+        if (rc < 0)
+            return rc;
+    }
+    if (r->out.framing == HTTP_OUT_NONE) {
+        r->written += count;
+        return 0;
+    }
+    sp_server *s = r->req->srv;
+    char line[HTTP_CHUNK_LINE_MAX];
+    int chunked = r->out.framing == HTTP_OUT_CHUNKED;
+    if (chunked && count) {
+        size_t n = http_chunk_line(line, count);
+        ssize_t w = net_write(s->l, &r->c->w, line, n, server_deadline(s, s->opt.send_timeout_ms));
+        if (w < 0) {
+            fail(r);
+            return (int)w;
+        }
+    }
+    /* Large files: the send timeout is for progress, so renew it per piece. */
+    off_t pos = (off_t)off;
+    size_t left = count;
+    while (left) {
+        size_t piece = left < (1u << 20) ? left : (1u << 20);
+        ssize_t w = net_sendfile(s->l, &r->c->w, fd, &pos, piece,
+                                 server_deadline(s, s->opt.send_timeout_ms));
+        if (w < 0) {
+            fail(r);
+            return (int)w;
+        }
+        left -= piece;
+    }
+    if (chunked && count) {
+        ssize_t w = net_write(s->l, &r->c->w, "\r\n", 2, server_deadline(s, s->opt.send_timeout_ms));
+        if (w < 0) {
+            fail(r);
+            return (int)w;
+        }
+    }
+    r->written += count;
+    return 0;
+}
+
 int sp_res_finish(sp_res *r) {
     if (r->finished)
         return 0;

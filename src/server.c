@@ -253,18 +253,9 @@ static void on_tick(loop *l, loop_timer *t) {
         loop_timer_arm(l, t, loop_now(l) + 1000, on_tick, s);
 }
 
-int sp_server_run(sp_server *s) {
+int server_start(sp_server *s, loop *l) {
     if (s->nlisteners == 0)
         return -EDESTADDRREQ;
-    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
-    loop *l = loop_current();
-    int own_loop = 0;
-    if (!l) {
-        l = sp_loop_new(&lo);
-        if (!l)
-            return -errno;
-        own_loop = 1;
-    }
     s->l = l;
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 22)
@@ -272,11 +263,8 @@ int sp_server_run(sp_server *s) {
     s->nconns_cap = (int)rl.rlim_cur;
     /* Large calloc is mmap'ed: only the slots in use cost memory. */
     s->conns = calloc((size_t)s->nconns_cap, sizeof *s->conns);
-    if (!s->conns) {
-        if (own_loop)
-            sp_loop_free(l);
+    if (!s->conns)
         return -ENOMEM;
-    }
     if (s->opt.max_connections > s->nconns_cap - 32) {
         int fit = s->nconns_cap - 32 > 1 ? s->nconns_cap - 32 : 1;
         log_msg(LOG_WARNING,
@@ -291,23 +279,46 @@ int sp_server_run(sp_server *s) {
         s->listeners[i].paused = 1;
     listeners_resume(s);
     loop_timer_arm(l, &s->tick, loop_now(l) + 1000, on_tick, s);
-    int rc = 0;
-    while (!(s->stopping && s->nconns == 0)) {
-        rc = sp_poll(-1);
-        if (rc < 0)
-            break;
-    }
-    rc = rc < 0 ? rc : 0;
-    loop_timer_cancel(l, &s->tick);
-    loop_timer_cancel(l, &s->accept_timer);
+    return 0;
+}
+
+int server_done(const sp_server *s) {
+    return s->stopping && s->nconns == 0;
+}
+
+void server_finish(sp_server *s) {
+    loop_timer_cancel(s->l, &s->tick);
+    loop_timer_cancel(s->l, &s->accept_timer);
     listeners_pause(s);
     free(s->conns);
     s->conns = NULL;
     buf_pool_destroy(&s->bufs);
     s->l = NULL;
+}
+
+int sp_server_run(sp_server *s) {
+    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
+    loop *l = loop_current();
+    int own_loop = 0;
+    if (!l) {
+        l = sp_loop_new(&lo);
+        if (!l)
+            return -errno;
+        own_loop = 1;
+    }
+    int rc;
+    if (s->drive) {
+        rc = s->drive(s, s->drive_ud); /* e.g. the Python binding's hub */
+    } else {
+        rc = server_start(s, l);
+        while (rc >= 0 && !server_done(s))
+            rc = sp_poll(-1);
+        if (s->l)
+            server_finish(s);
+    }
     if (own_loop)
         sp_loop_free(l);
-    return rc;
+    return rc < 0 ? rc : 0;
 }
 
 void sp_server_stop(sp_server *s) {

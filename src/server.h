@@ -85,7 +85,22 @@ struct sp_server {
     uint64_t log_suppressed;
     int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
     worker_slot *slot;    /* this worker's slot in the master's shared memory, or NULL */
+    /* Who drives the loop in sp_server_run: NULL for the plain loop, or a
+     * binding's own (the Python hub), which calls server_start/done/finish. */
+    int (*drive)(sp_server *s, void *ud);
+    void *drive_ud;
+    /* Called in each worker process after the fork, before serving (the
+     * Python binding imports the application there). 0 or -errno. */
+    int (*worker_init)(sp_server *s, void *ud);
+    void *worker_init_ud;
+    /* Around the master's fork (the Python binding tells the interpreter):
+     * FORK_BEFORE, then FORK_PARENT in the master or FORK_CHILD in the new
+     * worker. */
+    void (*fork_hook)(int phase, void *ud);
+    void *fork_hook_ud;
 };
+
+enum { FORK_BEFORE, FORK_PARENT, FORK_CHILD };
 
 /* ---- the request and response, on the serving coroutine's stack ------- */
 struct sp_req {
@@ -125,6 +140,11 @@ struct sp_res {
 };
 
 /* server.c */
+/* Serving on loop l, in steps: start (listeners on, connection table),
+ * then the caller turns the loop until server_done, then finish. */
+int server_start(sp_server *s, loop *l);
+int server_done(const sp_server *s);
+void server_finish(sp_server *s);
 void server_conn_close(sp_server *s, conn *c);
 /* From the connection's coroutine, about to end: back to idle (buffer
  * returned, keep-alive timer armed). */
@@ -140,6 +160,9 @@ void http_conn_linger_close(sp_server *s, conn *c);
 
 /* request.c */
 void req_init(sp_req *r, sp_server *s, conn *c);
+/* sp_read without I/O: what the buffer holds (count), 0 at the end of the
+ * body, -EAGAIN when reading would need the socket, or the body error. */
+ssize_t req_read_buffered(sp_req *r, void *buf, size_t len);
 /* Discards the rest of the body, at most max bytes: 1 if it all went. */
 int req_drain(sp_req *r, uint64_t max);
 

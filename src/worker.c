@@ -93,6 +93,13 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
     w.sigw = (loop_watch){.fd = sfd, .cb = on_signal, .data = &w};
     loop_watch_add(l, &w.sigw, BACKEND_READ_LEVEL);
     s->slot = slot;
+    if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
+        log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
+        loop_watch_del(l, &w.sigw);
+        close(sfd);
+        sp_loop_free(l);
+        return MASTER_BOOT_FAILED;
+    }
     if (slot) {
         slot->heartbeat_ms = loop_clock_ms();
         loop_timer_arm(l, &w.heartbeat, loop_now(l) + 1000, on_heartbeat, &w);

@@ -1,0 +1,99 @@
+/* binding.h — the WSGI binding's shared declarations. The binding drives
+ * the server's loop itself (a hub greenlet on the worker's main stack), so
+ * it needs the server's internal side (src/server.h: server_start/done/
+ * finish, the drive and fork hooks, req_read_buffered) beside the public
+ * API; nothing else reaches inside. Python never runs on a coroutine stack:
+ * a request's coroutine hands the call to the hub and parks; the app runs in
+ * a greenlet on the main stack and asks the coroutine for each I/O. */
+#ifndef SPINDLE_PY_BINDING_H
+#define SPINDLE_PY_BINDING_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "server.h"
+
+/* What a greenlet asks its request's coroutine to do. */
+typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH } job_op;
+
+/* A wake-up for a greenlet parked in the hub: queued by C code that holds no
+ * GIL (a coroutine, a timer, an fd callback), consumed by the hub. Never on
+ * a greenlet's stack: greenlet copies stacks, so such pointers go stale. */
+typedef struct hub_wake {
+    PyObject *greenlet; /* borrowed: whoever queues it keeps it alive */
+    long result;
+    int queued;
+    struct hub_wake *next;
+} hub_wake;
+
+/* One WSGI call, on its coroutine's stack (mmap'ed: stable while parked). */
+typedef struct pyjob {
+    sp_req *req;
+    sp_res *res;
+    task *t;
+    struct hub *h;
+    int op;
+    const char *data; /* OP_WRITE: bytes owned by a Python object */
+    size_t len;
+    char *rbuf; /* OP_READ: heap memory */
+    int fd;     /* OP_SENDFILE */
+    int64_t off;
+    size_t count;
+    int finish_after; /* end the response after the op */
+    ssize_t result;
+    int app_done; /* the greenlet is finished with this request */
+    int app_rc;   /* the handler's return: 0, or -errno to close */
+    PyObject *keep; /* kept alive for a last op nobody waits for */
+    hub_wake wake;
+    struct pyjob *next;
+} pyjob;
+
+typedef struct hub {
+    sp_server *s;
+    loop *l;
+    PyObject *app;
+    PyObject *loader;      /* imports the app in each worker (None with --preload) */
+    PyObject *hub_g;       /* the hub greenlet: the worker's main greenlet */
+    PyObject *worker_main; /* the run callable of pooled greenlets */
+    PyObject **idle_g;     /* pooled greenlets waiting for a job */
+    size_t nidle, idle_cap;
+    pyjob *pending_head, *pending_tail; /* requests waiting for a greenlet */
+    hub_wake *ready_head, *ready_tail;  /* greenlets to resume */
+    PyObject **garbage; /* references to drop, queued without the GIL */
+    size_t ngarbage, garbage_cap;
+    pyjob *assign; /* the job handed to the greenlet being started */
+    int busy, max_busy;
+    int workers;
+    int forked;
+    pid_t master_pid;
+    /* environ constants, built once */
+    PyObject *environ_template;
+    PyObject *file_wrapper_type;
+    PyObject *root_path; /* SCRIPT_NAME */
+} hub;
+
+extern hub *the_hub; /* one per process: the worker's */
+
+/* hub.c */
+int hub_drive(sp_server *s, void *ud);
+/* From a greenlet: ask j's coroutine for op and wait for the result. */
+ssize_t hub_op(pyjob *j, int op);
+/* From a greenlet: hand j's coroutine a last op and the end of the app,
+ * without waiting (keep is released by the hub once it is done). */
+void hub_op_last(pyjob *j, int op, PyObject *keep);
+/* Park the current greenlet until w is queued; returns w->result. NULL
+ * greenlet switch failures come back as -1 with a Python error set. */
+long hub_wait(hub_wake *w);
+void hub_queue(hub *h, hub_wake *w);
+int hub_in_greenlet(const hub *h);
+PyObject *py_sleep(PyObject *self, PyObject *args);
+PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write);
+
+/* wsgi.c */
+int wsgi_handler(sp_req *req, sp_res *res, void *ud);
+void wsgi_run(hub *h, pyjob *j);
+int wsgi_init_types(PyObject *module);
+int environ_init(hub *h);
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+
+#endif

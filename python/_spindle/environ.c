@@ -1,0 +1,311 @@
+/* environ.c — builds the PEP 3333 environ for a request: a copy of a
+ * template holding the constant entries (built once per worker), then the
+ * request's own: method, PATH_INFO (percent-decoded, as latin-1), query,
+ * protocol, addresses, CONTENT_*, and HTTP_* (repeats joined with ", ",
+ * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
+ * pose as X-Forwarded-For). Header keys are cached by name. */
+#include "binding.h"
+
+#include "http_chars.h"
+#include "path_norm.h"
+
+#include <string.h>
+
+#define KEY_CACHE_SLOTS 512
+#define KEY_NAME_MAX    64
+
+typedef struct key_slot {
+    uint8_t len;
+    char name[KEY_NAME_MAX]; /* lower-case field name */
+    PyObject *key;           /* "HTTP_NAME" */
+} key_slot;
+
+static key_slot key_cache[KEY_CACHE_SLOTS]; /* per worker process */
+static PyObject *s_get, *s_head, *s_post, *s_put, *s_http10, *s_http11, *s_empty;
+static PyObject *k_method, *k_path, *k_query, *k_proto, *k_sname, *k_sport, *k_raddr, *k_rport,
+    *k_ctype, *k_clen, *k_input, *k_raw_uri, *k_scheme;
+
+static PyObject *intern(const char *s) {
+    return PyUnicode_InternFromString(s);
+}
+
+int environ_init(hub *h) {
+    k_method = intern("REQUEST_METHOD");
+    k_path = intern("PATH_INFO");
+    k_query = intern("QUERY_STRING");
+    k_proto = intern("SERVER_PROTOCOL");
+    k_sname = intern("SERVER_NAME");
+    k_sport = intern("SERVER_PORT");
+    k_raddr = intern("REMOTE_ADDR");
+    k_rport = intern("REMOTE_PORT");
+    k_ctype = intern("CONTENT_TYPE");
+    k_clen = intern("CONTENT_LENGTH");
+    k_input = intern("wsgi.input");
+    k_raw_uri = intern("RAW_URI");
+    k_scheme = intern("wsgi.url_scheme");
+    s_get = intern("GET");
+    s_head = intern("HEAD");
+    s_post = intern("POST");
+    s_put = intern("PUT");
+    s_http10 = intern("HTTP/1.0");
+    s_http11 = intern("HTTP/1.1");
+    s_empty = intern("");
+    if (!k_method || !k_path || !k_query || !k_proto || !k_sname || !k_sport || !k_raddr ||
+        !k_rport || !k_ctype || !k_clen || !k_input || !k_raw_uri || !k_scheme || !s_get ||
+        !s_head || !s_post || !s_put || !s_http10 || !s_http11 || !s_empty)
+        return -1;
+
+    PyObject *t = PyDict_New();
+    if (!t)
+        return -1;
+    PyObject *sys_stderr = PySys_GetObject("stderr"); /* borrowed */
+    PyObject *version = Py_BuildValue("(ii)", 1, 0);
+    int bad = !version || PyDict_SetItemString(t, "wsgi.version", version) < 0 ||
+              PyDict_SetItemString(t, "wsgi.multithread", Py_False) < 0 ||
+              PyDict_SetItemString(t, "wsgi.multiprocess", h->workers > 1 ? Py_True : Py_False) <
+                  0 ||
+              PyDict_SetItemString(t, "wsgi.run_once", Py_False) < 0 ||
+              PyDict_SetItemString(t, "wsgi.input_terminated", Py_True) < 0 ||
+              PyDict_SetItem(t, k_scheme, PyUnicode_FromString("http")) < 0 ||
+              PyDict_SetItemString(t, "wsgi.errors", sys_stderr ? sys_stderr : Py_None) < 0 ||
+              PyDict_SetItemString(t, "SCRIPT_NAME", h->root_path) < 0 ||
+              PyDict_SetItemString(t, "SERVER_SOFTWARE", PyUnicode_FromString("spindle")) < 0;
+    Py_XDECREF(version);
+    if (!bad && h->file_wrapper_type)
+        bad = PyDict_SetItemString(t, "wsgi.file_wrapper", h->file_wrapper_type) < 0;
+    if (bad) {
+        Py_DECREF(t);
+        return -1;
+    }
+    h->environ_template = t;
+    return 0;
+}
+
+/* "HTTP_" + upper-case name with '-' as '_', cached; NULL and no error for
+ * names that must not reach the app (containing '_'), NULL with an error on
+ * failure. */
+static PyObject *header_key(const char *name, size_t n, int *skip) {
+    *skip = 0;
+    char lower[KEY_NAME_MAX];
+    uint32_t hash = 2166136261u;
+    for (size_t i = 0; i < n; i++) {
+        if (name[i] == '_') {
+            *skip = 1;
+            return NULL;
+        }
+        unsigned char c = http_lower((unsigned char)name[i]);
+        if (i < KEY_NAME_MAX)
+            lower[i] = (char)c;
+        hash = (hash ^ c) * 16777619u;
+    }
+    key_slot *slot = NULL;
+    if (n <= KEY_NAME_MAX) {
+        slot = &key_cache[hash % KEY_CACHE_SLOTS];
+        if (slot->key && slot->len == n && memcmp(slot->name, lower, n) == 0) {
+            Py_INCREF(slot->key);
+            return slot->key;
+        }
+    }
+    PyObject *key = PyUnicode_New((Py_ssize_t)(n + 5), 127);
+    if (!key)
+        return NULL;
+    char *k = (char *)PyUnicode_DATA(key);
+    memcpy(k, "HTTP_", 5);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        k[5 + i] = c == '-' ? '_' : (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+    }
+    PyUnicode_InternInPlace(&key);
+    if (slot) {
+        /* A slot holds the last name that hashed to it: bounded by design,
+         * so hostile header names cannot grow the cache. */
+        Py_XDECREF(slot->key);
+        slot->len = (uint8_t)n;
+        memcpy(slot->name, lower, n);
+        Py_INCREF(key);
+        slot->key = key;
+    }
+    return key;
+}
+
+static PyObject *latin1(const char *p, size_t n) {
+    return PyUnicode_DecodeLatin1(p, (Py_ssize_t)n, NULL);
+}
+
+/* Sets env[key] = value (a new reference, consumed). */
+static int set_new(PyObject *env, PyObject *key, PyObject *value) {
+    if (!value)
+        return -1;
+    int rc = PyDict_SetItem(env, key, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static int add_header(PyObject *env, const http_field *f) {
+    int skip;
+    if (http_ieq(f->name, f->name_len, "content-type", 12))
+        return set_new(env, k_ctype, latin1(f->value, f->value_len));
+    if (http_ieq(f->name, f->name_len, "content-length", 14))
+        return set_new(env, k_clen, latin1(f->value, f->value_len));
+    PyObject *key = header_key(f->name, f->name_len, &skip);
+    if (!key)
+        return skip ? 0 : -1;
+    PyObject *value = latin1(f->value, f->value_len);
+    if (!value) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *old = PyDict_GetItemWithError(env, key); /* borrowed */
+    if (old) {
+        int cookie = http_ieq(f->name, f->name_len, "cookie", 6);
+        PyObject *joined = PyUnicode_FromFormat("%U%s%U", old, cookie ? "; " : ", ", value);
+        Py_DECREF(value);
+        value = joined;
+        if (!value) {
+            Py_DECREF(key);
+            return -1;
+        }
+    } else if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        Py_DECREF(value);
+        return -1;
+    }
+    int rc = PyDict_SetItem(env, key, value);
+    Py_DECREF(key);
+    Py_DECREF(value);
+    return rc;
+}
+
+static PyObject *method_str(const http_request *h) {
+    PyObject *m;
+    switch (h->method_id) {
+    case HTTP_M_GET:
+        m = s_get;
+        break;
+    case HTTP_M_HEAD:
+        m = s_head;
+        break;
+    case HTTP_M_POST:
+        m = s_post;
+        break;
+    case HTTP_M_PUT:
+        m = s_put;
+        break;
+    default:
+        return latin1(h->method, h->method_len);
+    }
+    Py_INCREF(m);
+    return m;
+}
+
+/* PATH_INFO: the target's path, percent-decoded, as latin-1 (PEP 3333),
+ * less SCRIPT_NAME when the path starts with it. */
+static PyObject *path_info(hub *h, const sp_req *r) {
+    const char *t = r->head.target;
+    size_t n = r->head.target_len;
+    if (n && t[0] != '/' && !(n == 1 && t[0] == '*')) {
+        /* absolute-form: skip scheme://authority */
+        const char *p = memchr(t, '/', n);
+        if (p && p + 1 < t + n && p[1] == '/')
+            p = memchr(p + 2, '/', (size_t)(t + n - (p + 2)));
+        if (!p)
+        {
+            Py_INCREF(s_empty);
+            return s_empty;
+        }
+        n -= (size_t)(p - t);
+        t = p;
+    }
+    const char *q = memchr(t, '?', n);
+    if (q)
+        n = (size_t)(q - t);
+    char stack[1024];
+    char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
+    if (!buf)
+        return PyErr_NoMemory();
+    long len = path_percent_decode(t, n, buf, n + 1);
+    PyObject *res;
+    if (len < 0) {
+        res = latin1(t, n); /* cannot happen: the server refused bad escapes */
+    } else {
+        size_t off = 0;
+        Py_ssize_t rl = PyUnicode_GET_LENGTH(h->root_path);
+        if (rl && (size_t)len >= (size_t)rl &&
+            memcmp(buf, PyUnicode_DATA(h->root_path), (size_t)rl) == 0 &&
+            ((size_t)len == (size_t)rl || buf[rl] == '/'))
+            off = (size_t)rl;
+        res = latin1(buf + off, (size_t)len - off);
+    }
+    if (buf != stack)
+        PyMem_Free(buf);
+    return res;
+}
+
+/* SERVER_NAME and SERVER_PORT from Host (RFC 9112 §3.2), else the defaults. */
+static int server_name(PyObject *env, const sp_req *r) {
+    const char *host = r->head.host;
+    size_t n = r->head.host_len;
+    if (!host || !n)
+        return set_new(env, k_sname, PyUnicode_FromString("localhost")) < 0 ||
+                       set_new(env, k_sport, PyUnicode_FromString("80")) < 0
+                   ? -1
+                   : 0;
+    size_t name_end = n;
+    const char *port = NULL;
+    size_t port_len = 0;
+    if (host[0] == '[') {
+        const char *close = memchr(host, ']', n);
+        if (close && close + 1 < host + n && close[1] == ':') {
+            name_end = (size_t)(close + 1 - host);
+            port = close + 2;
+            port_len = (size_t)(host + n - port);
+        }
+    } else {
+        const char *colon = memchr(host, ':', n);
+        if (colon) {
+            name_end = (size_t)(colon - host);
+            port = colon + 1;
+            port_len = (size_t)(host + n - port);
+        }
+    }
+    if (set_new(env, k_sname, latin1(host, name_end)) < 0)
+        return -1;
+    return set_new(env, k_sport, port ? latin1(port, port_len) : PyUnicode_FromString("80"));
+}
+
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
+    const sp_req *r = j->req;
+    PyObject *env = PyDict_Copy(h->environ_template);
+    if (!env)
+        return NULL;
+    const http_request *hd = &r->head;
+    if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
+        set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
+        set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
+        PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10) < 0 ||
+        server_name(env, r) < 0 || PyDict_SetItem(env, k_input, input) < 0)
+        goto fail;
+    const conn *c = r->c;
+    if (c->peer_family == AF_UNIX) {
+        if (set_new(env, k_raddr, PyUnicode_FromString("127.0.0.1")) < 0)
+            goto fail;
+    } else {
+        if (set_new(env, k_raddr, PyUnicode_FromString(sp_req_client_addr(r))) < 0 ||
+            set_new(env, k_rport, PyUnicode_FromFormat("%u", (unsigned)c->peer_port)) < 0)
+            goto fail;
+    }
+    for (size_t i = 0; i < hd->nfields; i++)
+        if (add_header(env, &hd->fields[i]) < 0)
+            goto fail;
+    if (c->peer_trusted) {
+        /* A trusted proxy says how the client reached it. */
+        sp_str proto = sp_req_header(r, "X-Forwarded-Proto");
+        if (proto.ptr && http_ieq(proto.ptr, proto.len, "https", 5) &&
+            set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
+            goto fail;
+    }
+    return env;
+fail:
+    Py_DECREF(env);
+    return NULL;
+}

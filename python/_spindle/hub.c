@@ -1,0 +1,388 @@
+/* hub.c — the hub: the worker's main greenlet drives the loop. Between
+ * loop turns it starts a pooled greenlet for each new WSGI call and resumes
+ * greenlets whose wait is over; greenlets switch back to it whenever they
+ * wait (for a coroutine's I/O, a timer, an fd). The GIL is released while
+ * the loop waits. All greenlet calls live in this file (greenlet's C API
+ * table is per translation unit). */
+#include "binding.h"
+
+#include "greenlet.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+hub *the_hub;
+
+int hub_import_greenlet(void);
+int hub_import_greenlet(void) {
+    PyGreenlet_Import();
+    return _PyGreenlet_API ? 0 : -1;
+}
+
+int hub_in_greenlet(const hub *h) {
+    if (!h || !h->hub_g)
+        return 0;
+    PyGreenlet *cur = PyGreenlet_GetCurrent();
+    int in = cur && (PyObject *)cur != h->hub_g;
+    Py_XDECREF(cur);
+    return in;
+}
+
+void hub_queue(hub *h, hub_wake *w) {
+    if (w->queued)
+        return;
+    w->queued = 1;
+    w->next = NULL;
+    if (h->ready_tail)
+        h->ready_tail->next = w;
+    else
+        h->ready_head = w;
+    h->ready_tail = w;
+}
+
+/* Keeps a reference to drop later; called by coroutines, without the GIL. */
+static void hub_garbage(hub *h, PyObject *o) {
+    if (h->ngarbage == h->garbage_cap) {
+        size_t cap = h->garbage_cap ? h->garbage_cap * 2 : 64;
+        PyObject **v = realloc(h->garbage, cap * sizeof *v);
+        if (!v)
+            return; /* leak one reference rather than touch Python here */
+        h->garbage = v;
+        h->garbage_cap = cap;
+    }
+    h->garbage[h->ngarbage++] = o;
+}
+
+long hub_wait(hub_wake *w) {
+    hub *h = the_hub;
+    PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return w->result;
+}
+
+ssize_t hub_op(pyjob *j, int op) {
+    j->op = op; /* j->wake.greenlet is the current greenlet (start_job) */
+    loop_wake(j->h->l, j->t, 0);
+    if (hub_wait(&j->wake) < 0 && PyErr_Occurred())
+        return -ECANCELED;
+    return j->result;
+}
+
+void hub_op_last(pyjob *j, int op, PyObject *keep) {
+    j->op = op;
+    j->finish_after = 1;
+    j->app_done = 1;
+    Py_XINCREF(keep);
+    j->keep = keep;
+    loop_wake(j->h->l, j->t, 0);
+}
+
+/* ---- the coroutine side of a WSGI call ---------------------------------- */
+
+static void do_op(pyjob *j) {
+    ssize_t r = 0;
+    switch (j->op) {
+    case OP_WRITE:
+        r = j->len || !j->res->head_sent ? sp_res_write(j->res, j->data, j->len) : 0;
+        break;
+    case OP_READ:
+        r = sp_read(j->req, j->rbuf, j->len);
+        break;
+    case OP_SENDFILE:
+        r = sp_res_sendfile(j->res, j->fd, j->off, j->count);
+        break;
+    case OP_FINISH:
+        r = sp_res_finish(j->res);
+        break;
+    default:
+        break;
+    }
+    if (r >= 0 && j->finish_after && j->op != OP_FINISH)
+        r = sp_res_finish(j->res);
+    j->result = r;
+    j->op = OP_NONE;
+}
+
+int wsgi_handler(sp_req *req, sp_res *res, void *ud) {
+    hub *h = ud;
+    pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h};
+    if (h->pending_tail)
+        h->pending_tail->next = &j;
+    else
+        h->pending_head = &j;
+    h->pending_tail = &j;
+    for (;;) {
+        loop_park(h->l, LOOP_NO_DEADLINE, NULL);
+        if (j.op != OP_NONE) {
+            do_op(&j);
+            if (j.keep) {
+                hub_garbage(h, j.keep);
+                j.keep = NULL;
+            }
+            if (j.result < 0 && j.app_done && j.app_rc == 0)
+                j.app_rc = (int)j.result;
+            if (!j.app_done) {
+                hub_queue(h, &j.wake);
+                continue;
+            }
+        }
+        if (j.app_done)
+            return j.app_rc;
+    }
+}
+
+/* ---- greenlets ---------------------------------------------------------- */
+
+/* The body of every pooled greenlet: serve the assigned job, go back to the
+ * pool, wait for the next one. */
+static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
+    hub *h = the_hub;
+    for (;;) {
+        pyjob *j = h->assign;
+        h->assign = NULL;
+        /* The job held the reference that kept this greenlet alive while it
+         * was parked; the pool takes it over. j is still valid here: its
+         * coroutine runs only after we switch back to the hub. */
+        PyObject *me = j->wake.greenlet;
+        wsgi_run(h, j);
+        j->wake.greenlet = NULL;
+        h->busy--;
+        if (h->nidle == h->idle_cap) {
+            size_t cap = h->idle_cap ? h->idle_cap * 2 : 32;
+            PyObject **v = PyMem_Realloc(h->idle_g, cap * sizeof *v);
+            if (!v) {
+                Py_DECREF(me);
+                return PyErr_NoMemory();
+            }
+            h->idle_g = v;
+            h->idle_cap = cap;
+        }
+        h->idle_g[h->nidle++] = me;
+        PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+        if (!r)
+            return NULL; /* GreenletExit: the worker is stopping */
+        Py_DECREF(r);
+    }
+}
+
+static PyMethodDef greenlet_main_def = {"_spindle_greenlet", greenlet_main, METH_NOARGS, NULL};
+
+static void start_job(hub *h, pyjob *j) {
+    PyObject *g;
+    if (h->nidle) {
+        g = h->idle_g[--h->nidle];
+    } else {
+        g = (PyObject *)PyGreenlet_New(h->worker_main, (PyGreenlet *)h->hub_g);
+        if (!g) {
+            PyErr_Print();
+            j->app_rc = -ENOMEM;
+            j->app_done = 1;
+            loop_wake(h->l, j->t, 0);
+            return;
+        }
+    }
+    h->assign = j;
+    h->busy++;
+    j->wake.greenlet = g; /* the job owns it while the call runs */
+    PyObject *r = PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL);
+    if (!r) {
+        PyErr_Print(); /* a bug in the binding, not the app: keep serving */
+        if (!j->app_done) {
+            j->app_rc = -EIO;
+            j->app_done = 1;
+            loop_wake(h->l, j->t, 0);
+        }
+    } else {
+        Py_DECREF(r);
+    }
+}
+
+/* Runs everything Python has to do now; returns 1 if it did anything. */
+static int run_python(hub *h) {
+    int did = 0;
+    while (h->ngarbage) {
+        PyObject *o = h->garbage[--h->ngarbage];
+        Py_DECREF(o);
+        did = 1;
+    }
+    while (h->pending_head && h->busy < h->max_busy) {
+        pyjob *j = h->pending_head;
+        h->pending_head = j->next;
+        if (!h->pending_head)
+            h->pending_tail = NULL;
+        j->next = NULL;
+        start_job(h, j);
+        did = 1;
+    }
+    while (h->ready_head) {
+        hub_wake *w = h->ready_head;
+        h->ready_head = w->next;
+        if (!h->ready_head)
+            h->ready_tail = NULL;
+        w->queued = 0;
+        PyObject *g = w->greenlet;
+        Py_INCREF(g);
+        PyObject *r = PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL);
+        if (!r)
+            PyErr_Print();
+        else
+            Py_DECREF(r);
+        Py_DECREF(g);
+        did = 1;
+    }
+    return did;
+}
+
+int hub_drive(sp_server *s, void *ud) {
+    hub *h = ud;
+    h->l = loop_current();
+    PyGreenlet *cur = PyGreenlet_GetCurrent();
+    h->hub_g = (PyObject *)cur; /* owned */
+    h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
+    if (!h->worker_main)
+        return -ENOMEM;
+    int rc = server_start(s, h->l);
+    while (rc >= 0 && !server_done(s)) {
+        if (run_python(h))
+            continue;
+        if (loop_has_ready(h->l)) {
+            loop_run_pending(h->l);
+            continue;
+        }
+        Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
+        Py_END_ALLOW_THREADS
+    }
+    if (s->l)
+        server_finish(s);
+    /* Pooled greenlets are dropped: greenlet throws GreenletExit into each
+     * as it is collected, ending greenlet_main. */
+    while (h->nidle)
+        Py_DECREF(h->idle_g[--h->nidle]);
+    return rc < 0 ? rc : 0;
+}
+
+/* ---- cooperative sleep and fd waits, for apps and spindle.patch() ------- */
+
+typedef struct gwait {
+    hub_wake wake;
+    loop_timer timer;
+    loop_watch watch;
+    int watching;
+} gwait;
+
+static void gwait_timeout(loop *l, loop_timer *t) {
+    gwait *g = t->data;
+    g->wake.result = 0;
+    hub_queue(the_hub, &g->wake);
+}
+
+static void gwait_ready(loop *l, loop_watch *w, uint32_t events) {
+    gwait *g = w->data;
+    g->wake.result = 1;
+    hub_queue(the_hub, &g->wake);
+}
+
+/* Parks the current greenlet until the fd is ready (if fd >= 0) or the
+ * timeout passes (if ms >= 0). Returns 1 ready, 0 timed out, -1 error. */
+static long greenlet_wait(int fd, int write, double ms) {
+    hub *h = the_hub;
+    gwait *g = PyMem_Calloc(1, sizeof *g);
+    if (!g) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    PyGreenlet *cur = PyGreenlet_GetCurrent();
+    g->wake.greenlet = (PyObject *)cur;
+    if (fd >= 0) {
+        g->watch = (loop_watch){.fd = fd, .cb = gwait_ready, .data = g};
+        int rc = loop_watch_add(h->l, &g->watch, write ? BACKEND_WRITE_LEVEL : BACKEND_READ_LEVEL);
+        if (rc < 0) {
+            Py_XDECREF(cur);
+            PyMem_Free(g);
+            errno = -rc;
+            PyErr_SetFromErrno(PyExc_OSError);
+            return -1;
+        }
+        g->watching = 1;
+    }
+    if (ms >= 0)
+        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout,
+                       g);
+    long r = hub_wait(&g->wake);
+    loop_timer_cancel(h->l, &g->timer);
+    if (g->watching)
+        loop_watch_del(h->l, &g->watch);
+    if (g->wake.queued) {
+        /* Woken for another reason (an exception thrown in): unqueue. */
+        hub_wake **pp = &h->ready_head;
+        while (*pp && *pp != &g->wake)
+            pp = &(*pp)->next;
+        if (*pp) {
+            *pp = g->wake.next;
+            if (h->ready_tail == &g->wake) {
+                h->ready_tail = NULL;
+                for (hub_wake *x = h->ready_head; x; x = x->next)
+                    h->ready_tail = x;
+            }
+        }
+    }
+    Py_XDECREF(cur);
+    PyMem_Free(g);
+    return r;
+}
+
+PyObject *py_sleep(PyObject *self, PyObject *args) {
+    double secs;
+    if (!PyArg_ParseTuple(args, "d:sleep", &secs))
+        return NULL;
+    if (secs < 0) {
+        PyErr_SetString(PyExc_ValueError, "sleep length must be non-negative");
+        return NULL;
+    }
+    if (!hub_in_greenlet(the_hub)) {
+        /* Not inside a request: plain blocking sleep (start-up code). */
+        PyObject *time = PyImport_ImportModule("time");
+        if (!time)
+            return NULL;
+        PyObject *r = PyObject_CallMethod(time, "_spindle_orig_sleep", "d", secs);
+        if (!r && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            r = PyObject_CallMethod(time, "sleep", "d", secs);
+        }
+        Py_DECREF(time);
+        return r;
+    }
+    if (greenlet_wait(-1, 0, secs * 1000.0) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write) {
+    static char *kwlist[] = {"fd", "timeout", NULL};
+    PyObject *fdobj, *tobj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &fdobj, &tobj))
+        return NULL;
+    int fd = PyObject_AsFileDescriptor(fdobj);
+    if (fd < 0)
+        return NULL;
+    double ms = -1;
+    if (tobj != Py_None) {
+        ms = PyFloat_AsDouble(tobj) * 1000.0;
+        if (ms < 0 && PyErr_Occurred())
+            return NULL;
+        if (ms < 0)
+            ms = 0;
+    }
+    if (!hub_in_greenlet(the_hub)) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "spindle.wait_readable/wait_writable work inside a request served by "
+                        "spindle; outside one, use select");
+        return NULL;
+    }
+    long r = greenlet_wait(fd, write, ms);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}

@@ -1,0 +1,470 @@
+/* wsgi.c — one WSGI call (PEP 3333), run in a greenlet on the worker's
+ * main stack: environ, start_response (validated: a bad status or header is
+ * a 500, never a crash), the write() callable, and the response iterable,
+ * whose close() is always called. A one-element list is measured and sent
+ * with Content-Length in the same writev as the head; a Content-Length the
+ * app gives is trusted and never exceeded; otherwise the body is chunked
+ * (HTTP/1.1) or close-delimited (HTTP/1.0). */
+#include "wsgi.h"
+
+#include "http_chars.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+    PyObject_HEAD pyjob *j; /* NULL once the call is over */
+    PyObject *status;       /* str */
+    PyObject *headers;      /* list of (str, str) */
+    int called;
+    int64_t content_length; /* the app's Content-Length, or -1 */
+    uint64_t sent;
+} sr_obj;
+
+static PyTypeObject sr_type;
+
+/* Latin-1 bytes of a str with only code points < 256, NUL-terminated (a
+ * bytes object owns them: *hold). NULL with an error otherwise. */
+static const char *latin1_of(PyObject *s, Py_ssize_t *len, PyObject **hold) {
+    *hold = NULL;
+    if (!PyUnicode_Check(s)) {
+        PyErr_Format(PyExc_TypeError, "WSGI status and headers must be str, not %.100s",
+                     Py_TYPE(s)->tp_name);
+        return NULL;
+    }
+    if (PyUnicode_IS_ASCII(s))
+        return PyUnicode_AsUTF8AndSize(s, len); /* ASCII: the same bytes, cached */
+    *hold = PyUnicode_AsLatin1String(s);
+    if (!*hold)
+        return NULL;
+    *len = PyBytes_GET_SIZE(*hold);
+    return PyBytes_AS_STRING(*hold);
+}
+
+static int is_hop_by_hop(const char *n, size_t len) {
+    static const char *const hop[] = {"connection", "keep-alive", "proxy-authenticate",
+                                      "proxy-authorization", "te", "trailers",
+                                      "transfer-encoding", "upgrade"};
+    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
+        if (http_ieq(n, len, hop[i], strlen(hop[i])))
+            return 1;
+    return 0;
+}
+
+/* Checks what start_response was given; sets a Python error if wrong. */
+static int validate(PyObject *status, PyObject *headers) {
+    Py_ssize_t sl;
+    PyObject *hold;
+    const char *st = latin1_of(status, &sl, &hold);
+    if (!st)
+        return -1;
+    int ok = sl >= 4 && st[0] >= '1' && st[0] <= '5' && st[1] >= '0' && st[1] <= '9' &&
+             st[2] >= '0' && st[2] <= '9' && st[3] == ' ';
+    for (Py_ssize_t i = 4; ok && i < sl; i++)
+        ok = http_is((unsigned char)st[i], HTTP_C_VALUE);
+    Py_XDECREF(hold);
+    if (!ok) {
+        PyErr_Format(PyExc_ValueError, "invalid WSGI status %R: want '200 OK' form", status);
+        return -1;
+    }
+    if (!PyList_Check(headers)) {
+        PyErr_Format(PyExc_TypeError, "WSGI headers must be a list, not %.100s",
+                     Py_TYPE(headers)->tp_name);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(headers); i++) {
+        PyObject *t = PyList_GET_ITEM(headers, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+            PyErr_Format(PyExc_TypeError, "WSGI header %R is not a (name, value) tuple", t);
+            return -1;
+        }
+        Py_ssize_t nl, vl;
+        PyObject *hn, *hv;
+        const char *n = latin1_of(PyTuple_GET_ITEM(t, 0), &nl, &hn);
+        if (!n)
+            return -1;
+        const char *v = latin1_of(PyTuple_GET_ITEM(t, 1), &vl, &hv);
+        if (!v) {
+            Py_XDECREF(hn);
+            return -1;
+        }
+        int good = nl > 0;
+        for (Py_ssize_t k = 0; good && k < nl; k++)
+            good = http_is((unsigned char)n[k], HTTP_C_TCHAR);
+        for (Py_ssize_t k = 0; good && k < vl; k++)
+            good = http_is((unsigned char)v[k], HTTP_C_VALUE);
+        int hop = good && is_hop_by_hop(n, (size_t)nl);
+        Py_XDECREF(hn);
+        Py_XDECREF(hv);
+        if (!good) {
+            PyErr_Format(PyExc_ValueError,
+                         "invalid WSGI header %R: names are tokens, values have no control "
+                         "characters (CR, LF, NUL)",
+                         t);
+            return -1;
+        }
+        if (hop) {
+            PyErr_Format(PyExc_ValueError,
+                         "WSGI header %R is hop-by-hop: the server owns it (PEP 3333)", t);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The head goes into the response (not on the wire yet: the coroutine sends
+ * it with the first body bytes). body_len: the whole body's length when the
+ * server knows it, else -1. */
+static int commit_head(sr_obj *sr, int64_t body_len) {
+    sp_res *res = sr->j->res;
+    if (!sr->called) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the WSGI application returned without calling start_response");
+        return -1;
+    }
+    Py_ssize_t sl;
+    PyObject *hold;
+    const char *st = latin1_of(sr->status, &sl, &hold);
+    if (!st)
+        return -1;
+    int status = (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0');
+    Py_XDECREF(hold);
+    res->nfields = 0;
+    res->field_bytes = 0;
+    res->declared = -1;
+    if (sp_res_status(res, status) < 0) {
+        PyErr_Format(PyExc_ValueError, "invalid WSGI status %R", sr->status);
+        return -1;
+    }
+    sr->content_length = -1;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sr->headers); i++) {
+        PyObject *t = PyList_GET_ITEM(sr->headers, i);
+        Py_ssize_t nl, vl;
+        PyObject *hn, *hv;
+        const char *n = latin1_of(PyTuple_GET_ITEM(t, 0), &nl, &hn);
+        const char *v = n ? latin1_of(PyTuple_GET_ITEM(t, 1), &vl, &hv) : NULL;
+        if (!v) {
+            Py_XDECREF(hn);
+            return -1;
+        }
+        int rc = 0;
+        if (http_ieq(n, (size_t)nl, "content-length", 14)) {
+            char *end;
+            unsigned long long cl = strtoull(v, &end, 10);
+            if (vl == 0 || *end || v[0] < '0' || v[0] > '9')
+                rc = -EINVAL;
+            else if (sr->content_length >= 0 && (uint64_t)sr->content_length != cl)
+                rc = -EINVAL;
+            else
+                sr->content_length = (int64_t)cl;
+        } else if (http_ieq(n, (size_t)nl, "date", 4)) {
+            /* the server's Date is sent; a second one would be invalid */
+        } else {
+            rc = sp_res_header(res, n, v);
+        }
+        Py_XDECREF(hn);
+        Py_XDECREF(hv);
+        if (rc < 0) {
+            PyErr_Format(PyExc_ValueError, "cannot send WSGI header %R: %s", t,
+                         rc == -ENOSPC ? "too many or too large headers" : "invalid value");
+            return -1;
+        }
+    }
+    if (sr->content_length >= 0)
+        sp_res_length(res, (uint64_t)sr->content_length);
+    else if (body_len >= 0)
+        sp_res_length(res, (uint64_t)body_len);
+    return 0;
+}
+
+/* The part of a chunk that may be sent: never past the app's Content-Length. */
+static size_t allowed(sr_obj *sr, size_t n) {
+    if (sr->content_length < 0)
+        return n;
+    uint64_t room = (uint64_t)sr->content_length - sr->sent;
+    return n < room ? n : (size_t)room;
+}
+
+/* Sends one body chunk now (the head first if not yet sent), waiting for the
+ * coroutine. -1 with an error set, or when the client is gone. */
+static int send_chunk(sr_obj *sr, const char *p, size_t n) {
+    pyjob *j = sr->j;
+    if (!j->res->head_sent && commit_head(sr, -1) < 0)
+        return -1;
+    size_t take = allowed(sr, n);
+    if (take < n)
+        log_msg(LOG_WARNING, "WSGI application sent more than its Content-Length of %lld; "
+                             "the rest is dropped",
+                (long long)sr->content_length);
+    if (!take && j->res->head_sent)
+        return 0;
+    j->data = p;
+    j->len = take;
+    ssize_t r = hub_op(j, OP_WRITE);
+    if (r < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_OSError, "the client is gone: %s", strerror((int)-r));
+        return -1;
+    }
+    sr->sent += take;
+    return 0;
+}
+
+static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"status", "headers", "exc_info", NULL};
+    PyObject *status, *headers, *exc_info = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status, &headers,
+                                     &exc_info))
+        return NULL;
+    if (!sr->j) {
+        PyErr_SetString(PyExc_RuntimeError, "start_response called after the response ended");
+        return NULL;
+    }
+    if (exc_info != Py_None) {
+        if (sr->j->res->head_sent) {
+            /* Too late to change the response: re-raise (PEP 3333). */
+            PyObject *t, *v, *tb;
+            if (!PyArg_ParseTuple(exc_info, "OOO", &t, &v, &tb))
+                return NULL;
+            Py_INCREF(t);
+            Py_INCREF(v);
+            Py_INCREF(tb);
+            PyErr_Restore(t, v, tb);
+            return NULL;
+        }
+    } else if (sr->called) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "start_response called a second time without exc_info");
+        return NULL;
+    }
+    if (validate(status, headers) < 0)
+        return NULL;
+    Py_INCREF(status);
+    Py_INCREF(headers);
+    Py_XSETREF(sr->status, status);
+    Py_XSETREF(sr->headers, headers);
+    sr->called = 1;
+    return PyObject_GetAttrString((PyObject *)sr, "write");
+}
+
+static PyObject *sr_write(sr_obj *sr, PyObject *data) {
+    if (!sr->j) {
+        PyErr_SetString(PyExc_RuntimeError, "write() called after the response ended");
+        return NULL;
+    }
+    Py_buffer b;
+    if (!PyBytes_Check(data)) {
+        PyErr_Format(PyExc_TypeError, "write() takes bytes, not %.100s", Py_TYPE(data)->tp_name);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int rc = send_chunk(sr, b.buf, (size_t)b.len);
+    PyBuffer_Release(&b);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static void sr_dealloc(sr_obj *sr) {
+    Py_XDECREF(sr->status);
+    Py_XDECREF(sr->headers);
+    PyObject_Free(sr);
+}
+
+static PyMethodDef sr_methods[] = {
+    {"write", (PyCFunction)sr_write, METH_O, "write(data): the legacy write callable"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject sr_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle.StartResponse",
+    .tp_basicsize = sizeof(sr_obj),
+    .tp_dealloc = (destructor)sr_dealloc,
+    .tp_call = (ternaryfunc)sr_call,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = sr_methods,
+};
+
+int start_response_init_type(void) {
+    return PyType_Ready(&sr_type);
+}
+
+/* ---- the call ---------------------------------------------------------- */
+
+static const char error_body[] = "500 Internal Server Error\n";
+
+static void log_app_error(pyjob *j) {
+    const http_request *h = &j->req->head;
+    log_msg(LOG_ERROR, "the WSGI application failed serving '%.*s %.*s':", (int)h->method_len,
+            h->method, (int)(h->target_len > 200 ? 200 : h->target_len), h->target);
+    PyErr_Print(); /* the traceback, to stderr: the error log */
+}
+
+static int call_close(PyObject *result) {
+    if (!result || PyList_CheckExact(result) || PyTuple_CheckExact(result))
+        return 0;
+    PyObject *close = PyObject_GetAttrString(result, "close");
+    if (!close) {
+        PyErr_Clear();
+        return 0;
+    }
+    PyObject *r = PyObject_CallNoArgs(close);
+    Py_DECREF(close);
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* A file_wrapper around a regular file goes out with sendfile. Returns 1 if
+ * it did, 0 if the wrapper must be iterated instead, -1 on error. */
+static int try_sendfile(hub *h, sr_obj *sr, PyObject *result) {
+    if (!h->file_wrapper_type || !PyObject_TypeCheck(result, (PyTypeObject *)h->file_wrapper_type))
+        return 0;
+    PyObject *filelike = PyObject_GetAttrString(result, "filelike");
+    if (!filelike) {
+        PyErr_Clear();
+        return 0;
+    }
+    int fd = PyObject_AsFileDescriptor(filelike);
+    Py_DECREF(filelike);
+    if (fd < 0) {
+        PyErr_Clear();
+        return 0;
+    }
+    struct stat st;
+    off_t pos = lseek(fd, 0, SEEK_CUR);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || pos < 0)
+        return 0;
+    size_t count = st.st_size > pos ? (size_t)(st.st_size - pos) : 0;
+    if (commit_head(sr, (int64_t)count) < 0)
+        return -1;
+    count = allowed(sr, count);
+    pyjob *j = sr->j;
+    j->fd = fd;
+    j->off = pos;
+    j->count = count;
+    ssize_t r = hub_op(j, OP_SENDFILE);
+    if (r < 0) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_OSError, "sending the file failed: %s", strerror((int)-r));
+        return -1;
+    }
+    sr->sent += count;
+    return 1;
+}
+
+void wsgi_run(hub *h, pyjob *j) {
+    PyObject *input = input_new(j);
+    sr_obj *sr = PyObject_New(sr_obj, &sr_type);
+    PyObject *env = NULL, *result = NULL, *iter = NULL, *item = NULL;
+    if (!input || !sr)
+        goto error;
+    sr->j = j;
+    sr->status = sr->headers = NULL;
+    sr->called = 0;
+    sr->content_length = -1;
+    sr->sent = 0;
+    env = environ_build(h, j, input);
+    if (!env)
+        goto error;
+    result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
+    if (!result)
+        goto error;
+
+    /* One bytes item and nothing written yet: measure it, one writev. */
+    if ((PyList_CheckExact(result) || PyTuple_CheckExact(result)) && PySequence_Fast_GET_SIZE(result) == 1 &&
+        !j->res->head_sent && sr->sent == 0) {
+        PyObject *only = PySequence_Fast_GET_ITEM(result, 0);
+        if (!PyBytes_Check(only)) {
+            PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
+                         Py_TYPE(only)->tp_name);
+            goto error;
+        }
+        if (commit_head(sr, PyBytes_GET_SIZE(only)) < 0)
+            goto error;
+        j->data = PyBytes_AS_STRING(only);
+        j->len = allowed(sr, (size_t)PyBytes_GET_SIZE(only));
+        goto last_write; /* (lists have no close()) */
+    }
+    int sent_file = try_sendfile(h, sr, result);
+    if (sent_file < 0)
+        goto error;
+    if (!sent_file) {
+        iter = PyObject_GetIter(result);
+        if (!iter)
+            goto error;
+        while ((item = PyIter_Next(iter))) {
+            if (!PyBytes_Check(item)) {
+                PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
+                             Py_TYPE(item)->tp_name);
+                goto error;
+            }
+            if (PyBytes_GET_SIZE(item) &&
+                send_chunk(sr, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
+                goto error;
+            Py_CLEAR(item);
+            if (sr->content_length >= 0 && sr->sent >= (uint64_t)sr->content_length)
+                break; /* the promised length is out: stop asking for more */
+        }
+        if (PyErr_Occurred())
+            goto error;
+    }
+    if (!j->res->head_sent && commit_head(sr, sr->content_length >= 0 ? -1 : 0) < 0)
+        goto error;
+    if (call_close(result) < 0) {
+        log_app_error(j);
+        j->app_rc = -EIO;
+    }
+    j->data = NULL;
+    j->len = 0;
+    input_detach(input);
+    sr->j = NULL;
+    hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
+    goto out;
+
+last_write:
+    input_detach(input);
+    sr->j = NULL;
+    /* The bytes object stays alive until the coroutine has sent it. */
+    hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
+    goto out;
+
+error:
+    log_app_error(j);
+    if (call_close(result) < 0)
+        log_app_error(j);
+    if (input)
+        input_detach(input);
+    if (sr)
+        sr->j = NULL;
+    if (!j->res->head_sent && !j->res->failed) {
+        sp_res *res = j->res;
+        res->nfields = 0;
+        res->field_bytes = 0;
+        res->declared = (int64_t)(sizeof error_body - 1);
+        res->status = 500;
+        res->force_close = 0;
+        sp_res_header(res, "Content-Type", "text/plain");
+        j->data = error_body;
+        j->len = sizeof error_body - 1;
+        hub_op_last(j, OP_WRITE, NULL);
+    } else {
+        /* The response started and cannot be completed: close. */
+        j->app_rc = -EIO;
+        j->app_done = 1;
+        loop_wake(h->l, j->t, 0);
+    }
+out:
+    Py_XDECREF(item);
+    Py_XDECREF(iter);
+    Py_XDECREF(result);
+    Py_XDECREF(env);
+    Py_XDECREF(input);
+    Py_XDECREF(sr);
+}

@@ -1,0 +1,13 @@
+/* wsgi.h — the WSGI side of the binding: environ, wsgi.input,
+ * start_response and the call itself (wsgi.c, wsgi_input.c, environ.c). */
+#ifndef SPINDLE_PY_WSGI_H
+#define SPINDLE_PY_WSGI_H
+
+#include "binding.h"
+
+PyObject *input_new(pyjob *j);
+void input_detach(PyObject *input);
+int input_init_type(void);
+int start_response_init_type(void);
+
+#endif

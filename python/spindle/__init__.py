@@ -1,0 +1,72 @@
+"""spindle: a coroutine HTTP/1.1 server in C, serving WSGI applications.
+
+    import spindle
+    spindle.run(app, bind="127.0.0.1:8080", workers=2)
+
+or from a shell: ``python3 -m spindle module:app --bind 127.0.0.1:8080``.
+Each request runs in its own greenlet on the worker's main stack; waiting
+(for the request body, a full socket buffer, ``spindle.sleep``) yields to
+the other requests. ``spindle.patch()`` makes ``socket`` and ``time.sleep``
+cooperative for pure-Python clients.
+"""
+
+from . import _spindle
+from ._spindle import in_request, sleep, wait_readable, wait_writable
+from ._filewrapper import FileWrapper
+
+__all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
+           "in_request", "FileWrapper"]
+
+API_VERSION = _spindle.API_VERSION
+
+
+def _flags(kw):
+    """Turns keyword arguments into the command's flags: max_body_size=1
+    becomes --max-body-size 1, True becomes a bare flag."""
+    argv = []
+    for key, value in kw.items():
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            argv.append(flag)
+        elif value is False or value is None:
+            continue
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+def run(app, bind="127.0.0.1:8080", workers=1, root_path="", max_concurrent_app_calls=0,
+        **flags):
+    """Serves the WSGI callable ``app`` until a stop signal (TERM, INT, QUIT).
+
+    ``bind`` is one address or a list; other keyword arguments are the
+    flags of ``python3 -m spindle --help`` (``keepalive_timeout=5``,
+    ``max_body_size="10m"``, ...). The app is already imported, so workers
+    share it from the fork (like gunicorn's --preload). Returns the exit
+    status."""
+    binds = [bind] if isinstance(bind, str) else list(bind)
+    argv = []
+    for b in binds:
+        argv += ["--bind", b]
+    argv += ["--workers", str(workers)] + _flags(flags)
+    return _spindle.serve(argv, None, app=app, root_path=root_path,
+                          max_concurrent=max_concurrent_app_calls, file_wrapper=FileWrapper,
+                          prog="spindle.run")
+
+
+def serve_argv(argv, loader, app=None, root_path="", max_concurrent_app_calls=0,
+               prog="python3 -m spindle MODULE:CALLABLE"):
+    """The command line's entry: ``argv`` holds the shared flags; ``loader``
+    imports the app in each worker (unless ``app`` is given: --preload)."""
+    return _spindle.serve(list(argv), loader, app=app, root_path=root_path,
+                          max_concurrent=max_concurrent_app_calls, file_wrapper=FileWrapper,
+                          prog=prog)
+
+
+def patch():
+    """Makes ``socket`` and ``time.sleep`` cooperative inside requests, so
+    pure-Python clients (redis-py, PyMySQL, pg8000, urllib) yield to other
+    requests instead of blocking the worker. Outside a request they behave
+    as before."""
+    from ._patch import patch_all
+    patch_all()
