@@ -23,6 +23,11 @@ PKGS=(
   "gcc-aarch64-linux-gnu:cross-build of the aarch64 context switch"
   "libc6-dev-arm64-cross:cross-build of the aarch64 context switch"
   "qemu-user:runs the aarch64 coroutine test"
+  "python3-flask:WSGI framework tests"
+  "python3-django:WSGI framework tests"
+  "python3-webpy:WSGI framework tests"
+  "python3-bottle:WSGI framework tests"
+  "python3-falcon:WSGI framework tests"
 )
 
 missing=()

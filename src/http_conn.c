@@ -226,14 +226,26 @@ static int serve_one(sp_server *s, conn *c) {
     sp_res res;
     res_init(&res, &req, c);
     rc = dispatch(s, &req, &res);
+    if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req.body_error) {
+        /* The handler gave up because the client hung up while it waited:
+         * nobody to answer, and no error to report. */
+        server_conn_close(s, c);
+        goto out;
+    }
     if (rc < 0 && !res.head_sent && !res.failed) {
         int status = req.body_error ? req.body_error : 500;
         if (!req.body_error)
             log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
                     h->method, (int)h->target_len, h->target, strerror(-rc));
         res_send_error(&res, status, req.body_error != 0, NULL);
-    } else if (rc < 0) {
-        res.force_close = 1; /* the response started and cannot be completed */
+    } else if (rc < 0 && !res.failed) {
+        /* The response started and cannot be completed: closing is the only
+         * honest end (a last chunk would make a cut body look complete). */
+        if (!req.body_done)
+            http_conn_linger_close(s, c);
+        else
+            server_conn_close(s, c);
+        goto out;
     }
     if (!res.finished && !res.failed)
         sp_res_finish(&res);
@@ -274,7 +286,13 @@ void http_conn_main(void *arg) {
     }
     int burst = 0;
     for (;;) {
-        if (!serve_one(s, c))
+        int kept = serve_one(s, c);
+        if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
+            log_msg(LOG_INFO, "served %llu requests (--max-requests): stopping to be replaced",
+                    (unsigned long long)s->served);
+            sp_server_stop(s);
+        }
+        if (!kept)
             return;
         c->nreq++;
         if (c->buf_off < c->buf_len) {

@@ -9,12 +9,17 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
-    cli_config c = {0};
+    static cli_config c; /* lives as long as the master: reload re-parses into it */
     int rc = cli_parse(argc, argv, &c);
     if (rc != 0)
         return rc > 0 ? 0 : 2;
+    if (c.chdir && chdir(c.chdir) != 0) {
+        fprintf(stderr, "spindle: --chdir %s: %s\n", c.chdir, strerror(errno));
+        return 1;
+    }
     sp_server *s = sp_server_new(&c.o);
     if (!s) {
         fprintf(stderr, "spindle: %s\n",
@@ -34,10 +39,12 @@ int main(int argc, char **argv) {
         sp_server_free(s);
         return 1;
     }
-    if (cli_listen(&c, s) < 0) {
+    if (cli_listen(&c, s) < 0 || cli_drop_privileges(&c) < 0) {
         sp_server_free(s);
         return 1;
     }
+    c.mo.reload = cli_reload;
+    c.mo.reload_ud = &c;
     rc = master_run(s, &c.mo);
     sp_server_free(s);
     return rc;

@@ -9,11 +9,19 @@ typedef struct master_options {
     int workers;             /* 0: serve in this process, no master */
     int worker_timeout_ms;   /* a loop that has not turned for this long is killed */
     int graceful_timeout_ms; /* in-flight requests get this long on TERM */
+    int max_requests;        /* recycle a worker after this many requests (0 never) */
+    int max_requests_jitter;
+    int reuse_port;          /* per-worker SO_REUSEPORT sockets */
+    const char *pid_file;
+    /* HUP: re-read the settings into s and mo (binds excepted) before the
+     * new workers fork. 0, or -1 to keep the running workers. */
+    int (*reload)(sp_server *s, struct master_options *mo, void *ud);
+    void *reload_ud;
 } master_options;
 
 /* Serves s (listeners bound, routes added) until a stop signal. Returns the
  * exit status for main. */
-int master_run(sp_server *s, const master_options *mo);
+int master_run(sp_server *s, master_options *mo);
 
 /* Worker side (worker.c): serves s on this process until a stop signal;
  * slot may be NULL. Returns the exit status. */

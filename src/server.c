@@ -33,51 +33,60 @@ void sp_server_options_init(sp_server_options *o) {
     };
 }
 
+int server_set_options(sp_server *s, const sp_server_options *o) {
+    sp_server_options n, d;
+    if (o)
+        n = *o;
+    else
+        sp_server_options_init(&n);
+    sp_server_options_init(&d);
+    /* Zero means "the default" for every limit. */
+    if (!n.head_max)
+        n.head_max = d.head_max;
+    if (!n.target_max)
+        n.target_max = d.target_max;
+    if (!n.fields_max)
+        n.fields_max = d.fields_max;
+    if (!n.header_timeout_ms)
+        n.header_timeout_ms = d.header_timeout_ms;
+    if (!n.body_timeout_ms)
+        n.body_timeout_ms = d.body_timeout_ms;
+    if (!n.send_timeout_ms)
+        n.send_timeout_ms = d.send_timeout_ms;
+    if (!n.keepalive_timeout_ms)
+        n.keepalive_timeout_ms = d.keepalive_timeout_ms;
+    if (!n.linger_timeout_ms)
+        n.linger_timeout_ms = d.linger_timeout_ms;
+    if (!n.max_connections)
+        n.max_connections = d.max_connections;
+    if (!n.backlog)
+        n.backlog = d.backlog;
+    if (!n.pipeline_burst)
+        n.pipeline_burst = d.pipeline_burst;
+    if (!n.stack_size)
+        n.stack_size = d.stack_size;
+    if (n.fields_max > 1000)
+        n.fields_max = 1000;
+    s->ntrusted = 0;
+    s->trust_all = 0;
+    if (n.forwarded_allow_ips && forwarded_parse_nets(s, n.forwarded_allow_ips) < 0)
+        return -EINVAL;
+    n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
+    s->opt = n;
+    /* The buffer holds a whole head plus what follows it in the same read. */
+    s->buf_size = n.head_max < 16384 ? 16384 : n.head_max + 4096;
+    return 0;
+}
+
 sp_server *sp_server_new(const sp_server_options *o) {
     sp_server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (o)
-        s->opt = *o;
-    else
-        sp_server_options_init(&s->opt);
-    sp_server_options d;
-    sp_server_options_init(&d);
-    /* Zero means "the default" for every limit. */
-    if (!s->opt.head_max)
-        s->opt.head_max = d.head_max;
-    if (!s->opt.target_max)
-        s->opt.target_max = d.target_max;
-    if (!s->opt.fields_max)
-        s->opt.fields_max = d.fields_max;
-    if (!s->opt.header_timeout_ms)
-        s->opt.header_timeout_ms = d.header_timeout_ms;
-    if (!s->opt.body_timeout_ms)
-        s->opt.body_timeout_ms = d.body_timeout_ms;
-    if (!s->opt.send_timeout_ms)
-        s->opt.send_timeout_ms = d.send_timeout_ms;
-    if (!s->opt.keepalive_timeout_ms)
-        s->opt.keepalive_timeout_ms = d.keepalive_timeout_ms;
-    if (!s->opt.linger_timeout_ms)
-        s->opt.linger_timeout_ms = d.linger_timeout_ms;
-    if (!s->opt.max_connections)
-        s->opt.max_connections = d.max_connections;
-    if (!s->opt.backlog)
-        s->opt.backlog = d.backlog;
-    if (!s->opt.pipeline_burst)
-        s->opt.pipeline_burst = d.pipeline_burst;
-    if (!s->opt.stack_size)
-        s->opt.stack_size = d.stack_size;
-    if (s->opt.fields_max > 1000)
-        s->opt.fields_max = 1000;
-    if (s->opt.forwarded_allow_ips && forwarded_parse_nets(s, s->opt.forwarded_allow_ips) < 0) {
+    if (server_set_options(s, o) < 0) {
         free(s);
         errno = EINVAL;
         return NULL;
     }
-    s->opt.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
-    /* The buffer holds a whole head plus what follows it in the same read. */
-    s->buf_size = s->opt.head_max < 16384 ? 16384 : s->opt.head_max + 4096;
     return s;
 }
 
@@ -94,6 +103,18 @@ int sp_server_listen(sp_server *s, const char *spec) {
     /* Report the real port when asked for port 0. */
     li->addr.len = sizeof li->addr.u;
     getsockname(fd, &li->addr.u.sa, &li->addr.len);
+    li->w = (loop_watch){.fd = fd};
+    s->nlisteners++;
+    return 0;
+}
+
+int server_adopt_listener(sp_server *s, int fd) {
+    if (s->nlisteners == SERVER_MAX_LISTENERS)
+        return -ENOSPC;
+    listener *li = &s->listeners[s->nlisteners];
+    li->addr.len = sizeof li->addr.u;
+    if (getsockname(fd, &li->addr.u.sa, &li->addr.len) != 0)
+        return -errno;
     li->w = (loop_watch){.fd = fd};
     s->nlisteners++;
     return 0;
@@ -129,7 +150,7 @@ static void listeners_pause(sp_server *s) {
 static void listeners_resume(sp_server *s) {
     for (int i = 0; i < s->nlisteners; i++) {
         listener *li = &s->listeners[i];
-        if (!li->paused)
+        if (!li->paused || li->w.fd < 0)
             continue;
         li->w.cb = on_listener;
         li->w.data = s;
@@ -194,7 +215,11 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     sp_server *s = w->data;
     int room = s->opt.max_connections - s->nconns;
-    int batch = room < SERVER_ACCEPT_BATCH ? room : SERVER_ACCEPT_BATCH;
+    /* Workers sharing a listener take a few connections per wake-up, so a
+     * burst spreads over them (EPOLLEXCLUSIVE wakes waiters in turn); alone,
+     * a larger batch saves wake-ups. */
+    int max = s->accept_exclusive ? SERVER_ACCEPT_BATCH_SHARED : SERVER_ACCEPT_BATCH;
+    int batch = room < max ? room : max;
     if (batch > 0) {
         int n = net_accept_batch(w->fd, batch, on_accept, s);
         if (n < 0) {
@@ -328,14 +353,35 @@ void sp_server_stop(sp_server *s) {
      * sending: each is answered once more, with Connection: close, or ends
      * at its keep-alive timeout. */
     s->stopping = 1;
-    listeners_pause(s);
+    /* Take what already waits in the backlog (each gets its answer, with
+     * Connection: close), then close, not pause: once every process has
+     * closed its copy, new clients are refused at once instead of queueing
+     * for nobody and being reset. */
+    for (int i = 0; i < s->nlisteners; i++)
+        if (s->listeners[i].w.fd >= 0)
+            net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, s);
+    server_close_listeners(s);
+}
+
+void server_close_listeners(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++) {
+        listener *li = &s->listeners[i];
+        if (li->w.fd < 0)
+            continue;
+        if (s->l && !li->paused)
+            loop_watch_del(s->l, &li->w);
+        li->paused = 1;
+        close(li->w.fd);
+        li->w.fd = -1;
+    }
 }
 
 void sp_server_free(sp_server *s) {
     if (!s)
         return;
     for (int i = 0; i < s->nlisteners; i++) {
-        close(s->listeners[i].w.fd);
+        if (s->listeners[i].w.fd >= 0)
+            close(s->listeners[i].w.fd);
         if (s->listeners[i].addr.u.sa.sa_family == AF_UNIX)
             unlink(s->listeners[i].addr.u.un.sun_path);
     }

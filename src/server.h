@@ -21,6 +21,7 @@
 
 #define SERVER_MAX_LISTENERS 16
 #define SERVER_ACCEPT_BATCH  64
+#define SERVER_ACCEPT_BATCH_SHARED 4
 #define RES_MAX_FIELDS       64
 #define RES_FIELD_BYTES      8192
 #define FORWARD_MAX_NETS     32
@@ -84,6 +85,8 @@ struct sp_server {
     int64_t log_last;
     uint64_t log_suppressed;
     int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
+    uint64_t max_requests; /* stop gracefully after this many (--max-requests) */
+    uint64_t served;
     worker_slot *slot;    /* this worker's slot in the master's shared memory, or NULL */
     /* Who drives the loop in sp_server_run: NULL for the plain loop, or a
      * binding's own (the Python hub), which calls server_start/done/finish. */
@@ -140,11 +143,18 @@ struct sp_res {
 };
 
 /* server.c */
+/* Sets (or, on reload, replaces) the options, zero meaning the default.
+ * 0, or -EINVAL for a bad forwarded_allow_ips list. */
+int server_set_options(sp_server *s, const sp_server_options *o);
 /* Serving on loop l, in steps: start (listeners on, connection table),
  * then the caller turns the loop until server_done, then finish. */
 int server_start(sp_server *s, loop *l);
 int server_done(const sp_server *s);
 void server_finish(sp_server *s);
+/* Adds an inherited listening socket (socket activation, upgrade). */
+int server_adopt_listener(sp_server *s, int fd);
+/* Closes this process's listening sockets (a stopping server). */
+void server_close_listeners(sp_server *s);
 void server_conn_close(sp_server *s, conn *c);
 /* From the connection's coroutine, about to end: back to idle (buffer
  * returned, keep-alive timer armed). */

@@ -85,7 +85,8 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
             return NULL;
         }
     }
-    cli_config c = {.prog = prog};
+    static cli_config c; /* lives as long as serving: reload re-parses into it */
+    c.prog = prog;
     int rc = cli_parse((int)argc + 1, argv, &c);
     if (rc != 0) {
         PyMem_Free(argv);
@@ -124,8 +125,11 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
         goto out;
     }
     /* Every method and path goes to the application (OPTIONS * excepted). */
-    if (sp_route(s, NULL, "/*", wsgi_handler, h) < 0 || cli_listen(&c, s) < 0)
+    if (sp_route(s, NULL, "/*", wsgi_handler, h) < 0 || cli_listen(&c, s) < 0 ||
+        cli_drop_privileges(&c) < 0)
         goto out_server;
+    c.mo.reload = cli_reload;
+    c.mo.reload_ud = &c;
     s->drive = hub_drive;
     s->drive_ud = h;
     s->worker_init = worker_init;
