@@ -3,7 +3,9 @@
  * take the same names with the same defaults. */
 #include "cli.h"
 
+#include "access_log.h"
 #include "listen_fds.h"
+#include "stats.h"
 #include "log.h"
 #include "server.h"
 
@@ -579,6 +581,28 @@ out:
         if (!used[i])
             close(fds[i]); /* inherited but no longer asked for */
     return rc < 0 ? -1 : 0;
+}
+
+int cli_setup_server(const cli_config *c, sp_server *s) {
+    if (c->access_log_format) {
+        char bad;
+        if (access_log_check_format(c->access_log_format, &bad) < 0) {
+            fprintf(stderr, "spindle: --access-log-format: unknown field %%%c (see --help)\n", bad);
+            return -1;
+        }
+    }
+    s->access_log_path = c->access_log;
+    s->access_log_format = c->access_log_format;
+    if (c->stats) {
+        int rc = c->stats[0] == '/' ? stats_add_route(s, c->stats) : -EINVAL;
+        if (rc < 0) {
+            fprintf(stderr, "spindle: --stats %s: %s\n", c->stats,
+                    rc == -EINVAL ? "want a path starting with /" : strerror(-rc));
+            return -1;
+        }
+    }
+    s->timed = c->access_log || c->stats;
+    return 0;
 }
 
 int cli_drop_privileges(const cli_config *c) {

@@ -54,6 +54,10 @@ void cli_usage(FILE *out, const char *prog);
  * message printed. */
 int cli_listen(const cli_config *c, sp_server *s);
 
+/* The access log, --stats route and request timing on s (before the
+ * application's routes, so the stats path wins). 0, or -1 with a message. */
+int cli_setup_server(const cli_config *c, sp_server *s);
+
 /* --user / --group, after binding. 0, or -1 with a message printed. */
 int cli_drop_privileges(const cli_config *c);
 

@@ -8,6 +8,7 @@
 #include "server.h"
 
 #include "log.h"
+#include "stats.h"
 #include "path_norm.h"
 
 #include <errno.h>
@@ -46,9 +47,14 @@ static void refuse(sp_server *s, conn *c, sp_req *req, int status) {
     /* The head may be half parsed: answer as HTTP/1.1, with a body. */
     req->head.minor_version = 1;
     req->head.method_id = HTTP_M_OTHER;
+    req->head.nfields = 0;
+    if (!req->head.method_len)
+        req->head.method = NULL;
     sp_res res;
     res_init(&res, req, c);
-    if (res_send_error(&res, status, 1, NULL) < 0) {
+    int rc = res_send_error(&res, status, 1, NULL);
+    stats_record(s, req, status, 0, res.written, 0);
+    if (rc < 0) {
         server_conn_close(s, c);
         return;
     }
@@ -156,6 +162,16 @@ static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
     return res_send_error(res, st, 0, st == 405 ? allow : NULL);
 }
 
+/* Accounts one request: stats, access log. */
+static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t head_len,
+                   uint64_t t0) {
+    const http_request *h = &req->head;
+    uint64_t body_in = h->framing == HTTP_BODY_LENGTH    ? h->content_length - req->body_left
+                       : h->framing == HTTP_BODY_CHUNKED ? req->chunked.total
+                                                         : 0;
+    stats_record(s, req, res->head_sent ? res->status : 0, head_len + body_in, res->written, t0);
+}
+
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
  * to keep the connection, 0 when it has been closed. */
 static int serve_one(sp_server *s, conn *c) {
@@ -186,6 +202,8 @@ static int serve_one(sp_server *s, conn *c) {
         goto out;
     }
     c->buf_off += (uint32_t)rc;
+    uint32_t head_len = (uint32_t)rc;
+    uint64_t t0 = s->timed ? stats_clock_ns() : 0;
 
     const http_request *h = &req.head;
     if (h->target_len >= sizeof pathbuf) {
@@ -229,6 +247,7 @@ static int serve_one(sp_server *s, conn *c) {
     if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req.body_error) {
         /* The handler gave up because the client hung up while it waited:
          * nobody to answer, and no error to report. */
+        record(s, &req, &res, head_len, t0);
         server_conn_close(s, c);
         goto out;
     }
@@ -241,6 +260,7 @@ static int serve_one(sp_server *s, conn *c) {
     } else if (rc < 0 && !res.failed) {
         /* The response started and cannot be completed: closing is the only
          * honest end (a last chunk would make a cut body look complete). */
+        record(s, &req, &res, head_len, t0);
         if (!req.body_done)
             http_conn_linger_close(s, c);
         else
@@ -249,6 +269,7 @@ static int serve_one(sp_server *s, conn *c) {
     }
     if (!res.finished && !res.failed)
         sp_res_finish(&res);
+    record(s, &req, &res, head_len, t0);
     if (res.failed) {
         server_conn_close(s, c); /* the client is gone or not reading */
         goto out;

@@ -27,6 +27,10 @@ int main(int argc, char **argv) {
                                 : strerror(errno));
         return 1;
     }
+    if (cli_setup_server(&c, s) < 0) {
+        sp_server_free(s);
+        return 2;
+    }
     if (c.app) {
         char err[512];
         if (app_module_load(s, c.app, err, sizeof err) < 0) {

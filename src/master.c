@@ -57,8 +57,8 @@ typedef struct master {
     size_t cmdline_len;
 } master;
 
-static volatile sig_atomic_t got_chld, got_term, got_int, got_quit, got_tick, got_hup, got_usr2,
-    got_ttin, got_ttou;
+static volatile sig_atomic_t got_chld, got_term, got_int, got_quit, got_tick, got_hup, got_usr1,
+    got_usr2, got_ttin, got_ttou;
 
 static void on_signal(int sig) {
     switch (sig) {
@@ -80,6 +80,9 @@ static void on_signal(int sig) {
     case SIGHUP:
         got_hup = 1;
         break;
+    case SIGUSR1:
+        got_usr1 = 1;
+        break;
     case SIGUSR2:
         got_usr2 = 1;
         break;
@@ -95,7 +98,7 @@ static void on_signal(int sig) {
 }
 
 static const int handled[] = {SIGCHLD, SIGTERM, SIGINT,  SIGQUIT, SIGALRM,
-                              SIGHUP,  SIGUSR2, SIGTTIN, SIGTTOU};
+                              SIGHUP,  SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU};
 #define NHANDLED (int)(sizeof handled / sizeof handled[0])
 
 /* Gives a worker its own SO_REUSEPORT sockets (--reuse-port). */
@@ -416,6 +419,10 @@ static void reap(master *m, int64_t now) {
             if (k->pid != pid)
                 continue;
             k->pid = 0;
+            /* Its counters live on in the totals, so sums never go back. */
+            worker_stats_fold(m->s->retired, (const worker_stats *)&m->slots[i].st);
+            m->slots[i].pid = 0;
+            memset((void *)&m->slots[i].st, 0, sizeof m->slots[i].st);
             if (m->stopping || k->gen != m->gen) {
                 k->gen = 0; /* retired: the slot is free */
                 break;
@@ -519,13 +526,17 @@ int master_run(sp_server *s, master_options *mo) {
         m->old_master = (pid_t)atoi(old);
         unsetenv("SPINDLE_OLD_MASTER");
     }
-    m->slots = mmap(NULL, sizeof(worker_slot) * MAX_WORKERS, PROT_READ | PROT_WRITE,
-                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    /* The slots, then the retired workers' folded counters. */
+    size_t shm = sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats);
+    m->slots = mmap(NULL, shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m->slots == MAP_FAILED) {
         log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
         free(m);
         return 1;
     }
+    s->slots_all = m->slots;
+    s->nslots = MAX_WORKERS;
+    s->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
     if (mo->reuse_port)
         server_close_listeners(s); /* each worker binds its own; none left here */
 
@@ -539,7 +550,6 @@ int master_run(sp_server *s, master_options *mo) {
     for (int i = 0; i < NHANDLED; i++)
         sigaction(handled[i], &sa, &saved[i]);
     signal(SIGPIPE, SIG_IGN);
-    signal(SIGUSR1, SIG_IGN); /* workers reopen their logs; see worker.c */
     wait_mask = m->orig;
     for (int i = 0; i < NHANDLED; i++)
         sigdelset(&wait_mask, handled[i]);
@@ -567,6 +577,10 @@ int master_run(sp_server *s, master_options *mo) {
             got_hup = 0;
             if (!m->stopping)
                 reload(m, now);
+        }
+        if (got_usr1) {
+            got_usr1 = 0;
+            signal_all(m, SIGUSR1); /* each worker reopens its access log */
         }
         if (got_usr2) {
             got_usr2 = 0;
@@ -602,7 +616,7 @@ int master_run(sp_server *s, master_options *mo) {
         sigaction(handled[i], &saved[i], NULL);
     sigprocmask(SIG_SETMASK, &m->orig, NULL);
     int rc = m->boot_failed ? 1 : 0;
-    munmap(m->slots, sizeof(worker_slot) * MAX_WORKERS);
+    munmap(m->slots, shm);
     free(m->cmdline);
     free(m);
     return rc;

@@ -15,6 +15,9 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->srv = s;
     r->c = c;
     r->head.nfields = 0;
+    r->head.method = r->head.target = NULL;
+    r->head.method_len = r->head.target_len = 0;
+    r->head.framing = HTTP_BODY_NONE;
     r->head.minor_version = 1;
     r->head.method_id = HTTP_M_OTHER;
     r->match = NULL;

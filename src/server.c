@@ -4,6 +4,7 @@
  * pausing accept at max_connections so excess clients wait in the backlog. */
 #include "server.h"
 
+#include "access_log.h"
 #include "log.h"
 
 #include <errno.h>
@@ -208,6 +209,8 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
         return;
     }
     s->nconns++;
+    if (s->slot)
+        s->slot->st.conns_open = (uint64_t)s->nconns;
     /* A fresh connection gets the head timeout to send its first bytes. */
     idle_wait(s, c, s->opt.header_timeout_ms);
 }
@@ -265,6 +268,8 @@ void server_conn_close(sp_server *s, conn *c) {
     }
     c->state = CONN_FREE;
     s->nconns--;
+    if (s->slot)
+        s->slot->st.conns_open = (uint64_t)s->nconns;
     if (!s->stopping && !s->accept_paused && s->nconns < s->opt.max_connections)
         listeners_resume(s);
 }
@@ -274,6 +279,8 @@ void server_conn_close(sp_server *s, conn *c) {
 static void on_tick(loop *l, loop_timer *t) {
     sp_server *s = t->data;
     buf_pool_trim(&s->bufs, loop_now(l));
+    if (s->access_log)
+        access_log_flush(s->access_log); /* at most a second behind */
     if (!s->stopping)
         loop_timer_arm(l, t, loop_now(l) + 1000, on_tick, s);
 }
@@ -312,6 +319,8 @@ int server_done(const sp_server *s) {
 }
 
 void server_finish(sp_server *s) {
+    if (s->access_log)
+        access_log_flush(s->access_log);
     loop_timer_cancel(s->l, &s->tick);
     loop_timer_cancel(s->l, &s->accept_timer);
     listeners_pause(s);

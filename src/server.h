@@ -88,6 +88,12 @@ struct sp_server {
     uint64_t max_requests; /* stop gracefully after this many (--max-requests) */
     uint64_t served;
     worker_slot *slot;    /* this worker's slot in the master's shared memory, or NULL */
+    worker_slot *slots_all; /* every worker's, for --stats */
+    int nslots;
+    worker_stats *retired; /* dead workers' counters, folded by the master */
+    struct access_log *access_log; /* opened in each worker */
+    const char *access_log_path, *access_log_format;
+    int timed; /* requests are timed: an access log or --stats is on */
     /* Who drives the loop in sp_server_run: NULL for the plain loop, or a
      * binding's own (the Python hub), which calls server_start/done/finish. */
     int (*drive)(sp_server *s, void *ud);

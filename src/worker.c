@@ -4,6 +4,7 @@
  * timeout that ends a drain that takes too long. */
 #include "master.h"
 
+#include "access_log.h"
 #include "log.h"
 #include "server.h"
 
@@ -60,6 +61,10 @@ static void on_signal(loop *l, loop_watch *lw, uint32_t events) {
         if (sig == SIGQUIT || (sig == SIGINT && w->stops > 0)) {
             _exit(0); /* immediate stop: in-flight requests are cut */
         }
+        if (sig == SIGUSR1 && w->s->access_log) {
+            access_log_reopen(w->s->access_log); /* logrotate moved the file */
+            continue;
+        }
         if (sig == SIGTERM || sig == SIGINT) {
             if (w->stops++ == 0) {
                 sp_server_stop(w->s);
@@ -76,6 +81,7 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGQUIT);
+    sigaddset(&stop, SIGUSR1);
     sigprocmask(SIG_BLOCK, &stop, NULL);
     worker w = {.s = s, .slot = slot, .graceful_timeout_ms = graceful_timeout_ms};
     int sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -92,7 +98,24 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
     }
     w.sigw = (loop_watch){.fd = sfd, .cb = on_signal, .data = &w};
     loop_watch_add(l, &w.sigw, BACKEND_READ_LEVEL);
-    s->slot = slot;
+    static worker_slot own; /* --workers 0: counters for --stats all the same */
+    s->slot = slot ? slot : &own;
+    if (!s->slots_all) {
+        s->slots_all = s->slot;
+        s->nslots = 1;
+    }
+    own.pid = getpid();
+    if (s->access_log_path) {
+        s->access_log = access_log_open(s->access_log_path, s->access_log_format);
+        if (!s->access_log) {
+            log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path,
+                    strerror(errno));
+            loop_watch_del(l, &w.sigw);
+            close(sfd);
+            sp_loop_free(l);
+            return MASTER_BOOT_FAILED;
+        }
+    }
     if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
         log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
         loop_watch_del(l, &w.sigw);
@@ -109,6 +132,8 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
         log_msg(LOG_ERROR, "worker stopped: %s", strerror(-rc));
     loop_timer_cancel(l, &w.heartbeat);
     loop_timer_cancel(l, &w.graceful);
+    access_log_close(s->access_log);
+    s->access_log = NULL;
     loop_watch_del(l, &w.sigw);
     close(sfd);
     sp_loop_free(l);

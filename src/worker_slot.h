@@ -8,13 +8,31 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* Latency histogram bounds (microseconds); one more bucket for +Inf. */
+#define STATS_BUCKETS 10
+extern const uint64_t stats_bucket_us[STATS_BUCKETS];
+
+/* Counters of one worker; a dead worker's are folded into the master's
+ * "retired" copy, so the sums never go backwards. */
+typedef struct worker_stats {
+    uint64_t by_class[6]; /* [1]..[5]: 1xx..5xx responses; [0]: none sent */
+    uint64_t bytes_in, bytes_out;
+    uint64_t latency_sum_us;
+    uint64_t latency[STATS_BUCKETS + 1];
+    uint64_t conns_open; /* a gauge: not folded */
+} worker_stats;
+
 typedef struct worker_slot {
     volatile pid_t pid;
     volatile int64_t heartbeat_ms; /* CLOCK_MONOTONIC ms, by the worker */
     volatile uint64_t requests;
     volatile int busy; /* inside a handler */
     char request[120]; /* "METHOD target" of the current or last request */
+    worker_stats st;
 } worker_slot;
+
+/* Adds a retired worker's counters into total. */
+void worker_stats_fold(worker_stats *total, const worker_stats *w);
 
 /* Records the request about to run (truncated). Cheap: a few dozen bytes. */
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,

@@ -125,7 +125,8 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
         goto out;
     }
     /* Every method and path goes to the application (OPTIONS * excepted). */
-    if (sp_route(s, NULL, "/*", wsgi_handler, h) < 0 || cli_listen(&c, s) < 0 ||
+    if (cli_setup_server(&c, s) < 0 || sp_route(s, NULL, "/*", wsgi_handler, h) < 0 ||
+        cli_listen(&c, s) < 0 ||
         cli_drop_privileges(&c) < 0)
         goto out_server;
     c.mo.reload = cli_reload;
