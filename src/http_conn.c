@@ -244,6 +244,15 @@ static int serve_one(sp_server *s, conn *c) {
     sp_res res;
     res_init(&res, &req, c);
     rc = dispatch(s, &req, &res);
+    if (res.taken_over) {
+        /* A WebSocket (or another protocol) had the connection: let it
+         * clean up, then close; it is never reused for HTTP. */
+        if (res.release)
+            res.release(res.release_arg);
+        record(s, &req, &res, head_len, t0);
+        server_conn_close(s, c);
+        goto out;
+    }
     if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req.body_error) {
         /* The handler gave up because the client hung up while it waited:
          * nobody to answer, and no error to report. */
@@ -274,7 +283,7 @@ static int serve_one(sp_server *s, conn *c) {
         server_conn_close(s, c); /* the client is gone or not reading */
         goto out;
     }
-    if (res.declared >= 0 && res.written < (uint64_t)res.declared && h->method_id != HTTP_M_HEAD)
+    if (res.out.framing == HTTP_OUT_LENGTH && res.written < (uint64_t)res.declared)
         res.force_close = 1;
     keep = res.out.keep_alive && !res.force_close && !s->stopping;
     if (keep && !req.body_done)

@@ -76,6 +76,10 @@ void loop_task_set_hup_watch(task *t, loop_watch *w) {
     t->hup_watch = w;
 }
 
+loop_watch *loop_task_hup_watch(const task *t) {
+    return t ? t->hup_watch : NULL;
+}
+
 /* ---- timers ---------------------------------------------------------- */
 
 int loop_timer_arm(loop *l, loop_timer *t, int64_t when, loop_timer_cb cb, void *data) {
@@ -261,10 +265,7 @@ int loop_watch_add(loop *l, loop_watch *w, backend_mode mode) {
     return 0;
 }
 
-int loop_watch_del(loop *l, loop_watch *w) {
-    if (!w->registered)
-        return 0;
-    int rc = backend_del(l->bfd, w->fd);
+static void watch_drop(loop *l, loop_watch *w) {
     w->registered = 0;
     l->nwatches--;
     task *waiters[3] = {w->reader, w->writer, w->hup_waiter};
@@ -272,6 +273,18 @@ int loop_watch_del(loop *l, loop_watch *w) {
     for (int i = 0; i < 3; i++)
         if (waiters[i])
             loop_wake(l, waiters[i], -ECANCELED);
+}
+
+void loop_watch_forget(loop *l, loop_watch *w) {
+    if (w->registered)
+        watch_drop(l, w);
+}
+
+int loop_watch_del(loop *l, loop_watch *w) {
+    if (!w->registered)
+        return 0;
+    int rc = backend_del(l->bfd, w->fd);
+    watch_drop(l, w);
     return rc;
 }
 

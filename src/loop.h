@@ -54,6 +54,10 @@ int loop_watch_add(loop *l, loop_watch *w, backend_mode mode);
  * -ECANCELED. 0 or -errno. */
 int loop_watch_del(loop *l, loop_watch *w);
 
+/* Forgets w without telling the backend: for an fd about to be closed,
+ * which leaves epoll by itself. Wakes parked tasks with -ECANCELED. */
+void loop_watch_forget(loop *l, loop_watch *w);
+
 /* ---- tasks and parking (only from inside a task's coroutine) ------------ */
 
 /* The loop of the calling thread, or NULL. */
@@ -77,6 +81,8 @@ void loop_wake(loop *l, task *t, int result);
 /* Names the watch whose hang-up interrupts this task's sleeps and parks
  * (the connection it serves), or NULL. */
 void loop_task_set_hup_watch(task *t, loop_watch *w);
+/* That watch, or NULL (t may be NULL). */
+loop_watch *loop_task_hup_watch(const task *t);
 
 /* Starts fn(arg) in a new task (ready at once). 0 or -ENOMEM. */
 int loop_spawn(loop *l, coro_fn fn, void *arg);

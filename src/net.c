@@ -43,6 +43,11 @@ ssize_t net_read(loop *l, loop_watch *w, void *buf, size_t len, int64_t deadline
 }
 
 ssize_t net_writev(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, int64_t deadline) {
+    return net_writev_flags(l, w, iov, iovcnt, deadline, 0);
+}
+
+ssize_t net_writev_flags(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, int64_t deadline,
+                         int flags) {
     ssize_t total = 0;
     int hups = 0;
     /* Skip empty leading buffers so the count below means progress. */
@@ -52,7 +57,7 @@ ssize_t net_writev(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, int64_
     }
     while (iovcnt > 0) {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
-        ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL);
+        ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | flags);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -148,7 +153,9 @@ fail_close:
 void net_close(loop *l, loop_watch *w) {
     if (w->fd < 0)
         return;
-    loop_watch_del(l, w);
+    /* Closing the fd takes it out of epoll (connection fds are never
+     * shared), so the EPOLL_CTL_DEL would be a wasted syscall. */
+    loop_watch_forget(l, w);
     close(w->fd);
     w->fd = -1;
 }

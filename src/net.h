@@ -57,6 +57,10 @@ ssize_t net_read(loop *l, loop_watch *w, void *buf, size_t len, int64_t deadline
 ssize_t net_write(loop *l, loop_watch *w, const void *buf, size_t len, int64_t deadline);
 /* Write every iovec; iov is consumed (advanced) as bytes go out. */
 ssize_t net_writev(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, int64_t deadline);
+/* net_writev with extra send flags (MSG_MORE: more follows at once, so a
+ * head and the sendfile after it leave in full segments). */
+ssize_t net_writev_flags(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, int64_t deadline,
+                         int flags);
 /* Send count bytes of file_fd from *off (advanced) with sendfile. */
 ssize_t net_sendfile(loop *l, loop_watch *w, int file_fd, off_t *off, size_t count,
                      int64_t deadline);
@@ -66,7 +70,7 @@ ssize_t net_sendfile(loop *l, loop_watch *w, int file_fd, off_t *off, size_t cou
  * -errno; on failure nothing is left open. */
 int net_connect(loop *l, loop_watch *w, const net_addr *a, int64_t deadline);
 
-/* Unregisters w and closes its fd. */
+/* Closes w's fd (which also takes it out of epoll) and wakes its waiters. */
 void net_close(loop *l, loop_watch *w);
 
 #endif

@@ -5,6 +5,7 @@
 #include "server.h"
 
 #include "http_chars.h"
+#include "ws.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -21,8 +22,18 @@ void res_init(sp_res *res, sp_req *req, conn *c) {
     res->field_bytes = 0;
     res->declared = -1;
     res->written = 0;
-    res->head_sent = res->finished = res->failed = res->force_close = 0;
+    res->head_sent = res->finished = res->failed = res->force_close = res->taken_over = 0;
     res->out = (http_out){0};
+}
+
+void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
+    /* Nothing of HTTP is sent from now on: the sp_res_* calls see a
+     * finished response, and the driver closes after the handler. */
+    res->taken_over = 1;
+    res->head_sent = 1;
+    res->finished = 1;
+    res->release = release;
+    res->release_arg = arg;
 }
 
 int sp_res_status(sp_res *r, int status) {
@@ -93,8 +104,9 @@ static void fail(sp_res *r) {
     r->failed = 1;
 }
 
-/* Writes the head (and body iovecs after it) in one writev. */
-static int send_with_head(sp_res *r, struct iovec *body, int nbody) {
+/* Writes the head (and body iovecs after it) in one writev; flags
+ * MSG_MORE when a sendfile follows. */
+static int send_with_head_flags(sp_res *r, struct iovec *body, int nbody, int flags) {
     sp_req *q = r->req;
     sp_server *s = q->srv;
     char head[HEAD_CAP];
@@ -118,12 +130,17 @@ static int send_with_head(sp_res *r, struct iovec *body, int nbody) {
     if (r->out.framing != HTTP_OUT_NONE)
         for (int i = 0; i < nbody; i++)
             iov[cnt++] = body[i];
-    ssize_t w = net_writev(s->l, &r->c->w, iov, cnt, server_deadline(s, s->opt.send_timeout_ms));
+    ssize_t w = net_writev_flags(s->l, &r->c->w, iov, cnt,
+                                 server_deadline(s, s->opt.send_timeout_ms), flags);
     if (w < 0) {
         fail(r);
         return (int)w;
     }
     return 0;
+}
+
+static int send_with_head(sp_res *r, struct iovec *body, int nbody) {
+    return send_with_head_flags(r, body, nbody, 0);
 }
 
 static int send_body(sp_res *r, struct iovec *body, int nbody) {
@@ -226,7 +243,7 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
     if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
         return -EFBIG;
     if (!r->head_sent) {
-        int rc = send_with_head(r, NULL, 0);
+        int rc = send_with_head_flags(r, NULL, 0, count ? MSG_MORE : 0);
         if (rc < 0)
             return rc;
     }

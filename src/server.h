@@ -144,6 +144,9 @@ struct sp_res {
     uint64_t written;
     uint8_t head_sent, finished, failed;
     uint8_t force_close; /* the connection must close after this response */
+    uint8_t taken_over;  /* a handler owns the connection now (WebSocket) */
+    void (*release)(void *arg);
+    void *release_arg;
     http_out out;
     char store[RES_FIELD_BYTES];
 };

@@ -1,0 +1,35 @@
+/* static_mime.h — Content-Type from a file name's extension (RFC 9110
+ * §8.3): a built-in table of common types, overridden by a mime.types file
+ * (/etc/mime.types) read once when a directory is mounted. */
+#ifndef SPINDLE_STATIC_MIME_H
+#define SPINDLE_STATIC_MIME_H
+
+#include <stddef.h>
+
+typedef struct static_mime_entry {
+    const char *ext; /* lower case, without the dot */
+    const char *type;
+} static_mime_entry;
+
+typedef struct static_mime {
+    static_mime_entry *v; /* sorted by ext, one entry per ext */
+    size_t n;
+    char *pool; /* the strings read from the file */
+} static_mime;
+
+/* The type for names without a known extension. */
+#define STATIC_MIME_DEFAULT "application/octet-stream"
+
+/* Builds the table: the built-in types, then path's ("type ext ext ..."
+ * lines, '#' comments) overriding them; path NULL or missing: the built-in
+ * table alone. Lines that are not a plausible type are skipped. 0 or
+ * -ENOMEM (or -errno of reading an existing file). */
+int static_mime_init(static_mime *m, const char *path);
+
+/* The type for a file name (its part after the last '.', compared without
+ * case), or STATIC_MIME_DEFAULT. The result lives as long as m. */
+const char *static_mime_lookup(const static_mime *m, const char *name, size_t len);
+
+void static_mime_free(static_mime *m);
+
+#endif
