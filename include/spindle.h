@@ -249,6 +249,238 @@ typedef int (*sp_app_init_fn)(sp_server *s);
         return (init_fn)(s);                                                                       \
     }
 
+/* ---- Coroutine toolkit: periodic timers, channels, wait groups, mutexes
+ * and conditions, outbound TCP, WebSockets ---------------------------------
+ * Timeouts are in milliseconds: a negative timeout waits without limit, 0
+ * only tries (-EAGAIN when it would have to wait). Every wait is a park
+ * (yields). A coroutine that serves a connection (a request handler) is
+ * also woken with -ECONNRESET when its client hangs up, so it does not wait
+ * on, only to write into the void. All objects belong to the loop (thread)
+ * that created them and are used from that thread only. */
+
+typedef struct sp_timer sp_timer;
+
+/* Runs fn(arg) every ms milliseconds (ms >= 1), each time on a new
+ * coroutine, so fn may park. Ticks are due at start + k*ms and never
+ * overlap: the next tick is scheduled when fn returns, at the next due
+ * time still ahead (ticks that came due while fn ran are skipped, not
+ * piled up). The first tick is ms from now. Returns the timer, or NULL
+ * with errno (EINVAL, ENOMEM, ENXIO: this thread has no loop). Does not
+ * yield. A pending timer keeps sp_loop_run running. */
+SP_API sp_timer *sp_every(int64_t ms, void (*fn)(void *arg), void *arg);
+
+/* Stops t: no tick starts after this; a tick that is running finishes and
+ * t is freed when it returns (fn may cancel its own timer). t is invalid
+ * after the call. Call it at most once, before the loop is freed. */
+SP_API void sp_timer_cancel(sp_timer *t);
+
+/* A channel of fixed-size elements between coroutines of one loop, copied
+ * in and out. Senders and receivers that must wait are served in FIFO
+ * order, and an element is handed to a waiting receiver directly, so a
+ * latecomer cannot overtake a coroutine that waited. */
+typedef struct sp_chan sp_chan;
+
+/* A channel holding up to capacity elements (0: unbounded) of elem_size
+ * bytes (>= 1). NULL with errno (EINVAL, ENOMEM). */
+SP_API sp_chan *sp_chan_new(size_t capacity, size_t elem_size);
+
+/* Copies *elem into the channel, waiting while it is full (yields).
+ * Returns 0, -EPIPE (closed, now or while waiting), -ETIMEDOUT, -EAGAIN
+ * (timeout 0 and full), -ECONNRESET (the handler's client hung up),
+ * -ENOMEM (an unbounded channel could not grow) or -EPERM (would wait
+ * outside a coroutine). From outside a coroutine it works when it need
+ * not wait. */
+SP_API int sp_chan_send(sp_chan *ch, const void *elem, int64_t timeout_ms);
+
+/* Takes the oldest element into *elem, waiting while the channel is empty
+ * (yields). Returns 0, -EPIPE (closed and drained), -ETIMEDOUT, -EAGAIN,
+ * -ECONNRESET or -EPERM as for sp_chan_send. */
+SP_API int sp_chan_recv(sp_chan *ch, void *elem, int64_t timeout_ms);
+
+/* Closes ch: sends fail with -EPIPE from now on (waiting senders too, their
+ * elements not delivered); receivers get what is buffered, then -EPIPE.
+ * Idempotent; does not yield. */
+SP_API void sp_chan_close(sp_chan *ch);
+
+/* Elements buffered now. */
+SP_API size_t sp_chan_len(const sp_chan *ch);
+
+/* Frees ch (NULL is fine). Coroutines still waiting on it are woken with
+ * -EPIPE and do not touch it again; no one may call it afterwards. */
+SP_API void sp_chan_free(sp_chan *ch);
+
+/* A wait group: a count of outstanding jobs and coroutines waiting for it
+ * to reach zero. */
+typedef struct sp_wg sp_wg;
+/* A new group with count 0. NULL with errno. */
+SP_API sp_wg *sp_wg_new(void);
+/* Adds n (may be negative) to the count; at zero every waiter is woken.
+ * -EINVAL (and no change) if the count would go below zero. */
+SP_API int sp_wg_add(sp_wg *wg, int n);
+/* sp_wg_add(wg, -1). */
+SP_API int sp_wg_done(sp_wg *wg);
+/* Waits until the count is zero (yields): 0 at once if it is. 0,
+ * -ETIMEDOUT, -EAGAIN, -ECONNRESET or -EPERM (see the section's head). */
+SP_API int sp_wg_wait(sp_wg *wg, int64_t timeout_ms);
+/* Frees wg (NULL is fine); waiters are woken with -EPIPE. */
+SP_API void sp_wg_free(sp_wg *wg);
+
+/* A mutex between coroutines (not threads): held across parks, handed to
+ * waiters in FIFO order. Owned by the coroutine that locked it. */
+typedef struct sp_mutex sp_mutex;
+SP_API sp_mutex *sp_mutex_new(void);
+/* Locks m, waiting while another coroutine holds it (yields). 0,
+ * -ETIMEDOUT, -EAGAIN (timeout 0 and held), -ECONNRESET, -EDEADLK (the
+ * caller holds it already), -EPERM (outside a coroutine). */
+SP_API int sp_mutex_lock(sp_mutex *m, int64_t timeout_ms);
+/* Unlocks m; the oldest waiter gets it. 0, or -EPERM if the caller is not
+ * the owner. Does not yield. */
+SP_API int sp_mutex_unlock(sp_mutex *m);
+/* Frees an unlocked mutex nobody waits for (NULL is fine). */
+SP_API void sp_mutex_free(sp_mutex *m);
+
+/* A condition variable for coroutines, used with an sp_mutex. */
+typedef struct sp_cond sp_cond;
+SP_API sp_cond *sp_cond_new(void);
+/* Unlocks m (which the caller must hold: -EPERM otherwise), waits for a
+ * signal, and locks m again before returning, whatever the result (the
+ * re-lock waits without limit). 0 (signalled), -ETIMEDOUT, -ECONNRESET.
+ * Signals are not remembered: test the predicate in a loop. Yields. */
+SP_API int sp_cond_wait(sp_cond *c, sp_mutex *m, int64_t timeout_ms);
+/* Wakes the oldest waiter / every waiter. Do not yield. */
+SP_API void sp_cond_signal(sp_cond *c);
+SP_API void sp_cond_broadcast(sp_cond *c);
+/* Frees c (NULL is fine); waiters are woken as if signalled. */
+SP_API void sp_cond_free(sp_cond *c);
+
+/* An outbound TCP connection with cooperative I/O. */
+typedef struct sp_sock sp_sock;
+
+/* Connects to host (a name, an IPv4 address, or an IPv6 address with or
+ * without brackets) on port, within timeout_ms for everything (< 0: no
+ * limit besides the kernel's). A name is resolved with getaddrinfo on the
+ * loop's thread pool (sp_run_blocking), which cannot be interrupted: a slow
+ * resolver may hold the caller past the timeout. Each address is tried in
+ * turn. Returns the socket (TCP_NODELAY set), or NULL with *err (if err is
+ * non-NULL) set to -errno: -EPERM (outside a coroutine), -EINVAL,
+ * -EADDRNOTAVAIL (name not found), -ETIMEDOUT, -ECONNREFUSED, ... Yields. */
+SP_API sp_sock *sp_connect(const char *host, int port, int64_t timeout_ms, int *err);
+
+/* Reads up to len bytes, waiting until some arrive (yields). The count, 0
+ * at end of stream, or -errno (-ETIMEDOUT, -ECONNRESET, -EPERM). */
+SP_API ssize_t sp_sock_read(sp_sock *s, void *buf, size_t len, int64_t timeout_ms);
+
+/* Writes all len bytes (yields while the socket is full). len or -errno
+ * (-ETIMEDOUT: the whole write did not finish in time, part may have gone;
+ * -EPIPE, -ECONNRESET). */
+SP_API ssize_t sp_sock_write(sp_sock *s, const void *buf, size_t len, int64_t timeout_ms);
+
+/* Shuts down the writing side (the peer reads end of stream). 0 or -errno. */
+SP_API int sp_sock_shutdown(sp_sock *s);
+
+/* Closes and frees s (NULL is fine). A coroutine parked on s is woken with
+ * -ECANCELED. */
+SP_API void sp_sock_close(sp_sock *s);
+
+/* WebSockets (RFC 6455), server side, without extensions. A handler calls
+ * sp_ws_upgrade, then sp_ws_recv / sp_ws_send until the conversation ends,
+ * then returns; the connection is closed after the handler returns (it is
+ * never reused for HTTP). The sp_ws lives until then. Other coroutines may
+ * sp_ws_send on it (a broadcast) concurrently with the handler's
+ * sp_ws_recv; sends are serialized whole frames. They must be done with it
+ * before the handler returns: when it does, sends still waiting fail with
+ * -EPIPE before it is freed. */
+typedef struct sp_ws sp_ws;
+
+enum { SP_WS_TEXT = 1, SP_WS_BINARY = 2, SP_WS_CLOSE = 8, SP_WS_PING = 9, SP_WS_PONG = 10 };
+
+typedef struct sp_ws_options {
+    size_t max_message;   /* reassembled message bytes; 0 = 1 MiB (1009 beyond) */
+    int close_timeout_ms; /* waiting for the peer's close frame; 0 = 2000 */
+} sp_ws_options;
+
+/* A whole message: data valid until the next sp_ws_recv or the handler's
+ * return. Text is valid UTF-8 (and NUL-terminated, not counted in len). */
+typedef struct sp_ws_msg {
+    int opcode; /* SP_WS_TEXT or SP_WS_BINARY */
+    const void *data;
+    size_t len;
+} sp_ws_msg;
+
+/* Checks the handshake (GET, HTTP/1.1, Upgrade: websocket, Connection:
+ * upgrade, Sec-WebSocket-Version: 13, a 16-byte base64 Sec-WebSocket-Key,
+ * no request body) and answers 101 Switching Protocols with the
+ * Sec-WebSocket-Accept key, plus any headers the handler added with
+ * sp_res_header (e.g. Sec-WebSocket-Protocol). opt may be NULL. Returns
+ * the WebSocket, or NULL with errno: EINVAL (not a valid upgrade: the
+ * response was not touched, the handler may answer 400), EALREADY (a
+ * response was already started), ENOMEM, or another errno if the 101 could
+ * not be sent (the connection will be closed). On a version mismatch it
+ * adds "Sec-WebSocket-Version: 13" to the response, as RFC 6455 asks; the
+ * handler then answers 426 or 400. Yields. */
+SP_API sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt);
+
+/* Waits for the next whole message (yields). Pings are answered with pongs
+ * and pongs dropped along the way. Returns 0 with *out filled, or:
+ * -EPIPE: the connection closed with the closing handshake (the peer's
+ *   close was answered, or ours was answered); see sp_ws_close_code;
+ * -ETIMEDOUT: nothing whole within timeout_ms (the connection stays
+ *   usable; a partly received message is kept);
+ * -EPROTO, -EILSEQ, -EMSGSIZE: the peer broke the protocol, sent invalid
+ *   UTF-8 in text, or a message beyond max_message: a close with 1002,
+ *   1007 or 1009 was sent and the connection is done;
+ * -ECONNRESET: the TCP connection went away without a close (1006);
+ * -ESHUTDOWN: the server is stopping: a close with 1001 was sent. */
+SP_API int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms);
+
+/* Sends one unfragmented frame: SP_WS_TEXT (data must be UTF-8: -EILSEQ),
+ * SP_WS_BINARY, SP_WS_PING or SP_WS_PONG (at most 125 bytes: -EMSGSIZE).
+ * 0 or -errno: -EPIPE (closed or closing), -ETIMEDOUT (the server's send
+ * timeout: the connection is failed), -EINVAL (opcode). Yields while the
+ * socket is full or another coroutine is sending. */
+SP_API int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len);
+
+/* Starts the closing handshake: sends a close frame with code (1000..4999,
+ * not a reserved one: -EINVAL; 0 sends none) and reason (UTF-8, at most
+ * 123 bytes; NULL for none), then reads and drops frames until the peer's
+ * close arrives or close_timeout_ms passes. 0, or -errno if the frame
+ * could not be sent; -EPIPE if already closed. Yields. */
+SP_API int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason);
+
+/* The close code the peer sent (1005 if its close had none), 1006 if the
+ * connection ended without one, 0 while open. */
+SP_API int sp_ws_close_code(const sp_ws *ws);
+
+/* ---- Static files ----------------------------------------------------------
+ * A directory served for GET and HEAD (RFC 9110): bodies with sendfile;
+ * one byte range per request (206 with Content-Range; 416 with "bytes
+ * * /SIZE" when unsatisfiable; several ranges get the whole file, 200);
+ * If-Range (entity-tag or date); a strong ETag from size and mtime (ns) and
+ * Last-Modified, with If-Match / If-Unmodified-Since (412) and If-None-
+ * Match (wins over If-Modified-Since) → 304; Content-Type from the
+ * extension (a built-in table, /etc/mime.types overriding it, read here);
+ * a directory's index.html (no listings; a directory path without its
+ * trailing slash is redirected, 301, to the slash form); FILE.gz sent with
+ * Content-Encoding: gzip and Vary: Accept-Encoding when the client accepts
+ * gzip (q > 0). Files are opened beneath the directory with openat2
+ * (RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) — on kernels without it, a
+ * component walk that follows no symlink at all — so a request never
+ * leaves it: "..", "%2F" inside a segment, and symlinks out of the
+ * directory are 404. Every path segment starting with '.' (".git", ".env",
+ * ".well-known" too) is 404. Devices, FIFOs and sockets are 404,
+ * unreadable files 403. File I/O runs on the loop (a cold disk stalls it).
+ */
+
+/* Serves files under dir for GET/HEAD requests whose normalized path starts
+ * with prefix ("/" for all; "/static" and "/static/" both mean the
+ * directory at "/static/"): the rest of the path, percent-decoded, names a
+ * file under dir. Added as a prefix route, so routes added earlier win;
+ * other methods get 405 with Allow. dir is opened now (relative to the
+ * current directory) and stays open, with /etc/mime.types parsed, until
+ * the process exits. 0, -EINVAL (NULL argument, or a prefix that is not a
+ * normalized path), -ENOENT (dir missing), -ENOTDIR, -EACCES, -ENOMEM. */
+SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
+
 #ifdef __cplusplus
 }
 #endif
