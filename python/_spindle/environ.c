@@ -273,11 +273,50 @@ static int server_name(PyObject *env, const sp_req *r) {
     return set_new(env, k_sport, port ? latin1(port, port_len) : PyUnicode_FromString("80"));
 }
 
+/* The client's address as a str: the peer's, cached for the last peer seen
+ * (most requests come from the address before them: keep-alive, a proxy),
+ * or the forwarded one when the peer is a trusted proxy. */
+static PyObject *remote_addr(const sp_req *r) {
+    static uint8_t last_ip[16];
+    static int last_family;
+    static PyObject *last;
+    const conn *c = r->c;
+    if (c->peer_trusted)
+        return PyUnicode_FromString(sp_req_client_addr(r));
+    size_t n = c->peer_family == AF_INET ? 4 : 16;
+    if (last && last_family == c->peer_family && memcmp(last_ip, c->peer_ip, n) == 0) {
+        Py_INCREF(last);
+        return last;
+    }
+    PyObject *a = PyUnicode_FromString(sp_req_client_addr(r));
+    if (!a)
+        return NULL;
+    Py_XSETREF(last, a);
+    Py_INCREF(a);
+    memcpy(last_ip, c->peer_ip, n);
+    last_family = c->peer_family;
+    return a;
+}
+
+static PyObject *port_str(unsigned port) {
+    char buf[8];
+    int n = 0;
+    do {
+        buf[sizeof buf - 1 - n++] = (char)('0' + port % 10);
+        port /= 10;
+    } while (port);
+    return PyUnicode_FromStringAndSize(buf + sizeof buf - n, n);
+}
+
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
-    PyObject *env = PyDict_Copy(h->environ_template);
-    if (!env)
+    /* Presized for the template plus a request's usual keys: growing a
+     * copied template costs more than filling a dict of the right size. */
+    PyObject *env = _PyDict_NewPresized(40);
+    if (!env || PyDict_Update(env, h->environ_template) < 0) {
+        Py_XDECREF(env);
         return NULL;
+    }
     const http_request *hd = &r->head;
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
@@ -290,8 +329,8 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         if (set_new(env, k_raddr, PyUnicode_FromString("127.0.0.1")) < 0)
             goto fail;
     } else {
-        if (set_new(env, k_raddr, PyUnicode_FromString(sp_req_client_addr(r))) < 0 ||
-            set_new(env, k_rport, PyUnicode_FromFormat("%u", (unsigned)c->peer_port)) < 0)
+        if (set_new(env, k_raddr, remote_addr(r)) < 0 ||
+            set_new(env, k_rport, port_str(c->peer_port)) < 0)
             goto fail;
     }
     for (size_t i = 0; i < hd->nfields; i++)

@@ -164,7 +164,28 @@ static int commit_head(sr_obj *sr, int64_t body_len) {
         } else if (http_ieq(n, (size_t)nl, "date", 4)) {
             /* the server's Date is sent; a second one would be invalid */
         } else {
-            rc = sp_res_header(res, n, v);
+            /* Surrounding whitespace is not part of a field value (RFC 9110
+             * §5.5); apps send it (Django's cookies do): trim, as gunicorn. */
+            while (vl && (v[0] == ' ' || v[0] == '\t')) {
+                v++;
+                vl--;
+            }
+            Py_ssize_t tl = vl;
+            while (tl && (v[tl - 1] == ' ' || v[tl - 1] == '\t'))
+                tl--;
+            if (tl == vl) {
+                rc = sp_res_header(res, n, v);
+            } else {
+                char *copy = PyMem_Malloc((size_t)tl + 1);
+                if (!copy) {
+                    rc = -ENOMEM;
+                } else {
+                    memcpy(copy, v, (size_t)tl);
+                    copy[tl] = '\0';
+                    rc = sp_res_header(res, n, copy);
+                    PyMem_Free(copy);
+                }
+            }
         }
         Py_XDECREF(hn);
         Py_XDECREF(hv);
@@ -248,7 +269,10 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     Py_XSETREF(sr->status, status);
     Py_XSETREF(sr->headers, headers);
     sr->called = 1;
-    return PyObject_GetAttrString((PyObject *)sr, "write");
+    static PyObject *write_name;
+    if (!write_name && !(write_name = PyUnicode_InternFromString("write")))
+        return NULL;
+    return PyObject_GetAttr((PyObject *)sr, write_name);
 }
 
 static PyObject *sr_write(sr_obj *sr, PyObject *data) {
@@ -436,7 +460,14 @@ last_write:
     goto out;
 
 error:
-    log_app_error(j);
+    if (j->res->failed) {
+        /* The client went away mid-response: not the application's fault. */
+        PyErr_Clear();
+        log_msg(LOG_DEBUG, "client left during '%.*s %.*s'", (int)j->req->head.method_len,
+                j->req->head.method, (int)j->req->head.target_len, j->req->head.target);
+    } else {
+        log_app_error(j);
+    }
     if (call_close(result) < 0)
         log_app_error(j);
     if (input)
