@@ -149,7 +149,7 @@ run: deps
 	./build/spindle --bind 127.0.0.1:8080
 
 FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
-  tests/diff/*.c tests/apps/*.c examples/*.c bench/*.c python/*.c)
+  tests/diff/*.c tests/apps/*.c examples/*.c bench/*.c python/_spindle/*.c python/_spindle/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <unistd.h>
 
-
 typedef enum opt_kind {
     K_BIND,
     K_SECONDS,
@@ -100,14 +99,16 @@ static const flag flags[] = {
     {"log-level", "LEVEL", K_LEVEL, "debug, info, warning, error or critical (default info)"},
     {"pid", "FILE", K_STR, "write the master's pid to FILE (default: none)"},
     {"user", "NAME", K_STR, "switch to this user after binding the sockets (default: stay)"},
-    {"group", "NAME", K_STR, "switch to this group after binding the sockets (default: the "
-                             "user's)"},
+    {"group", "NAME", K_STR,
+     "switch to this group after binding the sockets (default: the "
+     "user's)"},
     {"chdir", "DIR", K_STR, "change to DIR before loading the application (default: stay)"},
     {"config", "FILE", K_META,
      "read settings from FILE: 'name = value' lines named as the flags (without --), # "
      "comments; flags > SPINDLE_* environment > file > defaults; reread on HUP"},
-    {"print-config", NULL, K_META, "print the effective settings and where each came from, then "
-                                   "exit"},
+    {"print-config", NULL, K_META,
+     "print the effective settings and where each came from, then "
+     "exit"},
     {"help", NULL, K_META, "this text"},
     {"version", NULL, K_META, "print the version"},
 };
@@ -367,8 +368,9 @@ static int read_file(cli_config *c, const char *path) {
         }
         const flag *f = find_flag(p);
         if (!f || f->kind == K_META) {
-            fprintf(stderr, "spindle: %s:%d: unknown setting '%s' (the names are the flags of "
-                            "--help, without --)\n",
+            fprintf(stderr,
+                    "spindle: %s:%d: unknown setting '%s' (the names are the flags of "
+                    "--help, without --)\n",
                     path, lineno, p);
             rc = -1;
             break;
@@ -450,8 +452,8 @@ int cli_parse(int argc, char **argv, cli_config *c) {
                              .graceful_timeout_ms = 30000};
     struct option longopts[NFLAGS + 1];
     for (size_t i = 0; i < NFLAGS; i++)
-        longopts[i] = (struct option){flags[i].name, flags[i].arg ? required_argument : no_argument,
-                                      NULL, 0};
+        longopts[i] =
+            (struct option){flags[i].name, flags[i].arg ? required_argument : no_argument, NULL, 0};
     longopts[NFLAGS] = (struct option){0};
     /* First pass: the flags, kept aside; they win over everything. */
     const char *flag_vals[CLI_MAX_ARGS];
@@ -627,8 +629,9 @@ int cli_drop_privileges(const cli_config *c) {
     }
     if ((pw && initgroups(pw->pw_name, gid) != 0) || setgid(gid) != 0 ||
         (pw && setuid(pw->pw_uid) != 0)) {
-        fprintf(stderr, "spindle: cannot switch to user %s / group %s: %s (start as root to "
-                        "use --user and --group)\n",
+        fprintf(stderr,
+                "spindle: cannot switch to user %s / group %s: %s (start as root to "
+                "use --user and --group)\n",
                 c->user ? c->user : "-", c->group ? c->group : "-", strerror(errno));
         return -1;
     }
@@ -660,4 +663,3 @@ int cli_reload(sp_server *s, master_options *mo, void *ud) {
     (void)old; /* its owned strings may still be referenced: kept, a small leak per reload */
     return 0;
 }
-

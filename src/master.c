@@ -49,11 +49,11 @@ typedef struct master {
     int stopping; /* 1 graceful, 2 immediate */
     int boot_failed;
     int64_t stop_deadline;
-    pid_t upgrade_pid;   /* the new master of a binary upgrade in flight */
-    pid_t old_master;    /* the master we replace (we are its upgrade) */
-    int announced;       /* readiness told (pid file, old master, systemd) */
-    char exe[PATH_MAX];  /* our binary, for USR2 */
-    char *cmdline;       /* our argv, NUL-separated, for USR2 */
+    pid_t upgrade_pid;  /* the new master of a binary upgrade in flight */
+    pid_t old_master;   /* the master we replace (we are its upgrade) */
+    int announced;      /* readiness told (pid file, old master, systemd) */
+    char exe[PATH_MAX]; /* our binary, for USR2 */
+    char *cmdline;      /* our argv, NUL-separated, for USR2 */
     size_t cmdline_len;
 } master;
 
@@ -354,8 +354,8 @@ static void upgrade(master *m) {
 static void upgrade_failed(master *m, int status) {
     char how[96];
     describe_exit(status, how, sizeof how);
-    log_msg(LOG_ERROR, "USR2: the new master %d %s; this master keeps serving",
-            (int)m->upgrade_pid, how);
+    log_msg(LOG_ERROR, "USR2: the new master %d %s; this master keeps serving", (int)m->upgrade_pid,
+            how);
     m->upgrade_pid = 0;
     if (m->mo->pid_file) {
         char old[PATH_MAX + 8];
@@ -429,8 +429,7 @@ static void reap(master *m, int64_t now) {
             }
             if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED) {
                 /* Restarting would fail the same way: stop, as gunicorn does. */
-                log_msg(LOG_CRITICAL, "worker %d could not start (see above); stopping",
-                        (int)pid);
+                log_msg(LOG_CRITICAL, "worker %d could not start (see above); stopping", (int)pid);
                 m->boot_failed = 1;
                 m->stopping = 2;
                 signal_all(m, SIGQUIT);

@@ -276,7 +276,8 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
         left -= piece;
     }
     if (chunked && count) {
-        ssize_t w = net_write(s->l, &r->c->w, "\r\n", 2, server_deadline(s, s->opt.send_timeout_ms));
+        ssize_t w =
+            net_write(s->l, &r->c->w, "\r\n", 2, server_deadline(s, s->opt.send_timeout_ms));
         if (w < 0) {
             fail(r);
             return (int)w;

@@ -19,12 +19,12 @@
 
 #define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-#define SERVER_MAX_LISTENERS 16
-#define SERVER_ACCEPT_BATCH  64
+#define SERVER_MAX_LISTENERS       16
+#define SERVER_ACCEPT_BATCH        64
 #define SERVER_ACCEPT_BATCH_SHARED 4
-#define RES_MAX_FIELDS       64
-#define RES_FIELD_BYTES      8192
-#define FORWARD_MAX_NETS     32
+#define RES_MAX_FIELDS             64
+#define RES_FIELD_BYTES            8192
+#define FORWARD_MAX_NETS           32
 
 typedef enum conn_state {
     CONN_FREE = 0, /* table slot unused */
@@ -84,13 +84,13 @@ struct sp_server {
     int trust_all;
     int64_t log_last;
     uint64_t log_suppressed;
-    int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
+    int accept_exclusive;  /* several workers share the listeners: EPOLLEXCLUSIVE */
     uint64_t max_requests; /* stop gracefully after this many (--max-requests) */
     uint64_t served;
-    worker_slot *slot;    /* this worker's slot in the master's shared memory, or NULL */
+    worker_slot *slot;      /* this worker's slot in the master's shared memory, or NULL */
     worker_slot *slots_all; /* every worker's, for --stats */
     int nslots;
-    worker_stats *retired; /* dead workers' counters, folded by the master */
+    worker_stats *retired;         /* dead workers' counters, folded by the master */
     struct access_log *access_log; /* opened in each worker */
     const char *access_log_path, *access_log_format;
     int timed; /* requests are timed: an access log or --stats is on */

@@ -12,8 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-const uint64_t stats_bucket_us[STATS_BUCKETS] = {500,    1000,   2500,    5000,    10000,
-                                                 25000,  50000,  100000,  500000,  1000000};
+const uint64_t stats_bucket_us[STATS_BUCKETS] = {500,   1000,  2500,   5000,   10000,
+                                                 25000, 50000, 100000, 500000, 1000000};
 
 uint64_t stats_clock_ns(void) {
     struct timespec ts;

@@ -41,8 +41,8 @@ typedef struct pyjob {
     size_t count;
     int finish_after; /* end the response after the op */
     ssize_t result;
-    int app_done; /* the greenlet is finished with this request */
-    int app_rc;   /* the handler's return: 0, or -errno to close */
+    int app_done;   /* the greenlet is finished with this request */
+    int app_rc;     /* the handler's return: 0, or -errno to close */
     PyObject *keep; /* kept alive for a last op nobody waits for */
     hub_wake wake;
     struct pyjob *next;
@@ -59,7 +59,7 @@ typedef struct hub {
     size_t nidle, idle_cap;
     pyjob *pending_head, *pending_tail; /* requests waiting for a greenlet */
     hub_wake *ready_head, *ready_tail;  /* greenlets to resume */
-    PyObject **garbage; /* references to drop, queued without the GIL */
+    PyObject **garbage;                 /* references to drop, queued without the GIL */
     size_t ngarbage, garbage_cap;
     pyjob *assign; /* the job handed to the greenlet being started */
     int busy, max_busy;

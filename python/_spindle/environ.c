@@ -60,16 +60,16 @@ int environ_init(hub *h) {
         return -1;
     PyObject *sys_stderr = PySys_GetObject("stderr"); /* borrowed */
     PyObject *version = Py_BuildValue("(ii)", 1, 0);
-    int bad = !version || PyDict_SetItemString(t, "wsgi.version", version) < 0 ||
-              PyDict_SetItemString(t, "wsgi.multithread", Py_False) < 0 ||
-              PyDict_SetItemString(t, "wsgi.multiprocess", h->workers > 1 ? Py_True : Py_False) <
-                  0 ||
-              PyDict_SetItemString(t, "wsgi.run_once", Py_False) < 0 ||
-              PyDict_SetItemString(t, "wsgi.input_terminated", Py_True) < 0 ||
-              PyDict_SetItem(t, k_scheme, PyUnicode_FromString("http")) < 0 ||
-              PyDict_SetItemString(t, "wsgi.errors", sys_stderr ? sys_stderr : Py_None) < 0 ||
-              PyDict_SetItemString(t, "SCRIPT_NAME", h->root_path) < 0 ||
-              PyDict_SetItemString(t, "SERVER_SOFTWARE", PyUnicode_FromString("spindle")) < 0;
+    int bad =
+        !version || PyDict_SetItemString(t, "wsgi.version", version) < 0 ||
+        PyDict_SetItemString(t, "wsgi.multithread", Py_False) < 0 ||
+        PyDict_SetItemString(t, "wsgi.multiprocess", h->workers > 1 ? Py_True : Py_False) < 0 ||
+        PyDict_SetItemString(t, "wsgi.run_once", Py_False) < 0 ||
+        PyDict_SetItemString(t, "wsgi.input_terminated", Py_True) < 0 ||
+        PyDict_SetItem(t, k_scheme, PyUnicode_FromString("http")) < 0 ||
+        PyDict_SetItemString(t, "wsgi.errors", sys_stderr ? sys_stderr : Py_None) < 0 ||
+        PyDict_SetItemString(t, "SCRIPT_NAME", h->root_path) < 0 ||
+        PyDict_SetItemString(t, "SERVER_SOFTWARE", PyUnicode_FromString("spindle")) < 0;
     Py_XDECREF(version);
     if (!bad && h->file_wrapper_type)
         bad = PyDict_SetItemString(t, "wsgi.file_wrapper", h->file_wrapper_type) < 0;
@@ -208,8 +208,7 @@ static PyObject *path_info(hub *h, const sp_req *r) {
         const char *p = memchr(t, '/', n);
         if (p && p + 1 < t + n && p[1] == '/')
             p = memchr(p + 2, '/', (size_t)(t + n - (p + 2)));
-        if (!p)
-        {
+        if (!p) {
             Py_INCREF(s_empty);
             return s_empty;
         }

@@ -308,8 +308,7 @@ static long greenlet_wait(int fd, int write, double ms) {
         g->watching = 1;
     }
     if (ms >= 0)
-        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout,
-                       g);
+        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout, g);
     long r = hub_wait(&g->wake);
     loop_timer_cancel(h->l, &g->timer);
     if (g->watching)

@@ -58,8 +58,8 @@ static int worker_init(sp_server *s, void *ud) {
 /* serve(argv, loader, app=None, root_path="", max_concurrent=0,
  *       file_wrapper=None) -> exit status */
 static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"argv", "loader", "app", "root_path", "max_concurrent",
-                             "file_wrapper", "prog", NULL};
+    static char *kwlist[] = {"argv",           "loader",       "app",  "root_path",
+                             "max_concurrent", "file_wrapper", "prog", NULL};
     PyObject *argv_list, *loader, *app = Py_None, *root_path = NULL, *file_wrapper = Py_None;
     int max_concurrent = 0;
     const char *prog = "python3 -m spindle";
@@ -126,8 +126,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     }
     /* Every method and path goes to the application (OPTIONS * excepted). */
     if (cli_setup_server(&c, s) < 0 || sp_route(s, NULL, "/*", wsgi_handler, h) < 0 ||
-        cli_listen(&c, s) < 0 ||
-        cli_drop_privileges(&c) < 0)
+        cli_listen(&c, s) < 0 || cli_drop_privileges(&c) < 0)
         goto out_server;
     c.mo.reload = cli_reload;
     c.mo.reload_ud = &c;

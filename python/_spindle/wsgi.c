@@ -46,9 +46,9 @@ static const char *latin1_of(PyObject *s, Py_ssize_t *len, PyObject **hold) {
 }
 
 static int is_hop_by_hop(const char *n, size_t len) {
-    static const char *const hop[] = {"connection", "keep-alive", "proxy-authenticate",
-                                      "proxy-authorization", "te", "trailers",
-                                      "transfer-encoding", "upgrade"};
+    static const char *const hop[] = {"connection",          "keep-alive", "proxy-authenticate",
+                                      "proxy-authorization", "te",         "trailers",
+                                      "transfer-encoding",   "upgrade"};
     for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
         if (http_ieq(n, len, hop[i], strlen(hop[i])))
             return 1;
@@ -218,8 +218,9 @@ static int send_chunk(sr_obj *sr, const char *p, size_t n) {
         return -1;
     size_t take = allowed(sr, n);
     if (take < n)
-        log_msg(LOG_WARNING, "WSGI application sent more than its Content-Length of %lld; "
-                             "the rest is dropped",
+        log_msg(LOG_WARNING,
+                "WSGI application sent more than its Content-Length of %lld; "
+                "the rest is dropped",
                 (long long)sr->content_length);
     if (!take && j->res->head_sent)
         return 0;
@@ -258,8 +259,7 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
             return NULL;
         }
     } else if (sr->called) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "start_response called a second time without exc_info");
+        PyErr_SetString(PyExc_RuntimeError, "start_response called a second time without exc_info");
         return NULL;
     }
     if (validate(status, headers) < 0)
@@ -402,8 +402,8 @@ void wsgi_run(hub *h, pyjob *j) {
         goto error;
 
     /* One bytes item and nothing written yet: measure it, one writev. */
-    if ((PyList_CheckExact(result) || PyTuple_CheckExact(result)) && PySequence_Fast_GET_SIZE(result) == 1 &&
-        !j->res->head_sent && sr->sent == 0) {
+    if ((PyList_CheckExact(result) || PyTuple_CheckExact(result)) &&
+        PySequence_Fast_GET_SIZE(result) == 1 && !j->res->head_sent && sr->sent == 0) {
         PyObject *only = PySequence_Fast_GET_ITEM(result, 0);
         if (!PyBytes_Check(only)) {
             PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",

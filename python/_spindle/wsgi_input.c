@@ -67,8 +67,8 @@ static PyObject *input_read(input_obj *o, PyObject *args) {
     if (o->pushback) {
         Py_ssize_t pl = PyBytes_GET_SIZE(o->pushback);
         if (size >= 0 && pl > size) {
-            PyObject *rest = PyBytes_FromStringAndSize(PyBytes_AS_STRING(o->pushback) + size,
-                                                       pl - size);
+            PyObject *rest =
+                PyBytes_FromStringAndSize(PyBytes_AS_STRING(o->pushback) + size, pl - size);
             PyObject *head = PyBytes_FromStringAndSize(PyBytes_AS_STRING(o->pushback), size);
             if (!rest || !head) {
                 Py_XDECREF(rest);
