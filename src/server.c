@@ -215,6 +215,16 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
     idle_wait(s, c, s->opt.header_timeout_ms);
 }
 
+int server_adopt_conn(sp_server *s, int fd) {
+    if (!s->conns || fd < 0 || fd >= s->nconns_cap)
+        return -EINVAL;
+    net_addr peer = {.len = sizeof(sa_family_t)};
+    peer.u.sa.sa_family = AF_UNIX;
+    int before = s->nconns;
+    on_accept(fd, &peer, s);
+    return s->nconns > before ? 0 : -EIO;
+}
+
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     sp_server *s = w->data;
     int room = s->opt.max_connections - s->nconns;

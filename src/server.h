@@ -160,6 +160,10 @@ int server_set_options(sp_server *s, const sp_server_options *o);
 int server_start(sp_server *s, loop *l);
 int server_done(const sp_server *s);
 void server_finish(sp_server *s);
+/* Serves an already connected socket as if just accepted (fuzzing and
+ * tests drive the real connection code through a socketpair). The server
+ * must be started (server_start). 0 or -errno. */
+int server_adopt_conn(sp_server *s, int fd);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
 /* Closes this process's listening sockets (a stopping server). */
