@@ -141,7 +141,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory MODE=release all
-	@$(MAKE) --no-print-directory MODE=asan unit
+	@$(MAKE) --no-print-directory MODE=asan unit build/asan/spindle
 	@scripts/test.sh
 
 run: deps
