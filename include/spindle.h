@@ -367,7 +367,9 @@ typedef struct sp_sock sp_sock;
 SP_API sp_sock *sp_connect(const char *host, int port, int64_t timeout_ms, int *err);
 
 /* Reads up to len bytes, waiting until some arrive (yields). The count, 0
- * at end of stream, or -errno (-ETIMEDOUT, -ECONNRESET, -EPERM). */
+ * at end of stream, or -errno (-ETIMEDOUT, -ECONNRESET; -EAGAIN when it
+ * would wait outside a coroutine). A timeout of 0 gives -ETIMEDOUT at the
+ * loop's next turn when nothing has arrived. */
 SP_API ssize_t sp_sock_read(sp_sock *s, void *buf, size_t len, int64_t timeout_ms);
 
 /* Writes all len bytes (yields while the socket is full). len or -errno
@@ -389,7 +391,8 @@ SP_API void sp_sock_close(sp_sock *s);
  * sp_ws_send on it (a broadcast) concurrently with the handler's
  * sp_ws_recv; sends are serialized whole frames. They must be done with it
  * before the handler returns: when it does, sends still waiting fail with
- * -EPIPE before it is freed. */
+ * -EPIPE before it is freed. Only one coroutine receives (sp_ws_recv,
+ * sp_ws_close): the handler. */
 typedef struct sp_ws sp_ws;
 
 enum { SP_WS_TEXT = 1, SP_WS_BINARY = 2, SP_WS_CLOSE = 8, SP_WS_PING = 9, SP_WS_PONG = 10 };
@@ -447,8 +450,9 @@ SP_API int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len);
  * could not be sent; -EPIPE if already closed. Yields. */
 SP_API int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason);
 
-/* The close code the peer sent (1005 if its close had none), 1006 if the
- * connection ended without one, 0 while open. */
+/* The code that ended the conversation: the peer's (1005 if its close
+ * frame had none), ours when we failed the connection (1002, 1007, 1009,
+ * 1001), 1006 if it ended without a close frame; 0 while open. */
 SP_API int sp_ws_close_code(const sp_ws *ws);
 
 /* ---- Static files ----------------------------------------------------------

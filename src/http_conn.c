@@ -61,8 +61,11 @@ static void refuse(sp_server *s, conn *c, sp_req *req, int status) {
     http_conn_linger_close(s, c);
 }
 
+#define HEAD_IDLE (-1) /* read_head: nothing to read yet, go idle */
+
 /* Reads until a whole head is in the buffer. Returns the head length (> 0),
- * minus a status to answer, or 0 when the connection was closed quietly. */
+ * minus a status to answer, HEAD_IDLE when no byte of a request has come
+ * yet, or 0 when the connection was closed quietly. */
 static int read_head(sp_server *s, conn *c, http_request *head) {
     http_limits lim = {.head_max = s->opt.head_max,
                        .target_max = s->opt.target_max,
@@ -88,6 +91,20 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
         size_t room = s->buf_size - c->buf_len;
         if (room == 0)
             return -431;
+        if (c->buf_len == 0) {
+            /* Nothing of this request yet: look without waiting; if nothing
+             * is there, wait as an idle connection (no stack, no buffer). */
+            ssize_t n = read(c->w.fd, c->buf, room);
+            if (n > 0) {
+                c->buf_len = (uint32_t)n;
+                c->maybe_more = (size_t)n == room;
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                return HEAD_IDLE;
+            server_conn_close(s, c);
+            return 0;
+        }
         ssize_t n = net_read(s->l, &c->w, c->buf + c->buf_len, room, deadline);
         if (n > 0) {
             c->buf_len += (uint32_t)n;
@@ -173,7 +190,8 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
 }
 
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
- * to keep the connection, 0 when it has been closed. */
+ * to keep the connection, 0 when it has been closed, -1 when no request
+ * came and the connection went back to idle. */
 static int serve_one(sp_server *s, conn *c) {
     http_field fields[FIELDS_CAP < 128 ? FIELDS_CAP : 128];
     http_field *fv = fields;
@@ -197,6 +215,11 @@ static int serve_one(sp_server *s, conn *c) {
     int rc = read_head(s, c, &req.head);
     if (rc == 0)
         goto out;
+    if (rc == HEAD_IDLE) {
+        server_conn_idle(s, c);
+        keep = -1; /* the coroutine ends; the connection waits, idle */
+        goto out;
+    }
     if (rc < 0) {
         refuse(s, c, &req, -rc);
         goto out;
@@ -317,6 +340,8 @@ void http_conn_main(void *arg) {
     int burst = 0;
     for (;;) {
         int kept = serve_one(s, c);
+        if (kept < 0)
+            return; /* idle: nothing was served */
         if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
             log_msg(LOG_INFO, "served %llu requests (--max-requests): stopping to be replaced",
                     (unsigned long long)s->served);

@@ -217,6 +217,8 @@ int loop_park(loop *l, int64_t deadline_ms, loop_watch *hup) {
     task *t = l->current;
     if (!t)
         return -EAGAIN;
+    if (hup && hup->lazy && loop_watch_ensure(l, hup) < 0)
+        hup = NULL; /* cannot watch it: the park just is not interrupted */
     if (hup && (hup->hup & (LOOP_HUP | LOOP_RDHUP)))
         return -ECONNRESET;
     loop_timer tm = {0};
@@ -235,8 +237,11 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms) {
     task *t = l->current;
     if (!t)
         return -EAGAIN;
-    if (!w->registered)
-        return -ECANCELED;
+    if (!w->registered) {
+        int rc = loop_watch_ensure(l, w);
+        if (rc < 0)
+            return rc;
+    }
     if (w->hup & LOOP_HUP)
         return LOOP_HUP; /* the caller's next syscall reports the error */
     task **slot = dir == LOOP_WRITE ? &w->writer : &w->reader;
@@ -253,7 +258,24 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms) {
 
 /* ---- watches ----------------------------------------------------------- */
 
+void loop_watch_lazy(loop_watch *w, backend_mode mode) {
+    w->registered = 0;
+    w->lazy = 1;
+    w->mode = (uint8_t)mode;
+    w->reader = w->writer = w->hup_waiter = NULL;
+    w->hup = 0;
+}
+
+int loop_watch_ensure(loop *l, loop_watch *w) {
+    if (w->registered)
+        return 0;
+    if (!w->lazy)
+        return -ECANCELED;
+    return loop_watch_add(l, w, (backend_mode)w->mode);
+}
+
 int loop_watch_add(loop *l, loop_watch *w, backend_mode mode) {
+    w->lazy = 0;
     w->reader = w->writer = w->hup_waiter = NULL;
     w->hup = 0;
     int rc = backend_add(l->bfd, w->fd, mode, w);
@@ -276,11 +298,13 @@ static void watch_drop(loop *l, loop_watch *w) {
 }
 
 void loop_watch_forget(loop *l, loop_watch *w) {
+    w->lazy = 0;
     if (w->registered)
         watch_drop(l, w);
 }
 
 int loop_watch_del(loop *l, loop_watch *w) {
+    w->lazy = 0;
     if (!w->registered)
         return 0;
     int rc = backend_del(l->bfd, w->fd);

@@ -39,6 +39,7 @@ struct loop_watch {
     int fd;
     uint8_t registered;
     uint8_t mode;     /* backend_mode */
+    uint8_t lazy;     /* register in `mode` only when someone first waits */
     uint32_t hup;     /* LOOP_RDHUP / LOOP_HUP seen so far (latched) */
     task *reader;     /* parked waiting to read */
     task *writer;     /* parked waiting to write */
@@ -50,6 +51,13 @@ struct loop_watch {
 /* Registers w (fd, cb, data filled in by the caller) with the backend in
  * the given mode. Connections: once, for their whole life. 0 or -errno. */
 int loop_watch_add(loop *l, loop_watch *w, backend_mode mode);
+/* Marks w (fd, cb, data filled in) to be registered in `mode` only when a
+ * task first parks on it, or loop_watch_ensure is called: a connection
+ * whose request is already readable when accepted never costs an
+ * epoll_ctl. */
+void loop_watch_lazy(loop_watch *w, backend_mode mode);
+/* Registers a lazy watch now (no-op if registered). 0 or -errno. */
+int loop_watch_ensure(loop *l, loop_watch *w);
 /* Unregisters w (before closing its fd), waking any parked task with
  * -ECANCELED. 0 or -errno. */
 int loop_watch_del(loop *l, loop_watch *w);

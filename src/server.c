@@ -171,9 +171,14 @@ static void accept_retry(loop *l, loop_timer *t) {
 static void on_idle_event(loop *l, loop_watch *w, uint32_t events);
 static void on_idle_timeout(loop *l, loop_timer *t);
 
-static void idle_wait(sp_server *s, conn *c, int timeout_ms) {
+/* Waits for the connection's next bytes with no coroutine: a readiness
+ * callback (the watch registered now if it never was) and a timer. */
+static int idle_until(sp_server *s, conn *c, int64_t deadline) {
+    if (loop_watch_ensure(s->l, &c->w) < 0)
+        return -1;
     c->state = CONN_IDLE;
-    loop_timer_arm(s->l, &c->idle_timer, loop_now(s->l) + timeout_ms, on_idle_timeout, s);
+    loop_timer_arm(s->l, &c->idle_timer, deadline, on_idle_timeout, s);
+    return 0;
 }
 
 void server_conn_idle(sp_server *s, conn *c) {
@@ -182,7 +187,11 @@ void server_conn_idle(sp_server *s, conn *c) {
         c->buf = NULL;
     }
     c->buf_len = c->buf_off = 0;
-    idle_wait(s, c, s->opt.keepalive_timeout_ms);
+    /* A fresh connection keeps the deadline it got at accept. */
+    int64_t deadline =
+        c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms;
+    if (idle_until(s, c, deadline) < 0)
+        server_conn_close(s, c);
 }
 
 static void on_accept(int fd, const net_addr *peer, void *ud) {
@@ -203,16 +212,18 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
         c->peer_port = ntohs(peer->u.in6.sin6_port);
     }
     c->peer_trusted = (uint8_t)forwarded_peer_trusted(s, c);
-    if (loop_watch_add(s->l, &c->w, BACKEND_CONN) < 0) {
-        close(fd);
-        c->state = CONN_FREE;
-        return;
-    }
     s->nconns++;
     if (s->slot)
         s->slot->st.conns_open = (uint64_t)s->nconns;
-    /* A fresh connection gets the head timeout to send its first bytes. */
-    idle_wait(s, c, s->opt.header_timeout_ms);
+    /* The whole first head must come within header_timeout of now. */
+    c->idle_timer.when = loop_now(s->l) + s->opt.header_timeout_ms;
+    /* Most clients send at once: try the read before paying for epoll.
+     * The coroutine reads once; with nothing there it goes back to idle
+     * (registering the watch then), holding no stack while it waits. */
+    loop_watch_lazy(&c->w, BACKEND_CONN);
+    c->state = CONN_ACTIVE;
+    if (loop_spawn(s->l, http_conn_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
+        server_conn_close(s, c);
 }
 
 int server_adopt_conn(sp_server *s, int fd) {
