@@ -1,6 +1,7 @@
 #!/bin/bash
 # fuzz_smoke.sh — builds the libFuzzer targets (make fuzz-build) and runs
-# each HTTP one for a fixed number of iterations, seeded with the request
+# every one (HTTP parser, chunked decoder, WebSocket frames, whole
+# connection) for a fixed number of iterations, seeded with the request
 # corpus and the unit tests' requests, in a scratch corpus directory. A crash
 # or a broken invariant (the targets abort) fails. Ends "N passed, N failed".
 set -uo pipefail
@@ -31,16 +32,23 @@ printf '5\r\nhello\r\n0\r\n\r\n' >"$work/chunked/a"
 printf '5;a="b\\"c";d=e\r\nhello\r\n6 ; x\r\n world\r\n0\r\nT: v\r\n\r\nGET' >"$work/chunked/b"
 printf '00ffff\r\n' >"$work/chunked/c"
 
+# Every other target starts from the parser's seeds or from nothing.
+mkdir -p "$work/conn" && cp "$work"/parse/* "$work/conn/" 2>/dev/null
+
 pass=0
 fail=0
-for t in parse chunked; do
-  bin=$fuzz/fuzz_http_$t
+for bin in "$fuzz"/fuzz_*; do
+  [ -x "$bin" ] || continue
+  name=$(basename "$bin")
+  t=${name#fuzz_}
+  t=${t#http_}
+  mkdir -p "$work/$t"
   if (cd "$work" && "$OLDPWD/$bin" -runs="$RUNS" -max_len=4096 -artifact_prefix="$work/" \
     "$work/$t" >"$work/$t.log" 2>&1); then
-    echo "fuzz_http_$t: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$work/$t.log")"
+    echo "$name: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$work/$t.log")"
     pass=$((pass + 1))
   else
-    echo "fuzz_http_$t: FAILED"
+    echo "$name: FAILED"
     tail -30 "$work/$t.log"
     for a in "$work"/crash-* "$work"/leak-* "$work"/timeout-*; do
       [ -f "$a" ] && echo "input (base64): $(base64 -w0 "$a")"
