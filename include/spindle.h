@@ -158,6 +158,16 @@ SP_API int sp_server_run(sp_server *s);
  * from a handler or a loop callback. */
 SP_API void sp_server_stop(sp_server *s);
 
+/* Runs fn(s, ud) in each worker process once its loop exists, before it
+ * serves (with --workers 0, in the one process): where to start periodic
+ * timers (sp_every), background coroutines (sp_spawn) and per-process
+ * clients (a database connection opened after the fork). An --app
+ * module's init runs in the master, before the fork, so it registers its
+ * per-worker start-up here. A negative return stops the worker (it is
+ * reported and the server stops, as for an application that cannot load).
+ * Up to 8 per server. 0, or -ENOSPC. */
+SP_API int sp_server_on_worker_start(sp_server *s, int (*fn)(sp_server *s, void *ud), void *ud);
+
 /* Frees a server that is not running; closes its listeners. */
 SP_API void sp_server_free(sp_server *s);
 

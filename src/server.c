@@ -121,6 +121,15 @@ int server_adopt_listener(sp_server *s, int fd) {
     return 0;
 }
 
+int sp_server_on_worker_start(sp_server *s, int (*fn)(sp_server *s, void *ud), void *ud) {
+    if (s->non_start == 8)
+        return -ENOSPC;
+    s->on_start[s->non_start].fn = fn;
+    s->on_start[s->non_start].ud = ud;
+    s->non_start++;
+    return 0;
+}
+
 int sp_route(sp_server *s, const char *method, const char *pattern, sp_handler h, void *ud) {
     return router_add(&s->routes, method, pattern, h, ud);
 }

@@ -107,6 +107,11 @@ struct sp_server {
      * worker. */
     void (*fork_hook)(int phase, void *ud);
     void *fork_hook_ud;
+    struct {
+        int (*fn)(sp_server *s, void *ud);
+        void *ud;
+    } on_start[8]; /* sp_server_on_worker_start */
+    int non_start;
 };
 
 enum { FORK_BEFORE, FORK_PARENT, FORK_CHILD };

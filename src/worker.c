@@ -116,7 +116,14 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
             return MASTER_BOOT_FAILED;
         }
     }
-    if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
+    int started = 0;
+    for (int i = 0; i < s->non_start; i++)
+        if (s->on_start[i].fn(s, s->on_start[i].ud) < 0) {
+            log_msg(LOG_ERROR, "a worker start-up hook failed");
+            started = -1;
+            break;
+        }
+    if (started < 0 || (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0)) {
         log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
         loop_watch_del(l, &w.sigw);
         close(sfd);
