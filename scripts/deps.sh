@@ -28,6 +28,11 @@ PKGS=(
   "python3-webpy:WSGI framework tests"
   "python3-bottle:WSGI framework tests"
   "python3-falcon:WSGI framework tests"
+  "libsqlite3-dev:the SQLite session store"
+  "redis-server:the Redis session store's tests"
+  "libhiredis-dev:the Redis session store"
+  "chromium:headless-browser tests of the status page and the chat example"
+  "nodejs:WebSocket conformance tests (npm ws) and the llhttp differential"
 )
 
 missing=()
@@ -60,6 +65,8 @@ apt-get update -qq || apt-get update
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's nginx package starts a system nginx on port 80; the benchmarks
 # start their own, so stop the packaged one if it came up.
-if [[ " ${missing[*]} " == *" nginx "* ]]; then
-  (systemctl stop nginx || service nginx stop || pkill -x nginx) >/dev/null 2>&1 || true
-fi
+for svc in nginx redis-server; do
+  if [[ " ${missing[*]} " == *" $svc "* ]]; then
+    (systemctl stop "$svc" || service "$svc" stop || pkill -x "$svc") >/dev/null 2>&1 || true
+  fi
+done
