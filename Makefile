@@ -140,12 +140,12 @@ deps:
 	@scripts/deps.sh
 
 test: deps
-	@$(MAKE) --no-print-directory MODE=release all
-	@$(MAKE) --no-print-directory MODE=asan unit build/asan/spindle
+	@$(MAKE) --no-print-directory -j2 MODE=release all
+	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle
 	@scripts/test.sh
 
 run: deps
-	@$(MAKE) --no-print-directory MODE=release all
+	@$(MAKE) --no-print-directory -j2 MODE=release all
 	./build/spindle --bind 127.0.0.1:8080
 
 FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
