@@ -55,7 +55,9 @@ int environ_init(hub *h) {
         !s_head || !s_post || !s_put || !s_http10 || !s_http11 || !s_empty)
         return -1;
 
-    PyObject *t = PyDict_New();
+    /* Presized for a whole environ: PyDict_Copy clones the table as it is,
+     * so each request's copy takes its keys without ever growing. */
+    PyObject *t = _PyDict_NewPresized(40);
     if (!t)
         return -1;
     PyObject *sys_stderr = PySys_GetObject("stderr"); /* borrowed */
@@ -309,13 +311,9 @@ static PyObject *port_str(unsigned port) {
 
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
-    /* Presized for the template plus a request's usual keys: growing a
-     * copied template costs more than filling a dict of the right size. */
-    PyObject *env = _PyDict_NewPresized(40);
-    if (!env || PyDict_Update(env, h->environ_template) < 0) {
-        Py_XDECREF(env);
+    PyObject *env = PyDict_Copy(h->environ_template);
+    if (!env)
         return NULL;
-    }
     const http_request *hd = &r->head;
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
