@@ -42,7 +42,7 @@ endif
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
-LDLIBS_ALL := -lpthread -ldl -lm
+LDLIBS_ALL := -lpthread -ldl -lm -lsqlite3 -lhiredis
 
 # ONLY='src/coro%' limits the library to some sources (work on one module
 # while others are mid-change); BUILD=dir puts the tree elsewhere.
@@ -125,8 +125,21 @@ $(FUZZ_B)/obj/%.o: src/%.S
 	@mkdir -p $(@D)
 	clang $(FUZZ_CFLAGS) -c $< -o $@
 $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_OBJS)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ -lpthread -ldl -lm
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 fuzz-build: $(FUZZ_BINS)
+
+# make fuzz FUZZ_SECONDS=N: every target for N seconds, corpus kept in build/fuzz/corpus/.
+FUZZ_SECONDS ?= 60
+.PHONY: fuzz soak
+fuzz: fuzz-build
+	@for t in $(FUZZ_BINS); do echo "== $$t"; mkdir -p build/fuzz/corpus/$$(basename $$t); \
+	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build/fuzz/ \
+	  build/fuzz/corpus/$$(basename $$t) || exit 1; done
+
+# make soak: 30 minutes of mixed load on 2 workers (not in make test; a
+# 60-second version is, in tests/suites/soak_short.sh).
+soak: all
+	/usr/bin/python3 tests/soak/soak.py --duration 1800 --sample 10 --workers 2 --json build/soak.json
 
 # aarch64: the coroutine unit test cross-built (static) and run under qemu.
 CROSS_CC := aarch64-linux-gnu-gcc
@@ -191,7 +204,7 @@ build/pic/py_%.o: python/_spindle/%.c
 	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(PIC_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $^ -lpthread -ldl -lm
+	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
 build/python/spindle/%.py: python/spindle/%.py
 	@mkdir -p $(@D)
 	cp $< $@

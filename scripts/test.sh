@@ -28,7 +28,7 @@ suite() {
     f=${BASH_REMATCH[2]}
   else
     # pytest's own closing line: "3 failed, 216 passed, 1 error in 50.1s".
-    line=$(grep -E '[0-9]+ (passed|failed|errors?)( |,).* in [0-9.]+s' "$log" | tail -1)
+    line=$(grep -E '[0-9]+ (passed|failed|errors?)\b.* in [0-9.]+s' "$log" | tail -1)
     [[ $line =~ ([0-9]+)\ passed ]] && p=${BASH_REMATCH[1]}
     [[ $line =~ ([0-9]+)\ failed ]] && f=${BASH_REMATCH[1]}
     [[ $line =~ ([0-9]+)\ error ]] && f=$((f + BASH_REMATCH[1]))

@@ -609,6 +609,12 @@ int master_run(sp_server *s, master_options *mo) {
     }
     log_msg(LOG_INFO, "master %d stopped", (int)getpid());
     remove_pid_file(mo->pid_file);
+    if (mo->pid_file) {
+        /* After an upgrade our pid is in FILE.oldbin: ours to remove. */
+        char oldbin[PATH_MAX + 8];
+        snprintf(oldbin, sizeof oldbin, "%s.oldbin", mo->pid_file);
+        remove_pid_file(oldbin);
+    }
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
     for (int i = 0; i < NHANDLED; i++)

@@ -50,6 +50,8 @@ static void on_graceful_timeout(loop *l, loop_timer *t) {
             "graceful timeout: %d connection(s) still open after %d ms; closing them "
             "(raise --graceful-timeout to give slow requests longer)",
             w->s->nconns, w->graceful_timeout_ms);
+    if (w->s->access_log)
+        access_log_flush(w->s->access_log);
     _exit(0);
 }
 

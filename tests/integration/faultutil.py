@@ -1,0 +1,159 @@
+"""Helpers for the fault-injection tests (test_faults_*.py).
+
+`FaultServer` is conftest's Server started with an environment and a
+preexec function of our choosing (LD_PRELOAD shims, rlimits); `launch`
+starts one and registers it with a list the test's finalizer stops.
+`build_failmalloc` compiles tests/fault/failmalloc.c once per session.
+"""
+import os
+import pathlib
+import re
+import socket
+import struct
+import subprocess
+import time
+
+from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port
+
+
+class FaultServer(Server):
+    def __init__(self, args, stderr_path, binds, port, env=None, preexec_fn=None):
+        self.args = args
+        self.stderr_path = stderr_path
+        self.binds = binds
+        self.port = port
+        self.host = "127.0.0.1"
+        self._err = open(stderr_path, "wb")
+        self.proc = subprocess.Popen([BIN] + args, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self._err,
+                                     cwd=str(ROOT), start_new_session=True,
+                                     env=env, preexec_fn=preexec_fn)
+        self.pid = self.proc.pid
+
+
+def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, fast=True):
+    """Starts spindle on a free port; workers=None keeps conftest's choice."""
+    port = free_port()
+    bind = "127.0.0.1:%d" % port
+    pflags = list(PROCESS_FLAGS)
+    if workers is not None and "--workers" in pflags:
+        i = pflags.index("--workers")
+        pflags[i + 1] = str(workers)
+    args = ["--bind", bind] + pflags + (FAST if fast else []) + list(flags)
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    srv = FaultServer(args, str(tmp_path / ("fault-%d.err" % len(servers))), [bind], port,
+                      env=full_env, preexec_fn=preexec_fn)
+    servers.append(srv)
+    srv.wait_ready(10)
+    return srv
+
+
+def stop_all(servers):
+    """Stops every server; returns the problems found (crash, own exit)."""
+    problems = []
+    for srv in servers:
+        crashed = srv.proc.poll()
+        srv.stop()
+        err = srv.stderr()
+        if any(m in err for m in SANITIZER_MARKS):
+            problems.append("crash or sanitizer report in spindle %s:\n%s" % (srv.args, err[-4000:]))
+        if crashed is not None and crashed != 0:
+            problems.append("spindle exited on its own with %s:\n%s" % (crashed, err[-3000:]))
+    return problems
+
+
+def check_clean(srv):
+    """No sanitizer report or worker death in the server's stderr."""
+    err = srv.stderr()
+    bad = [m for m in SANITIZER_MARKS if m in err]
+    assert not bad, "crash or sanitizer report %s:\n%s" % (bad, err[-4000:])
+
+
+def fd_count(pid):
+    try:
+        return len(os.listdir("/proc/%d/fd" % pid))
+    except OSError:
+        return -1
+
+
+def wait_fds(pid, want, timeout=5.0):
+    """Waits until pid has at most `want` fds; returns the last count."""
+    end = time.monotonic() + timeout
+    n = fd_count(pid)
+    while n > want and time.monotonic() < end:
+        time.sleep(0.05)
+        n = fd_count(pid)
+    return n
+
+
+def simple_get(addr, path="/", timeout=3.0, close=True):
+    """One GET on a fresh connection: (status, body) or raises OSError/EOFError."""
+    with socket.create_connection(addr, timeout=timeout) as s:
+        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" %
+                   (path, "Connection: close\r\n" if close else "")).encode())
+        return read_one(s)
+
+
+def read_one(s):
+    """Reads one response with a Content-Length (or until close) from socket s."""
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            raise EOFError("closed before a response head (%r)" % buf[:100])
+        buf += chunk
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    m = re.search(rb"\r\ncontent-length:\s*(\d+)", head, re.I)
+    if m:
+        n = int(m.group(1))
+        while len(rest) < n:
+            chunk = s.recv(65536)
+            if not chunk:
+                raise EOFError("closed inside a body")
+            rest += chunk
+        return status, rest[:n]
+    return status, rest
+
+
+def reset_close(s):
+    """Closes with SO_LINGER 0: the peer gets a RST, not a FIN."""
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close()
+
+
+_FAILMALLOC = None
+
+
+def build_failmalloc(out_dir):
+    global _FAILMALLOC
+    if _FAILMALLOC and os.path.exists(_FAILMALLOC):
+        return _FAILMALLOC
+    so = str(pathlib.Path(out_dir) / "failmalloc.so")
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-Wall", "-o", so,
+                    str(ROOT / "tests/fault/failmalloc.c")], check=True)
+    _FAILMALLOC = so
+    return so
+
+
+class FailCtl:
+    """The shared control file of failmalloc.so (see its header)."""
+
+    def __init__(self, path):
+        self.path = str(path)
+        with open(self.path, "wb") as f:
+            f.write(b"\0" * 4096)
+
+    def set(self, every, mmap_too=True):
+        with open(self.path, "r+b") as f:
+            f.seek(4)
+            f.write(struct.pack("i", 1 if mmap_too else 0))
+            f.seek(0)
+            f.write(struct.pack("i", every))
+
+    def counts(self):
+        with open(self.path, "rb") as f:
+            data = f.read(24)
+        _, _, calls, failed = struct.unpack("iiQQ", data)
+        return calls, failed
