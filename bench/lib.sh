@@ -142,7 +142,7 @@ events {
     worker_connections $wc;
 }
 http {
-    access_log off;
+    access_log ${NGINX_ACCESS_LOG:-off};
     keepalive_requests 1000000;
     keepalive_timeout 65;
     client_body_temp_path $dir/tmp/body;

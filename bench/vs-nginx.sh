@@ -12,7 +12,9 @@
 #
 # usage: bench/vs-nginx.sh [--smoke] [--duration SEC] [--rounds N] [--connections N]
 #   env: DURATION (5), ROUNDS (3), CONNS (100), SMOKE=1 (1 s runs, 1 round),
-#        SPINDLE (build/spindle), NGINX, OUT (result file prefix)
+#        SPINDLE (build/spindle), NGINX, OUT (result file prefix),
+#        ACCESS_LOG=1 (both servers write a combined-format access log to a
+#        file in the temp dir, as issue 7's benchmark asks)
 # Exits non-zero if a run saw a non-2xx response or a socket error.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -47,7 +49,12 @@ TCK=$(getconf CLK_TCK)
 
 # --- servers: both started once, both pinned to CPU 0, idle when not driven.
 SP_PORT=$(free_port)
-taskset -c 0 "$SPINDLE" --bind "127.0.0.1:$SP_PORT" --workers 1 --log-level warning \
+SP_LOG_FLAGS=()
+if [ "${ACCESS_LOG:-0}" = 1 ]; then
+  SP_LOG_FLAGS=(--access-log "$TMPD/spindle-access.log")
+  export NGINX_ACCESS_LOG="$TMPD/nginx-access.log combined"
+fi
+taskset -c 0 "$SPINDLE" --bind "127.0.0.1:$SP_PORT" --workers 1 --log-level warning "${SP_LOG_FLAGS[@]}" \
   >"$TMPD/spindle.log" 2>&1 &
 SP_PID=$!
 bench_track "$SP_PID"
