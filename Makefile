@@ -56,6 +56,7 @@ LIB := $(B)/libspindle.a
 
 BIN := $(if $(wildcard src/main.c),$(B)/spindle)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(filter-out examples/app_%,$(wildcard examples/*.c)))
+EXAMPLES += $(B)/examples/chat
 # Applications loaded with --app: shared objects, resolved against the binary.
 APP_MODULES := $(patsubst examples/%.c,$(B)/examples/%.so,$(wildcard examples/app_*.c)) \
   $(patsubst tests/apps/%.c,$(B)/tests/apps/%.so,$(wildcard tests/apps/*.c))
@@ -93,6 +94,9 @@ $(B)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
 
+$(B)/examples/chat: examples/chat/chat.c $(LIB)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
 $(B)/examples/%.so: examples/%.c include/spindle.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
@@ -162,7 +166,8 @@ run: deps
 	./build/spindle --bind 127.0.0.1:8080
 
 FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
-  tests/diff/*.c tests/apps/*.c examples/*.c bench/*.c python/_spindle/*.c python/_spindle/*.h)
+  tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
+  python/_spindle/*.h)
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:

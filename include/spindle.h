@@ -159,7 +159,8 @@ SP_API int sp_server_run(sp_server *s);
 SP_API void sp_server_stop(sp_server *s);
 
 /* Runs fn(s, ud) in each worker process once its loop exists, before it
- * serves (with --workers 0, in the one process): where to start periodic
+ * serves (with --workers 0, or a program calling sp_server_run itself, in
+ * the one process; sp_server_run then returns -ECANCELED if fn fails): where to start periodic
  * timers (sp_every), background coroutines (sp_spawn) and per-process
  * clients (a database connection opened after the fork). An --app
  * module's init runs in the master, before the fork, so it registers its
@@ -494,6 +495,79 @@ SP_API int sp_ws_close_code(const sp_ws *ws);
  * the process exits. 0, -EINVAL (NULL argument, or a prefix that is not a
  * normalized path), -ENOENT (dir missing), -ENOTDIR, -EACCES, -ENOMEM. */
 SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
+
+/* ---- Sessions ---------------------------------------------------------------
+ * A session per visitor, keyed by a cookie: "spindle_sid", HttpOnly,
+ * SameSite=Lax, Path=/, holding a random 128-bit id and the session's
+ * expiry, signed with HMAC-SHA256. A cookie that is forged, truncated,
+ * signed with another key or past its expiry is ignored: the visitor gets
+ * a fresh, empty session under a new id, never someone else's. Keys and
+ * values are NUL-terminated strings (at most 64 KiB per session in all).
+ * Every change is written through to the store before the call returns,
+ * so there is nothing to save when the handler ends, and the response
+ * cannot overtake the data it reports. Two requests of one visitor that
+ * change the same session at once: the last write wins, whole. Stores:
+ *   "memory"            this process only (one worker), lost at exit;
+ *   "sqlite:PATH"       one database file (WAL) shared by all the workers
+ *                       of one machine, surviving restarts; each worker
+ *                       opens its connection after the fork;
+ *   "redis://HOST:PORT" a Redis server shared by several machines (one key
+ *                       per session, expiring with it).
+ * SQLite and Redis calls run on the loop's thread pool (sp_run_blocking):
+ * a busy database never stalls the loop. One loop per process serves
+ * sessions (spindle's workers are processes). See examples/sessions.c. */
+typedef struct sp_session sp_session;
+
+/* Gives s's handlers sessions in store (NULL: "memory"), signed with the
+ * key in secret_file (its bytes without trailing whitespace, at least 16;
+ * the same file on every machine that shares a store), or, with NULL, with
+ * a random key made now, logged as a warning: sessions then do not survive
+ * a restart. Call it before the server serves — from an --app init, in the
+ * master before the fork, so every worker shares the key. A SQLite
+ * database is opened once here to report a bad path at start, and again in
+ * each worker (sp_server_on_worker_start). Calling it again replaces the
+ * configuration. 0, -EINVAL (unknown store spec, secret too short),
+ * -ENOENT/-EACCES (secret file or database), -ENOSPC, -ENOMEM; the reason
+ * is logged. */
+SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file);
+
+/* The visitor's session (the function cannot be called sp_session: C
+ * gives the type that name), loaded from the store (yields for SQLite and
+ * Redis), or a new empty one under a fresh id. Adds its Set-Cookie to res,
+ * so call it before anything is sent; calling it again in the same request
+ * returns the same session. Valid until the handler returns. NULL with
+ * errno: ENXIO (no sp_sessions_configure for this server), EALREADY (the
+ * response head was sent), ENOMEM, ENOSPC (no room for the header), or the
+ * store's error (EIO, EBUSY, ECONNREFUSED, ...). */
+SP_API sp_session *sp_session_of(sp_req *req, sp_res *res);
+
+/* The session's id (hex, NUL-terminated). */
+SP_API const char *sp_session_id(const sp_session *s);
+
+/* The value of key, or NULL. Valid until key is set or deleted. */
+SP_API const char *sp_session_get(const sp_session *s, const char *key);
+
+/* Sets key to value (both copied) and writes the session to the store
+ * (yields). 0, -EINVAL, -E2BIG (over 64 KiB), -ENOMEM or the store's
+ * -errno (the value is then set here but not stored). */
+SP_API int sp_session_set(sp_session *s, const char *key, const char *value);
+
+/* Removes key and writes the session (yields); 0 also if it was absent. */
+SP_API int sp_session_del(sp_session *s, const char *key);
+
+/* Empties the session, deletes it from the store and gives the visitor a
+ * new id with a full lifetime (log-out: whoever held the old cookie shares
+ * nothing new). Before the head is sent (-EALREADY). Yields. 0 or -errno. */
+SP_API int sp_session_clear(sp_session *s);
+
+/* The session now expires seconds from now (default: one day after it was
+ * made; the expiry does not slide by itself); the cookie and the store
+ * follow. Before the head is sent (-EALREADY); seconds in 1..100 years
+ * (-EINVAL). Yields. 0 or -errno. */
+SP_API int sp_session_set_ttl(sp_session *s, int64_t seconds);
+
+/* When the session expires: unix seconds. */
+SP_API int64_t sp_session_expiry(const sp_session *s);
 
 #ifdef __cplusplus
 }

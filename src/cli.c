@@ -88,6 +88,13 @@ static const flag flags[] = {
     {"root", "DIR", K_STR, "serve the files under DIR for requests no route claims (default none)"},
     {"app", "FILE.so", K_STR,
      "load a C application (see SP_APP_MODULE in spindle.h) instead of the demo routes"},
+    {"sessions", "STORE", K_STR,
+     "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
+     "survives restarts) or redis://HOST[:PORT] (several machines) (default: none; "
+     "sp_session_of fails until one is set)"},
+    {"session-secret-file", "FILE", K_STR,
+     "the key that signs session cookies (the same file on every machine); without it a "
+     "random key is made at start and sessions do not survive a restart"},
     {"access-log", "FILE", K_STR,
      "write an access log to FILE, or - for stdout (default: none, as in gunicorn)"},
     {"access-log-format", "FMT", K_STR,
@@ -283,6 +290,10 @@ static int apply(cli_config *c, const flag *f, const char *arg) {
         c->access_log_format = arg;
     else if (!strcmp(name, "stats"))
         c->stats = arg;
+    else if (!strcmp(name, "sessions"))
+        c->sessions = arg;
+    else if (!strcmp(name, "session-secret-file"))
+        c->session_secret = arg;
     else if (!strcmp(name, "log-level")) {
         int lv = log_parse_level(arg);
         if (lv < 0) {
@@ -604,6 +615,23 @@ int cli_setup_server(const cli_config *c, sp_server *s) {
         }
     }
     s->timed = c->access_log || c->stats;
+    return 0;
+}
+
+int cli_setup_sessions(const cli_config *c, sp_server *s) {
+    if (!c->sessions && !c->session_secret)
+        return 0;
+    if (c->sessions && strcmp(c->sessions, "memory") == 0 && c->mo.workers > 1)
+        log_msg(LOG_WARNING,
+                "--sessions memory keeps sessions per worker: with %d workers a "
+                "visitor's requests can land on a worker that does not know its "
+                "session; use sqlite:PATH",
+                c->mo.workers);
+    if (sp_sessions_configure(s, c->sessions, c->session_secret) < 0) {
+        fprintf(stderr, "spindle: --sessions %s: see the error above\n",
+                c->sessions ? c->sessions : "memory");
+        return -1;
+    }
     return 0;
 }
 

@@ -23,6 +23,7 @@ typedef struct cli_config {
     const char *app;
     const char *root; /* --root DIR: static files */
     const char *access_log, *access_log_format, *stats;
+    const char *sessions, *session_secret;
     const char *user, *group, *chdir;
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
@@ -57,6 +58,10 @@ int cli_listen(const cli_config *c, sp_server *s);
 /* The access log, --stats route and request timing on s (before the
  * application's routes, so the stats path wins). 0, or -1 with a message. */
 int cli_setup_server(const cli_config *c, sp_server *s);
+
+/* --sessions / --session-secret-file, after the application's routes (so
+ * the flags override its choice). 0, or -1 with a message. */
+int cli_setup_sessions(const cli_config *c, sp_server *s);
 
 /* --user / --group, after binding. 0, or -1 with a message printed. */
 int cli_drop_privileges(const cli_config *c);

@@ -190,7 +190,7 @@ int http_write_head(const http_response *r, char *buf, size_t cap, http_out *out
     /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client. */
     if (st < 100 || st > 599 || (st < 200 && r->minor_version == 0))
         return -EINVAL;
-    for (size_t i = 0; i < r->nfields; i++)
+    for (size_t i = 0; !r->fields_checked && i < r->nfields; i++)
         if (!field_ok(&r->fields[i], st))
             return -EINVAL;
 

@@ -40,7 +40,9 @@ typedef struct http_response {
     int64_t content_length;   /* body length when known, -1 when streaming */
     const http_field *fields; /* the application's fields, sent in order */
     size_t nfields;
-    const char *date; /* HTTP_DATE_LEN octets (a cache's text), or NULL */
+    const char *date;   /* HTTP_DATE_LEN octets (a cache's text), or NULL */
+    int fields_checked; /* the caller already applied the field rules below
+                           to every field (sp_res_header does): skip them */
 } http_response;
 
 /* What the head committed to: the body framing and whether the connection

@@ -43,6 +43,10 @@ int main(int argc, char **argv) {
         sp_server_free(s);
         return 1;
     }
+    if (cli_setup_sessions(&c, s) < 0) {
+        sp_server_free(s);
+        return 1;
+    }
     /* Static files last: routes added before them win. */
     if (c.root && (rc = sp_static(s, "/", c.root)) < 0) {
         fprintf(stderr, "spindle: --root %s: %s\n", c.root, strerror(-rc));

@@ -50,15 +50,11 @@ static int owned_by_server(const char *name, size_t n) {
            http_ieq(name, n, "date", 4) || http_ieq(name, n, "connection", 10);
 }
 
-int sp_res_header(sp_res *r, const char *name, const char *value) {
+/* Checks the value and stores name: value (name already checked). */
+static int add_field(sp_res *r, const char *name, size_t nl, const char *value) {
     if (r->head_sent)
         return -EALREADY;
-    size_t nl = strlen(name), vl = strlen(value);
-    if (nl == 0 || owned_by_server(name, nl))
-        return -EINVAL;
-    for (size_t i = 0; i < nl; i++)
-        if (!http_is((unsigned char)name[i], HTTP_C_TCHAR))
-            return -EINVAL;
+    size_t vl = strlen(value);
     for (size_t i = 0; i < vl; i++)
         if (!http_is((unsigned char)value[i], HTTP_C_VALUE))
             return -EINVAL; /* CR, LF, NUL or another control: injection */
@@ -73,6 +69,18 @@ int sp_res_header(sp_res *r, const char *name, const char *value) {
     r->fields[r->nfields++] = (http_field){p, nl, p + nl, vl};
     r->field_bytes += nl + vl;
     return 0;
+}
+
+int sp_res_header(sp_res *r, const char *name, const char *value) {
+    if (r->head_sent)
+        return -EALREADY;
+    size_t nl = strlen(name);
+    if (nl == 0 || owned_by_server(name, nl))
+        return -EINVAL;
+    for (size_t i = 0; i < nl; i++)
+        if (!http_is((unsigned char)name[i], HTTP_C_TCHAR))
+            return -EINVAL;
+    return add_field(r, name, nl, value);
 }
 
 int sp_res_length(sp_res *r, uint64_t len) {
@@ -119,6 +127,7 @@ static int send_with_head_flags(sp_res *r, struct iovec *body, int nbody, int fl
         .fields = r->fields,
         .nfields = r->nfields,
         .date = server_date(s),
+        .fields_checked = 1, /* sp_res_header validated each one */
     };
     int n = http_write_head(&hr, head, sizeof head, &r->out);
     if (n < 0)
@@ -220,7 +229,7 @@ int sp_res_send(sp_res *r, int status, const char *content_type, const void *bod
         return -EALREADY;
     int rc = sp_res_status(r, status);
     if (rc == 0 && content_type)
-        rc = sp_res_header(r, "Content-Type", content_type);
+        rc = add_field(r, "Content-Type", 12, content_type); /* the name is known good */
     if (rc < 0)
         return rc;
     r->declared = (int64_t)len;

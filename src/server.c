@@ -6,6 +6,7 @@
 
 #include "access_log.h"
 #include "log.h"
+#include "session.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -370,8 +371,15 @@ int sp_server_run(sp_server *s) {
             return -errno;
         own_loop = 1;
     }
-    int rc;
-    if (s->drive) {
+    int rc = 0;
+    for (int i = 0; i < s->non_start && rc == 0; i++)
+        if (s->on_start[i].fn(s, s->on_start[i].ud) < 0) {
+            log_msg(LOG_CRITICAL, "a worker start-up hook failed; not serving");
+            rc = -ECANCELED;
+        }
+    if (rc < 0) {
+        /* reported above */
+    } else if (s->drive) {
         rc = s->drive(s, s->drive_ud); /* e.g. the Python binding's hub */
     } else {
         rc = server_start(s, l);
@@ -418,6 +426,7 @@ void server_close_listeners(sp_server *s) {
 void sp_server_free(sp_server *s) {
     if (!s)
         return;
+    sess_server_forget(s);
     for (int i = 0; i < s->nlisteners; i++) {
         if (s->listeners[i].w.fd >= 0)
             close(s->listeners[i].w.fd);

@@ -118,14 +118,7 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
             return MASTER_BOOT_FAILED;
         }
     }
-    int started = 0;
-    for (int i = 0; i < s->non_start; i++)
-        if (s->on_start[i].fn(s, s->on_start[i].ud) < 0) {
-            log_msg(LOG_ERROR, "a worker start-up hook failed");
-            started = -1;
-            break;
-        }
-    if (started < 0 || (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0)) {
+    if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
         log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
         loop_watch_del(l, &w.sigw);
         close(sfd);
@@ -137,6 +130,10 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
         loop_timer_arm(l, &w.heartbeat, loop_now(l) + 1000, on_heartbeat, &w);
     }
     int rc = sp_server_run(s);
+    if (rc == -ECANCELED) {
+        loop_timer_cancel(l, &w.heartbeat);
+        return MASTER_BOOT_FAILED; /* a start-up hook failed: restarting will not help */
+    }
     if (rc < 0)
         log_msg(LOG_ERROR, "worker stopped: %s", strerror(-rc));
     loop_timer_cancel(l, &w.heartbeat);

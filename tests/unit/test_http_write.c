@@ -30,7 +30,7 @@ TEST(date_imf_fixdate) {
 
 TEST(length_known_keep_alive) {
     http_field f[] = {{"Content-Type", 12, "text/plain", 10}};
-    http_response r = {200, 1, 0, 1, 5, f, 1, "Sun, 06 Nov 1994 08:49:37 GMT"};
+    http_response r = {200, 1, 0, 1, 5, f, 1, "Sun, 06 Nov 1994 08:49:37 GMT", 0};
     http_out o;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 200 OK\r\nDate: Sun, 06 Nov 1994 08:49:37 GMT\r\n"
                                   "Content-Type: text/plain\r\nContent-Length: 5\r\n\r\n");
@@ -45,7 +45,7 @@ TEST(length_known_keep_alive) {
 }
 
 TEST(streaming_11_chunked_10_close) {
-    http_response r = {200, 1, 0, 1, -1, NULL, 0, NULL};
+    http_response r = {200, 1, 0, 1, -1, NULL, 0, NULL, 0};
     http_out o;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
     CHECK_EQ(o.framing, HTTP_OUT_CHUNKED);
@@ -65,7 +65,7 @@ TEST(streaming_11_chunked_10_close) {
 
 /* RFC 9110 §8.6, RFC 9112 §6.1: no Content-Length or TE on 1xx and 204. */
 TEST(no_content_statuses) {
-    http_response r = {204, 1, 0, 1, 10, NULL, 0, NULL};
+    http_response r = {204, 1, 0, 1, 10, NULL, 0, NULL, 0};
     http_out o;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 204 No Content\r\n\r\n");
     CHECK_EQ(o.framing, HTTP_OUT_NONE);
@@ -74,7 +74,7 @@ TEST(no_content_statuses) {
     r.status = 100;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 100 Continue\r\n\r\n");
     http_field up[] = {{"Connection", 10, "upgrade", 7}, {"Upgrade", 7, "websocket", 9}};
-    http_response u = {101, 1, 0, 1, -1, up, 2, NULL};
+    http_response u = {101, 1, 0, 1, -1, up, 2, NULL, 0};
     CHECK_STR(write_head(&u, &o), "HTTP/1.1 101 Switching Protocols\r\nConnection: upgrade\r\n"
                                   "Upgrade: websocket\r\n\r\n");
     r.minor_version = 0; /* RFC 9110 §15.2: no 1xx to HTTP/1.0 */
@@ -83,7 +83,7 @@ TEST(no_content_statuses) {
 
 /* HEAD and 304 carry the length GET / 200 would have, but no body. */
 TEST(head_and_304) {
-    http_response r = {200, 1, 1, 1, 1234, NULL, 0, NULL};
+    http_response r = {200, 1, 1, 1, 1234, NULL, 0, NULL, 0};
     http_out o;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n");
     CHECK_EQ(o.framing, HTTP_OUT_NONE);
@@ -93,7 +93,7 @@ TEST(head_and_304) {
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 200 OK\r\n\r\n");
     CHECK_EQ(o.framing, HTTP_OUT_NONE);
     CHECK_EQ(o.keep_alive, 1);
-    http_response n = {304, 1, 0, 1, 99, NULL, 0, NULL};
+    http_response n = {304, 1, 0, 1, 99, NULL, 0, NULL, 0};
     CHECK_STR(write_head(&n, &o), "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n");
     CHECK_EQ(o.framing, HTTP_OUT_NONE);
     n.content_length = -1;
@@ -119,14 +119,14 @@ TEST(invalid_fields_refused) {
     };
     http_out o = {HTTP_OUT_CHUNKED, 7};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        http_response r = {200, 1, 0, 1, 0, &bad[i], 1, NULL};
+        http_response r = {200, 1, 0, 1, 0, &bad[i], 1, NULL, 0};
         memset(head, 'z', 8);
         CHECK_EQ(http_write_head(&r, head, sizeof head, &o), -EINVAL);
         CHECK_MEM(head, 8, "zzzzzzzz"); /* nothing written */
     }
     CHECK_EQ(o.keep_alive, 7);
     http_field ok[] = {{"X-A", 3, "a\tb \x80", 5}};
-    http_response r = {200, 1, 0, 1, 0, ok, 1, NULL};
+    http_response r = {200, 1, 0, 1, 0, ok, 1, NULL, 0};
     CHECK(http_write_head(&r, head, sizeof head, &o) > 0);
     r.status = 99;
     CHECK_EQ(http_write_head(&r, head, sizeof head, &o), -EINVAL);
@@ -135,7 +135,7 @@ TEST(invalid_fields_refused) {
 }
 
 TEST(no_space) {
-    http_response r = {200, 1, 0, 1, 0, NULL, 0, NULL};
+    http_response r = {200, 1, 0, 1, 0, NULL, 0, NULL, 0};
     http_out o;
     int n = http_write_head(&r, head, sizeof head, &o);
     CHECK(n > 0);
@@ -148,7 +148,7 @@ TEST(reasons_and_odd_status) {
     CHECK_STR(http_reason(404), "Not Found");
     CHECK_STR(http_reason(413), "Content Too Large");
     CHECK_STR(http_reason(299), "");
-    http_response r = {299, 1, 0, 1, 0, NULL, 0, NULL};
+    http_response r = {299, 1, 0, 1, 0, NULL, 0, NULL, 0};
     http_out o;
     CHECK_STR(write_head(&r, &o), "HTTP/1.1 299 \r\nContent-Length: 0\r\n\r\n");
 }

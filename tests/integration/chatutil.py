@@ -1,0 +1,186 @@
+"""Helpers for the chat example's tests (test_chat.py) and its browser driver
+(tests/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
+frames, fragments reassembled, pings answered), and ChatServer, which runs
+build/examples/chat on a free 127.0.0.1 port and stops it by its PID."""
+import base64
+import json
+import os
+import pathlib
+import signal
+import socket
+import struct
+import subprocess
+import time
+
+ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
+CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class WSClosed(Exception):
+    def __init__(self, code, reason=b""):
+        super().__init__("closed with %s %r" % (code, reason))
+        self.code = code
+
+
+class WS:
+    """A WebSocket client. recv() returns (opcode, payload bytes)."""
+
+    def __init__(self, host, port, path="/", headers=(), timeout=5.0):
+        self.sock = socket.create_connection((host, port), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        lines = ["GET %s HTTP/1.1" % path, "Host: %s:%d" % (host, port), "Upgrade: websocket",
+                 "Connection: Upgrade", "Sec-WebSocket-Key: " + key, "Sec-WebSocket-Version: 13"]
+        lines += ["%s: %s" % h for h in headers]
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        self.buf = b""
+        while b"\r\n\r\n" not in self.buf:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise ConnectionError("closed during the handshake: %r" % self.buf)
+            self.buf += chunk
+        head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        self.head = head.decode("latin-1")
+        self.status = int(self.head.split(" ", 2)[1])
+        if self.status != 101:
+            self.sock.close()
+            raise ConnectionError("handshake refused: " + self.head.splitlines()[0])
+
+    def _exact(self, n):
+        while len(self.buf) < n:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise WSClosed(1006)
+            self.buf += chunk
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def _frame(self):
+        b0, b1 = self._exact(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack("!H", self._exact(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", self._exact(8))[0]
+        mask = self._exact(4) if b1 & 0x80 else None
+        data = self._exact(n)
+        if mask:
+            data = bytes(c ^ mask[i % 4] for i, c in enumerate(data))
+        return bool(b0 & 0x80), b0 & 0x0F, data
+
+    def send(self, opcode, data):
+        if isinstance(data, str):
+            data = data.encode()
+        head = bytes([0x80 | opcode])
+        n = len(data)
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        mask = os.urandom(4)
+        body = bytes(c ^ mask[i % 4] for i, c in enumerate(data)) if n < 4096 else \
+            (int.from_bytes(data, "big") ^ int.from_bytes((mask * (n // 4 + 1))[:n], "big")).to_bytes(n, "big")
+        self.sock.sendall(head + mask + body)
+
+    def send_text(self, text):
+        self.send(1, text)
+
+    def recv(self, timeout=5.0):
+        self.sock.settimeout(timeout)
+        parts, first = [], None
+        while True:
+            fin, op, data = self._frame()
+            if op == 9:
+                self.send(10, data)
+                continue
+            if op == 10:
+                continue
+            if op == 8:
+                code = struct.unpack("!H", data[:2])[0] if len(data) >= 2 else 1005
+                try:
+                    self.send(8, data[:2])
+                except OSError:
+                    pass
+                raise WSClosed(code, data[2:])
+            if first is None:
+                first = op
+            parts.append(data)
+            if fin:
+                return first, b"".join(parts)
+
+    def recv_json(self, timeout=5.0):
+        op, data = self.recv(timeout)
+        assert op == 1, op
+        return json.loads(data)
+
+    def close(self, code=1000):
+        try:
+            self.send(8, struct.pack("!H", code))
+            self.recv(2.0)
+        except (WSClosed, OSError):
+            pass
+        self.sock.close()
+
+
+class ChatServer:
+    """build/examples/chat on 127.0.0.1:<free port>, started and stopped by PID."""
+
+    def __init__(self, tmp_path, *flags):
+        self.port = free_port()
+        self.host = "127.0.0.1"
+        self.err_path = str(pathlib.Path(tmp_path) / ("chat-%d.err" % self.port))
+        self._err = open(self.err_path, "wb")
+        self.proc = subprocess.Popen([CHAT_BIN, "--bind", "127.0.0.1:%d" % self.port] + list(flags),
+                                     cwd=str(ROOT), stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self._err)
+        end = time.monotonic() + 5
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError("chat exited with %s: %s" % (self.proc.returncode, self.stderr()))
+            try:
+                with socket.create_connection(self.addr, timeout=1) as s:
+                    s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                    if s.recv(16).startswith(b"HTTP/1.1 200"):
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > end:
+                raise RuntimeError("chat did not answer within 5 s: " + self.stderr())
+            time.sleep(0.02)
+
+    @property
+    def addr(self):
+        return (self.host, self.port)
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d/" % self.port
+
+    def stderr(self):
+        try:
+            return pathlib.Path(self.err_path).read_text(errors="replace")
+        except OSError:
+            return ""
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def ws(self, path="/ws", headers=(), timeout=5.0):
+        return WS(self.host, self.port, path, headers, timeout)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(5)
+        self._err.close()

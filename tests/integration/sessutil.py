@@ -1,0 +1,98 @@
+"""Helpers for the session tests: the app module's path, visits with curl
+cookie jars (one jar per visitor), and a throwaway redis-server on a free
+127.0.0.1 port, stopped by its PID."""
+import os
+import pathlib
+import signal
+import socket
+import subprocess
+import time
+
+from conftest import BIN, CURL, free_port
+
+APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_sessions.so")
+REDIS = "/usr/bin/redis-server"
+
+
+class Visit:
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.fields = dict(kv.split("=", 1) for kv in body.split() if "=" in kv)
+
+    def header(self, name):
+        return [v for k, v in self.headers if k.lower() == name.lower()]
+
+    @property
+    def count(self):
+        return int(self.fields["count"])
+
+    def __repr__(self):
+        return "<Visit %s %r>" % (self.status, self.body)
+
+
+def visit(srv, path, jar=None, cookie=None):
+    """GET path with curl on a new connection: with a cookie jar (read and
+    written, like a browser), or a raw Cookie header."""
+    args = [CURL, "-s", "-m", "5", "-D", "-", "http://127.0.0.1:%d%s" % (srv.port, path)]
+    if jar is not None:
+        args += ["-b", str(jar), "-c", str(jar)]
+    if cookie is not None:
+        args += ["-H", "Cookie: " + cookie]
+    out = subprocess.run(args, capture_output=True, timeout=10).stdout.decode("latin-1")
+    head, _, body = out.partition("\r\n\r\n")
+    lines = head.split("\r\n")
+    headers = [tuple(x.strip() for x in line.split(":", 1)) for line in lines[1:] if ":" in line]
+    return Visit(int(lines[0].split()[1]), headers, body.strip())
+
+
+def sid_of(v):
+    """The spindle_sid value a response set."""
+    for h in v.header("Set-Cookie"):
+        if h.startswith("spindle_sid="):
+            return h.split(";")[0][len("spindle_sid="):]
+    raise AssertionError("no session cookie in %r" % v.headers)
+
+
+class Redis:
+    def __init__(self, tmp_path):
+        self.port = free_port()
+        self.dir = tmp_path / "redis"
+        self.dir.mkdir()
+        self.log = open(self.dir / "redis.log", "wb")
+        self.proc = subprocess.Popen(
+            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no", "--dir", str(self.dir)],
+            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, cwd=str(self.dir))
+        end = time.monotonic() + 5
+        while True:
+            try:
+                if self.command("PING") == b"+PONG\r\n":
+                    break
+            except OSError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.stop()
+                raise RuntimeError("redis-server did not start: %s" %
+                                   (self.dir / "redis.log").read_text(errors="replace"))
+            time.sleep(0.05)
+
+    def command(self, *args):
+        """One command in RESP; the raw reply (enough for these tests)."""
+        req = b"*%d\r\n" % len(args) + b"".join(
+            b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+            s.sendall(req)
+            time.sleep(0.05)
+            return s.recv(65536)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(3)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(3)
+        self.log.close()
