@@ -95,7 +95,7 @@ static int try_rc, relock_rc, foreign_unlock_rc;
 static void holder(void *arg) {
     CHECK_EQ(sp_mutex_lock(mu, 0), 0);
     relock_rc = sp_mutex_lock(mu, -1);
-    sp_sleep(20);
+    sp_sleep(300); /* far beyond the trier's 5 ms, even on a loaded machine */
     CHECK_EQ(sp_mutex_unlock(mu), 0);
 }
 static void trier(void *arg) {
