@@ -113,7 +113,8 @@ static void fail(sp_res *r) {
 }
 
 /* Writes the head (and body iovecs after it) in one writev; flags
- * MSG_MORE when a sendfile follows. */
+ * MSG_MORE when a sendfile follows, SEND_LAST for a complete response. */
+#define SEND_LAST (1 << 30)
 static int send_with_head_flags(sp_res *r, struct iovec *body, int nbody, int flags) {
     sp_req *q = r->req;
     sp_server *s = q->srv;
@@ -132,6 +133,13 @@ static int send_with_head_flags(sp_res *r, struct iovec *body, int nbody, int fl
     int n = http_write_head(&hr, head, sizeof head, &r->out);
     if (n < 0)
         return n;
+    if (flags & SEND_LAST) {
+        /* The whole response, and the connection closes next: hold it so
+         * close() sends it with the FIN, one segment fewer per connection. */
+        flags &= ~SEND_LAST;
+        if (!r->out.keep_alive)
+            flags |= MSG_MORE;
+    }
     r->head_sent = 1;
     struct iovec iov[8];
     iov[0] = (struct iovec){head, (size_t)n};
@@ -234,7 +242,7 @@ int sp_res_send(sp_res *r, int status, const char *content_type, const void *bod
         return rc;
     r->declared = (int64_t)len;
     struct iovec iov = {(void *)body, len};
-    rc = send_with_head(r, &iov, len ? 1 : 0);
+    rc = send_with_head_flags(r, &iov, len ? 1 : 0, SEND_LAST);
     if (rc < 0)
         return rc;
     r->written = len;
