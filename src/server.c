@@ -246,8 +246,34 @@ int server_adopt_conn(sp_server *s, int fd) {
     return s->nconns > before ? 0 : -EIO;
 }
 
+/* EPOLLEXCLUSIVE wakes the first idle worker, so a worker that keeps up
+ * would take every connection while the others idle. A worker already
+ * holding well over its share (from the counters in shared memory) steps
+ * aside for a moment, as nginx's accept_mutex does. */
+static int over_share(const sp_server *s) {
+    if (!s->accept_exclusive || !s->slot || s->nslots < 2)
+        return 0;
+    uint64_t sum = 0;
+    int live = 0;
+    for (int i = 0; i < s->nslots; i++)
+        if (s->slots_all[i].pid) {
+            sum += s->slots_all[i].st.conns_open;
+            live++;
+        }
+    if (live < 2)
+        return 0;
+    uint64_t avg = sum / (uint64_t)live;
+    return (uint64_t)s->nconns > avg + avg / 2 + 8;
+}
+
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     sp_server *s = w->data;
+    if (over_share(s)) {
+        listeners_pause(s);
+        s->accept_paused = 1;
+        loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
+        return;
+    }
     int room = s->opt.max_connections - s->nconns;
     /* Workers sharing a listener take a few connections per wake-up, so a
      * burst spreads over them (EPOLLEXCLUSIVE wakes waiters in turn); alone,
