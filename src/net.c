@@ -15,9 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Waits for dir after an EAGAIN. A watch that reports hang-up yet whose
- * syscall still says EAGAIN would spin: the second time is an error. */
+/* After a syscall failed with errno: an error to return (< 0), or 0 to try
+ * again — at once after EINTR, once the fd is ready after EAGAIN. A watch
+ * that reports hang-up yet whose syscall still says EAGAIN would spin: the
+ * second time is an error. One helper, so the retry loops cannot drift. */
 static int wait_again(loop *l, loop_watch *w, uint32_t dir, int64_t deadline, int *hups) {
+    if (errno == EINTR)
+        return 0; /* interrupted: just try again */
+    if (errno != EAGAIN)
+        return -errno;
     int rc = loop_wait_fd(l, w, dir, deadline);
     if (rc < 0)
         return rc;
@@ -32,10 +38,6 @@ ssize_t net_read(loop *l, loop_watch *w, void *buf, size_t len, int64_t deadline
         ssize_t n = read(w->fd, buf, len);
         if (n >= 0)
             return n;
-        if (errno == EINTR)
-            continue;
-        if (errno != EAGAIN)
-            return -errno;
         int rc = wait_again(l, w, LOOP_READ, deadline, &hups);
         if (rc < 0)
             return rc;
@@ -59,10 +61,6 @@ ssize_t net_writev_flags(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, 
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
         ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | flags);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN)
-                return -errno;
             int rc = wait_again(l, w, LOOP_WRITE, deadline, &hups);
             if (rc < 0)
                 return rc;
@@ -96,10 +94,6 @@ ssize_t net_sendfile(loop *l, loop_watch *w, int file_fd, off_t *off, size_t cou
     while (left > 0) {
         ssize_t n = sendfile(w->fd, file_fd, off, left);
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno != EAGAIN)
-                return -errno;
             int rc = wait_again(l, w, LOOP_WRITE, deadline, &hups);
             if (rc < 0)
                 return rc;
