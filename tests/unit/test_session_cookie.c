@@ -1,0 +1,153 @@
+/* test_session_cookie.c — the signed session cookie: a good one verifies;
+ * forged (any character changed), truncated, extended, expired and
+ * wrong-key cookies do not; ids are random; secret files are read as
+ * documented. */
+#include "session.h"
+#include "session_cookie.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static const char key[] = "0123456789abcdef-test-key";
+#define KL (sizeof key - 1)
+
+TEST(cookie_round_trip) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 1], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    CHECK_EQ(strlen(id), SESS_ID_HEX);
+    sess_cookie_sign(key, KL, id, 2000000000, v);
+    CHECK_EQ(strlen(v), SESS_VALUE_LEN);
+    int64_t exp = 0;
+    CHECK_EQ(sess_cookie_verify(key, KL, v, strlen(v), 1999999999, got, &exp), 0);
+    CHECK_STR(got, id);
+    CHECK_EQ(exp, 2000000000);
+}
+
+TEST(cookie_every_changed_character_is_refused) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 1], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    sess_cookie_sign(key, KL, id, 2000000000, v);
+    int64_t exp;
+    for (size_t i = 0; i < SESS_VALUE_LEN; i++) {
+        char f[SESS_VALUE_LEN + 1];
+        memcpy(f, v, sizeof f);
+        /* Another character of the same class (hex stays hex, digits stay
+         * digits): only the MAC can catch it. */
+        f[i] = f[i] == '.'                    ? '-'
+               : f[i] == '0'                  ? '1'
+               : (f[i] == 'f' || f[i] == '9') ? '0'
+                                              : f[i] + 1;
+        int rc = sess_cookie_verify(key, KL, f, SESS_VALUE_LEN, 0, got, &exp);
+        CHECK(rc == -EPERM || rc == -EBADMSG);
+    }
+}
+
+TEST(cookie_forged_expiry_refused) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 1], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    sess_cookie_sign(key, KL, id, 1000, v); /* long expired */
+    int64_t exp;
+    CHECK_EQ(sess_cookie_verify(key, KL, v, SESS_VALUE_LEN, 5000, got, &exp), -ETIMEDOUT);
+    memcpy(v + SESS_ID_HEX + 1, "9999999999", 10); /* pushed into the future */
+    CHECK_EQ(sess_cookie_verify(key, KL, v, SESS_VALUE_LEN, 5000, got, &exp), -EPERM);
+}
+
+TEST(cookie_truncated_or_extended_refused) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 2], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    sess_cookie_sign(key, KL, id, 2000000000, v);
+    int64_t exp;
+    for (size_t n = 0; n < SESS_VALUE_LEN; n++)
+        CHECK_EQ(sess_cookie_verify(key, KL, v, n, 0, got, &exp), -EBADMSG);
+    v[SESS_VALUE_LEN] = '0';
+    CHECK_EQ(sess_cookie_verify(key, KL, v, SESS_VALUE_LEN + 1, 0, got, &exp), -EBADMSG);
+    CHECK_EQ(sess_cookie_verify(key, KL, "", 0, 0, got, &exp), -EBADMSG);
+    /* Uppercase hex, a sign in the expiry: malformed, not merely unsigned. */
+    char u[SESS_VALUE_LEN + 1];
+    sess_cookie_sign(key, KL, id, 2000000000, u);
+    u[SESS_VALUE_LEN - 1] = 'F';
+    CHECK_EQ(sess_cookie_verify(key, KL, u, SESS_VALUE_LEN, 0, got, &exp), -EBADMSG);
+}
+
+TEST(cookie_expired_at_its_second) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 1], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    sess_cookie_sign(key, KL, id, 1700000000, v);
+    int64_t exp;
+    CHECK_EQ(sess_cookie_verify(key, KL, v, SESS_VALUE_LEN, 1699999999, got, &exp), 0);
+    CHECK_EQ(sess_cookie_verify(key, KL, v, SESS_VALUE_LEN, 1700000000, got, &exp), -ETIMEDOUT);
+}
+
+TEST(cookie_wrong_key_refused) {
+    char id[SESS_ID_HEX + 1], v[SESS_VALUE_LEN + 1], got[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(id), 0);
+    sess_cookie_sign(key, KL, id, 2000000000, v);
+    int64_t exp;
+    CHECK_EQ(sess_cookie_verify("another key entirely", 20, v, SESS_VALUE_LEN, 0, got, &exp),
+             -EPERM);
+    CHECK_EQ(sess_cookie_verify(key, KL - 1, v, SESS_VALUE_LEN, 0, got, &exp), -EPERM);
+}
+
+TEST(ids_are_random) {
+    char a[SESS_ID_HEX + 1], b[SESS_ID_HEX + 1];
+    CHECK_EQ(sess_id_new(a), 0);
+    for (int i = 0; i < 1000; i++) {
+        CHECK_EQ(sess_id_new(b), 0);
+        CHECK(strcmp(a, b) != 0);
+    }
+}
+
+static void write_file(const char *path, const char *s) {
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(s, f);
+    fclose(f);
+}
+
+TEST(secret_file_rules) {
+    char path[] = "/tmp/spindle-secret-XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    uint8_t k1[64], k2[64];
+    size_t l1, l2;
+    write_file(path, "short\n");
+    CHECK_EQ(sess_key_from_file(path, k1, &l1), -EINVAL);
+    write_file(path, "a secret of enough length\n");
+    CHECK_EQ(sess_key_from_file(path, k1, &l1), 0);
+    write_file(path, "a secret of enough length"); /* no newline: the same key */
+    CHECK_EQ(sess_key_from_file(path, k2, &l2), 0);
+    CHECK_EQ(l1, l2);
+    CHECK(memcmp(k1, k2, l1) == 0);
+    write_file(path, "a secret of enough lengtH");
+    CHECK_EQ(sess_key_from_file(path, k2, &l2), 0);
+    CHECK(memcmp(k1, k2, l1) != 0);
+    unlink(path);
+    CHECK_EQ(sess_key_from_file(path, k1, &l1), -ENOENT);
+}
+
+TEST(store_specs) {
+    const sess_store_ops *ops;
+    char *where;
+    int port;
+    CHECK_EQ(sess_store_parse("memory", &ops, &where, &port), 0);
+    CHECK(ops == &sess_memory_ops);
+    CHECK_EQ(sess_store_parse("sqlite:/tmp/x.db", &ops, &where, &port), 0);
+    CHECK(ops == &sess_sqlite_ops);
+    CHECK_STR(where, "/tmp/x.db");
+    free(where);
+    CHECK_EQ(sess_store_parse("redis://127.0.0.1:6380", &ops, &where, &port), 0);
+    CHECK(ops == &sess_redis_ops);
+    CHECK_STR(where, "127.0.0.1");
+    CHECK_EQ(port, 6380);
+    free(where);
+    CHECK_EQ(sess_store_parse("redis://cache", &ops, &where, &port), 0);
+    CHECK_EQ(port, 6379);
+    free(where);
+    CHECK_EQ(sess_store_parse("redis://h:0", &ops, &where, &port), -EINVAL);
+    CHECK_EQ(sess_store_parse("redis://h:x", &ops, &where, &port), -EINVAL);
+    CHECK_EQ(sess_store_parse("sqlite:", &ops, &where, &port), -EINVAL);
+    CHECK_EQ(sess_store_parse("mysql://h", &ops, &where, &port), -EINVAL);
+}
