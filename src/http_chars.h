@@ -25,6 +25,14 @@ static inline unsigned char http_lower(unsigned char c) {
     return (unsigned char)(c >= 'A' && c <= 'Z' ? c | 0x20 : c);
 }
 
+/* The value of a hex digit, or -1. */
+static inline int http_hexval(unsigned char c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = http_lower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
 /* 1 when s[0..n) equals the lower-case literal lit (of length n), ignoring case. */
 static inline int http_ieq(const char *s, size_t n, const char *lit, size_t litn) {
     if (n != litn)

@@ -5,17 +5,9 @@
  * merge_slashes does by default, so "//admin" matches "/admin" routes. */
 #include "path_norm.h"
 
-#include <string.h>
+#include "http_chars.h"
 
-static int hexval(unsigned char c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
+#include <string.h>
 
 static int unreserved(unsigned char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
@@ -81,8 +73,8 @@ long path_normalize(const char *target, size_t len, char *out, size_t cap, const
             if (c == '%') {
                 if (i + 2 >= end)
                     return -1;
-                int hi = hexval((unsigned char)target[i + 1]);
-                int lo = hexval((unsigned char)target[i + 2]);
+                int hi = http_hexval((unsigned char)target[i + 1]);
+                int lo = http_hexval((unsigned char)target[i + 2]);
                 if (hi < 0 || lo < 0)
                     return -1;
                 unsigned char d = (unsigned char)(hi * 16 + lo);
@@ -134,7 +126,7 @@ long path_percent_decode(const char *in, size_t len, char *out, size_t cap) {
         }
         if (i + 2 >= len)
             return -1;
-        int hi = hexval((unsigned char)in[i + 1]), lo = hexval((unsigned char)in[i + 2]);
+        int hi = http_hexval((unsigned char)in[i + 1]), lo = http_hexval((unsigned char)in[i + 2]);
         if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
             return -1;
         out[n++] = (char)(hi * 16 + lo);

@@ -3,26 +3,14 @@
  * preconditions (§8.8, §13), Accept-Encoding (§12.5.3). See static_http.h. */
 #include "static_http.h"
 
+#include "http_chars.h"
+
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int is_ows(int c) {
     return c == ' ' || c == '\t';
-}
-
-static int lower(int c) {
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
 static int ieq_prefix(const char *s, size_t len, const char *lit) {
@@ -30,7 +18,7 @@ static int ieq_prefix(const char *s, size_t len, const char *lit) {
     if (len < n)
         return 0;
     for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)s[i]) != lit[i])
+        if (http_lower((unsigned char)s[i]) != lit[i])
             return 0;
     return 1;
 }
@@ -51,8 +39,8 @@ long static_rel_path(const char *rest, size_t len, char *out, size_t cap, int *t
         while (i < len && rest[i] != '/') {
             int c = (unsigned char)rest[i];
             if (c == '%') {
-                int h = i + 2 < len ? hexval((unsigned char)rest[i + 1]) : -1;
-                int l = i + 2 < len ? hexval((unsigned char)rest[i + 2]) : -1;
+                int h = i + 2 < len ? http_hexval((unsigned char)rest[i + 1]) : -1;
+                int l = i + 2 < len ? http_hexval((unsigned char)rest[i + 2]) : -1;
                 if (h < 0 || l < 0)
                     return -1;
                 c = h * 16 + l;
@@ -430,7 +418,7 @@ static int member_q(const char *s, size_t len, size_t *i) {
         (*i)++;
         while (*i < len && is_ows((unsigned char)s[*i]))
             (*i)++;
-        if (*i + 1 < len && lower((unsigned char)s[*i]) == 'q' && s[*i + 1] == '=') {
+        if (*i + 1 < len && http_lower((unsigned char)s[*i]) == 'q' && s[*i + 1] == '=') {
             *i += 2;
             if (*i == len || (s[*i] != '0' && s[*i] != '1'))
                 return -1;
