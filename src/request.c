@@ -162,9 +162,38 @@ static ssize_t body_fail(sp_req *r, int err, int status) {
     return err;
 }
 
+/* Reads body bytes from the socket, with the body timeout; a client that
+ * closes or stalls mid-body is a body error (400, 408). */
+static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
+    sp_server *s = r->srv;
+    ssize_t n = net_read(s->l, &r->c->w, dst, len, server_deadline(s, s->opt.body_timeout_ms));
+    if (n == 0)
+        return body_fail(r, -ECONNRESET, 400);
+    if (n < 0)
+        return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+    return n;
+}
+
+/* One chunked-decoding step over the buffered bytes: consumes them and
+ * leaves the body data it found in r->pend. 0, or the body error. */
+static ssize_t decode_step(sp_req *r) {
+    conn *c = r->c;
+    const char *data;
+    size_t dlen = 0;
+    long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off, c->buf_len - c->buf_off,
+                                    &data, &dlen);
+    if (used < 0)
+        return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
+    c->buf_off += (uint32_t)used;
+    if (dlen) {
+        r->pend = data;
+        r->pend_len = dlen;
+    }
+    return 0;
+}
+
 static ssize_t read_length(sp_req *r, void *buf, size_t len) {
     conn *c = r->c;
-    sp_server *s = r->srv;
     size_t want = len < r->body_left ? len : (size_t)r->body_left;
     size_t avail = c->buf_len - c->buf_off;
     ssize_t n;
@@ -174,11 +203,9 @@ static ssize_t read_length(sp_req *r, void *buf, size_t len) {
         c->buf_off += (uint32_t)n;
     } else {
         /* Nothing buffered: read straight into the handler's buffer. */
-        n = net_read(s->l, &c->w, buf, want, server_deadline(s, s->opt.body_timeout_ms));
-        if (n == 0)
-            return body_fail(r, -ECONNRESET, 400);
+        n = socket_read(r, buf, want);
         if (n < 0)
-            return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+            return n;
     }
     r->body_left -= (uint64_t)n;
     if (r->body_left == 0)
@@ -201,28 +228,17 @@ static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
             r->body_done = 1;
             return 0;
         }
-        size_t avail = c->buf_len - c->buf_off;
-        if (avail) {
-            const char *data;
-            size_t dlen = 0;
-            long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off, avail, &data, &dlen);
-            if (used < 0)
-                return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
-            c->buf_off += (uint32_t)used;
-            if (dlen) {
-                r->pend = data;
-                r->pend_len = dlen;
-            }
+        if (c->buf_len > c->buf_off) {
+            ssize_t rc = decode_step(r);
+            if (rc < 0)
+                return rc;
             continue;
         }
         /* Everything buffered is consumed (and no data is pending in it). */
         c->buf_off = c->buf_len = 0;
-        ssize_t n =
-            net_read(s->l, &c->w, c->buf, s->buf_size, server_deadline(s, s->opt.body_timeout_ms));
-        if (n == 0)
-            return body_fail(r, -ECONNRESET, 400);
+        ssize_t n = socket_read(r, c->buf, s->buf_size);
         if (n < 0)
-            return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+            return n;
         c->buf_len = (uint32_t)n;
         c->maybe_more = (size_t)n == s->buf_size;
     }
@@ -240,17 +256,9 @@ ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
     if (r->head.framing == HTTP_BODY_CHUNKED) {
         /* Decode only what is buffered; stop where I/O would be needed. */
         while (!r->pend_len && !http_chunked_done(&r->chunked) && c->buf_len > c->buf_off) {
-            const char *data;
-            size_t dlen = 0;
-            long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off,
-                                            c->buf_len - c->buf_off, &data, &dlen);
-            if (used < 0)
-                return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
-            c->buf_off += (uint32_t)used;
-            if (dlen) {
-                r->pend = data;
-                r->pend_len = dlen;
-            }
+            ssize_t rc = decode_step(r);
+            if (rc < 0)
+                return rc;
         }
         if (r->pend_len || http_chunked_done(&r->chunked))
             return read_chunked(r, buf, len); /* served from memory, no I/O */
