@@ -100,8 +100,10 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
                 c->maybe_more = (size_t)n == room;
                 continue;
             }
-            if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                c->maybe_more = 0;
                 return HEAD_IDLE;
+            }
             server_conn_close(s, c);
             return 0;
         }
@@ -360,21 +362,11 @@ void http_conn_main(void *arg) {
             continue;
         }
         c->buf_off = c->buf_len = 0;
-        if (c->maybe_more) {
-            /* The last read filled the buffer, so more may sit in the socket
-             * with no edge to announce it: look once before going idle. */
-            ssize_t n = read(c->w.fd, c->buf, s->buf_size);
-            if (n > 0) {
-                c->buf_len = (uint32_t)n;
-                c->maybe_more = (size_t)n == s->buf_size;
-                continue;
-            }
-            if (n == 0 || errno != EAGAIN) {
-                server_conn_close(s, c);
-                return;
-            }
-            c->maybe_more = 0;
-        }
+        /* The last read filled the buffer, so more may sit in the socket
+         * with no edge to announce it: read_head looks once, and goes idle
+         * itself if there is nothing. */
+        if (c->maybe_more)
+            continue;
         server_conn_idle(s, c);
         return;
     }
