@@ -207,6 +207,8 @@ static int free_slot(const master *m) {
 
 static void start_worker(master *m, int i, int64_t now) {
     child *k = &m->kids[i];
+    if (*m->s->slots_used < i + 1)
+        *m->s->slots_used = i + 1;
     k->gen = m->gen;
     k->started = now;
     k->restart_at = 0;
@@ -525,8 +527,10 @@ int master_run(sp_server *s, master_options *mo) {
         m->old_master = (pid_t)atoi(old);
         unsetenv("SPINDLE_OLD_MASTER");
     }
-    /* The slots, then the retired workers' folded counters. */
-    size_t shm = sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats);
+    /* The slots, then the retired workers' folded counters, then how many
+     * slots have ever been used (slots are taken lowest first, so readers
+     * scan only those). */
+    size_t shm = sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) + sizeof(int);
     m->slots = mmap(NULL, shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m->slots == MAP_FAILED) {
         log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
@@ -536,6 +540,7 @@ int master_run(sp_server *s, master_options *mo) {
     s->slots_all = m->slots;
     s->nslots = MAX_WORKERS;
     s->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
+    s->slots_used = (volatile int *)(void *)(s->retired + 1);
     if (mo->reuse_port)
         server_close_listeners(s); /* each worker binds its own; none left here */
 

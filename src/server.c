@@ -251,11 +251,13 @@ int server_adopt_conn(sp_server *s, int fd) {
  * holding well over its share (from the counters in shared memory) steps
  * aside for a moment, as nginx's accept_mutex does. */
 static int over_share(const sp_server *s) {
-    if (!s->accept_exclusive || !s->slot || s->nslots < 2)
+    /* No worker can be over avg + avg/2 + 8 with 8 connections or fewer:
+     * the common case costs no scan of the shared slots. */
+    if (!s->accept_exclusive || !s->slot || s->nconns <= 8)
         return 0;
     uint64_t sum = 0;
-    int live = 0;
-    for (int i = 0; i < s->nslots; i++)
+    int live = 0, used = server_slots_used(s);
+    for (int i = 0; i < used; i++)
         if (s->slots_all[i].pid) {
             sum += s->slots_all[i].st.conns_open;
             live++;

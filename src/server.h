@@ -90,6 +90,7 @@ struct sp_server {
     worker_slot *slot;      /* this worker's slot in the master's shared memory, or NULL */
     worker_slot *slots_all; /* every worker's, for --stats */
     int nslots;
+    volatile int *slots_used;      /* slots ever used (<= nslots), in shared memory */
     worker_stats *retired;         /* dead workers' counters, folded by the master */
     struct access_log *access_log; /* opened in each worker */
     const char *access_log_path, *access_log_format;
@@ -155,6 +156,11 @@ struct sp_res {
     http_out out;
     char store[RES_FIELD_BYTES];
 };
+
+/* How many of slots_all are worth scanning. */
+static inline int server_slots_used(const sp_server *s) {
+    return s->slots_used ? *s->slots_used : s->nslots;
+}
 
 /* server.c */
 /* Sets (or, on reload, replaces) the options, zero meaning the default.

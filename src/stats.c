@@ -80,7 +80,7 @@ static void gather(const sp_server *s, totals *t) {
     memset(t, 0, sizeof *t);
     if (s->retired)
         worker_stats_fold(&t->sum, s->retired);
-    for (int i = 0; i < s->nslots; i++) {
+    for (int i = 0; i < server_slots_used(s); i++) {
         const worker_slot *w = &s->slots_all[i];
         if (!w->pid)
             continue;
@@ -117,7 +117,7 @@ static int prometheus(sp_server *s, sp_res *res) {
       t.workers);
     P("# HELP spindle_worker_requests_total Requests served, per worker.\n"
       "# TYPE spindle_worker_requests_total counter\n");
-    for (int i = 0; i < s->nslots; i++)
+    for (int i = 0; i < server_slots_used(s); i++)
         if (s->slots_all[i].pid)
             P("spindle_worker_requests_total{pid=\"%d\"} %llu\n", (int)s->slots_all[i].pid,
               (unsigned long long)s->slots_all[i].requests);
