@@ -11,6 +11,34 @@ PY=${PY:-/usr/bin/python3}
 RESULTS=${RESULTS:-$BENCH_ROOT/bench/results}
 BENCH_PIDS=()
 
+# bench_args NAME CONNS "$@": the options every side-by-side script takes
+# (--smoke, --duration, --rounds, --connections; the same as environment
+# variables), setting SMOKE, DURATION, ROUNDS, CONNS and OUT (results/NAME).
+bench_args() {
+  local name=$1
+  SMOKE=${SMOKE:-0}
+  DURATION=${DURATION:-5}
+  ROUNDS=${ROUNDS:-3}
+  CONNS=${CONNS:-$2}
+  shift 2
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --smoke) SMOKE=1 ;;
+      --duration) DURATION=$2; shift ;;
+      --rounds) ROUNDS=$2; shift ;;
+      --connections) CONNS=$2; shift ;;
+      -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+      *) die "unknown argument: $1" ;;
+    esac
+    shift
+  done
+  if [ "$SMOKE" = 1 ]; then
+    DURATION=1
+    ROUNDS=1
+  fi
+  OUT=${OUT:-$RESULTS/$name$([ "$SMOKE" = 1 ] && echo -smoke)}
+}
+
 die() {
   echo "$(basename "$0"): $*" >&2
   exit 1

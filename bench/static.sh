@@ -18,26 +18,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-SMOKE=${SMOKE:-0}
-DURATION=${DURATION:-5}
-ROUNDS=${ROUNDS:-3}
-CONNS=${CONNS:-50}
-while [ $# -gt 0 ]; do
-  case $1 in
-    --smoke) SMOKE=1 ;;
-    --duration) DURATION=$2; shift ;;
-    --rounds) ROUNDS=$2; shift ;;
-    --connections) CONNS=$2; shift ;;
-    -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument: $1" ;;
-  esac
-  shift
-done
-if [ "$SMOKE" = 1 ]; then
-  DURATION=1
-  ROUNDS=1
-fi
-OUT=${OUT:-$RESULTS/static$([ "$SMOKE" = 1 ] && echo -smoke)}
+bench_args static 50 "$@"
 
 [ -x "$SPINDLE" ] || die "$SPINDLE not built (run make)"
 "$SPINDLE" --help 2>&1 | grep -q -- --root || die "$SPINDLE has no --root"

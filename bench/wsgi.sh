@@ -45,26 +45,7 @@
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 
-SMOKE=${SMOKE:-0}
-DURATION=${DURATION:-5}
-ROUNDS=${ROUNDS:-3}
-CONNS=${CONNS:-100}
-while [ $# -gt 0 ]; do
-  case $1 in
-    --smoke) SMOKE=1 ;;
-    --duration) DURATION=$2; shift ;;
-    --rounds) ROUNDS=$2; shift ;;
-    --connections) CONNS=$2; shift ;;
-    -h | --help) sed -n '2,/^set /p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) die "unknown argument: $1" ;;
-  esac
-  shift
-done
-if [ "$SMOKE" = 1 ]; then
-  DURATION=1
-  ROUNDS=1
-fi
-OUT=${OUT:-$RESULTS/wsgi$([ "$SMOKE" = 1 ] && echo -smoke)}
+bench_args wsgi 100 "$@"
 APPS=${APPS:-hello webpy flask}
 ALL_SERVERS="spindle spindle-c nginx uwsgi gunicorn-sync gunicorn-gevent gevent eventlet wsgiref"
 SERVERS=${SERVERS:-$ALL_SERVERS}
