@@ -22,6 +22,8 @@ import time
 
 import pytest
 
+from proctools import free_port  # noqa: F401 (re-exported)
+
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 BIN = os.environ.get("SPINDLE_BIN", "build/spindle")
 if not os.path.isabs(BIN):
@@ -48,12 +50,6 @@ PROCESS_FLAGS = (["--workers", "1"] if "--workers" in HELP else []) + \
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer", "UndefinedBehaviorSanitizer",
                    "; starting a new one")  # the last: a worker died and was replaced
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Server:

@@ -15,6 +15,8 @@ import time
 
 from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port
 
+from proctools import fd_count  # noqa: F401 (re-exported)
+
 
 class FaultServer(Server):
     def __init__(self, args, stderr_path, binds, port, env=None, preexec_fn=None):
@@ -68,13 +70,6 @@ def check_clean(srv):
     err = srv.stderr()
     bad = [m for m in SANITIZER_MARKS if m in err]
     assert not bad, "crash or sanitizer report %s:\n%s" % (bad, err[-4000:])
-
-
-def fd_count(pid):
-    try:
-        return len(os.listdir("/proc/%d/fd" % pid))
-    except OSError:
-        return -1
 
 
 def wait_fds(pid, want, timeout=5.0):

@@ -16,6 +16,8 @@ import socket
 import subprocess
 import time
 
+from proctools import children, free_port, pid_alive, wait_for  # noqa: F401 (re-exported)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("SPINDLE_BIN", "build/spindle")
 if not os.path.isabs(BIN):
@@ -38,47 +40,6 @@ def api_version():
     m = re.search(r"#define\s+SPINDLE_API_VERSION\s+(\d+)",
                   (ROOT / "include" / "spindle.h").read_text())
     return int(m.group(1))
-
-
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def children(pid):
-    """The direct children of pid (its workers), from /proc."""
-    out = set()
-    try:
-        for task in os.listdir("/proc/%d/task" % pid):
-            try:
-                with open("/proc/%d/task/%s/children" % (pid, task)) as f:
-                    out.update(int(x) for x in f.read().split())
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return out
-
-
-def pid_alive(pid):
-    """True while pid exists and is not a zombie."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_for(pred, timeout, step=0.05):
-    """Poll pred() until it returns a true value or timeout passes; returns its last value."""
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(step)
 
 
 class WServer:

@@ -20,6 +20,8 @@ import time
 
 import pytest
 
+from proctools import children, free_port, proc_status, wait_for  # noqa: F401 (re-exported)
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
 APPS = ROOT / "tests" / "wsgi_apps"
@@ -38,12 +40,6 @@ BAD_MARKS = ("Traceback", "AssertionError", "] error: ", "] critical: ", "starti
 EXPECTABLE = ("Traceback", "AssertionError", "] error: ")
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def env_for(extra=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = PYPATH + os.pathsep + str(APPS)
@@ -53,42 +49,6 @@ def env_for(extra=None):
     if extra:
         env.update(extra)
     return env
-
-
-def children(pid):
-    """The direct children of pid (a master's workers), from /proc."""
-    out = set()
-    try:
-        for task in os.listdir("/proc/%d/task" % pid):
-            try:
-                with open("/proc/%d/task/%s/children" % (pid, task)) as f:
-                    out.update(int(x) for x in f.read().split())
-            except OSError:
-                pass
-    except OSError:
-        pass
-    return out
-
-
-def proc_status(pid, field):
-    """A /proc/PID/status field in kB (VmRSS, VmHWM), or None."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        return None
-    return None
-
-
-def wait_for(pred, timeout, step=0.02):
-    end = time.monotonic() + timeout
-    while True:
-        v = pred()
-        if v or time.monotonic() >= end:
-            return v
-        time.sleep(step)
 
 
 class WsgiServer:
