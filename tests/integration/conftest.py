@@ -55,7 +55,7 @@ SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer", "Undefi
 class Server:
     """A running spindle process."""
 
-    def __init__(self, args, stderr_path, binds, port):
+    def __init__(self, args, stderr_path, binds, port, env=None, preexec_fn=None):
         self.args = args
         self.stderr_path = stderr_path
         self.binds = binds
@@ -65,7 +65,8 @@ class Server:
         # Its own session, so that workers it may fork can be killed as a group.
         self.proc = subprocess.Popen([BIN] + args, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=self._err,
-                                     cwd=str(ROOT), start_new_session=True)
+                                     cwd=str(ROOT), start_new_session=True,
+                                     env=env, preexec_fn=preexec_fn)
         self.pid = self.proc.pid
 
     @property

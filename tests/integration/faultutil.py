@@ -1,8 +1,8 @@
 """Helpers for the fault-injection tests (test_faults_*.py).
 
-`FaultServer` is conftest's Server started with an environment and a
-preexec function of our choosing (LD_PRELOAD shims, rlimits); `launch`
-starts one and registers it with a list the test's finalizer stops.
+`launch` starts conftest's Server with an environment and a preexec
+function of our choosing (LD_PRELOAD shims, rlimits) and registers it with
+a list the test's finalizer stops.
 `build_failmalloc` compiles tests/fault/failmalloc.c once per session.
 """
 import os
@@ -18,21 +18,6 @@ from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, fr
 from proctools import fd_count  # noqa: F401 (re-exported)
 
 
-class FaultServer(Server):
-    def __init__(self, args, stderr_path, binds, port, env=None, preexec_fn=None):
-        self.args = args
-        self.stderr_path = stderr_path
-        self.binds = binds
-        self.port = port
-        self.host = "127.0.0.1"
-        self._err = open(stderr_path, "wb")
-        self.proc = subprocess.Popen([BIN] + args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self._err,
-                                     cwd=str(ROOT), start_new_session=True,
-                                     env=env, preexec_fn=preexec_fn)
-        self.pid = self.proc.pid
-
-
 def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, fast=True):
     """Starts spindle on a free port; workers=None keeps conftest's choice."""
     port = free_port()
@@ -44,7 +29,7 @@ def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, f
     args = ["--bind", bind] + pflags + (FAST if fast else []) + list(flags)
     full_env = dict(os.environ)
     full_env.update(env or {})
-    srv = FaultServer(args, str(tmp_path / ("fault-%d.err" % len(servers))), [bind], port,
+    srv = Server(args, str(tmp_path / ("fault-%d.err" % len(servers))), [bind], port,
                       env=full_env, preexec_fn=preexec_fn)
     servers.append(srv)
     srv.wait_ready(10)
