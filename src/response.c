@@ -108,70 +108,69 @@ static int want_keep_alive(const sp_res *r) {
     return 1;
 }
 
-static void fail(sp_res *r) {
-    r->failed = 1;
+/* Marks the response failed when a write fails: the client is gone or not
+ * reading, and the connection is closed. Returns rc. */
+static int failed_if(sp_res *r, ssize_t rc) {
+    if (rc < 0)
+        r->failed = 1;
+    return rc < 0 ? (int)rc : 0;
 }
 
-/* Writes the head (and body iovecs after it) in one writev; flags
- * MSG_MORE when a sendfile follows, SEND_LAST for a complete response. */
+static int64_t send_deadline(const sp_res *r) {
+    return server_deadline(r->req->srv, r->req->srv->opt.send_timeout_ms);
+}
+
+/* Bytes that already carry their framing (a last chunk, a chunk line). */
+static int send_raw(sp_res *r, const void *p, size_t len) {
+    return failed_if(r, net_write(r->req->srv->l, &r->c->w, p, len, send_deadline(r)));
+}
+
+/* SEND_LAST: data is the whole response (hold it for the FIN if the
+ * connection closes next). Other flags go to sendmsg (MSG_MORE when a
+ * sendfile follows). */
 #define SEND_LAST (1 << 30)
-static int send_with_head_flags(sp_res *r, struct iovec *body, int nbody, int flags) {
-    sp_req *q = r->req;
-    sp_server *s = q->srv;
+
+/* Sends the head if it is not out yet, then data framed as the head says:
+ * a chunk when chunked, as is for a length or a close-delimited body,
+ * nothing for HEAD, 204 and 304 — all in one writev. The framing is decided
+ * once, by the writer, when the head is made. */
+static int send_data(sp_res *r, const void *data, size_t len, int flags) {
     char head[HEAD_CAP];
-    http_response hr = {
-        .status = r->status,
-        .minor_version = q->head.minor_version,
-        .head_request = q->head.method_id == HTTP_M_HEAD,
-        .keep_alive = want_keep_alive(r),
-        .content_length = r->declared,
-        .fields = r->fields,
-        .nfields = r->nfields,
-        .date = server_date(s),
-        .fields_checked = 1, /* sp_res_header validated each one */
-    };
-    int n = http_write_head(&hr, head, sizeof head, &r->out);
-    if (n < 0)
-        return n;
-    if (flags & SEND_LAST) {
+    char line[HTTP_CHUNK_LINE_MAX];
+    struct iovec iov[4];
+    int n = 0;
+    if (!r->head_sent) {
+        sp_req *q = r->req;
+        http_response hr = {
+            .status = r->status,
+            .minor_version = q->head.minor_version,
+            .head_request = q->head.method_id == HTTP_M_HEAD,
+            .keep_alive = want_keep_alive(r),
+            .content_length = r->declared,
+            .fields = r->fields,
+            .nfields = r->nfields,
+            .date = server_date(q->srv),
+            .fields_checked = 1, /* sp_res_header validated each one */
+        };
+        int h = http_write_head(&hr, head, sizeof head, &r->out);
+        if (h < 0)
+            return h;
         /* The whole response, and the connection closes next: hold it so
          * close() sends it with the FIN, one segment fewer per connection. */
-        flags &= ~SEND_LAST;
-        if (!r->out.keep_alive)
+        if ((flags & SEND_LAST) && !r->out.keep_alive)
             flags |= MSG_MORE;
+        r->head_sent = 1;
+        iov[n++] = (struct iovec){head, (size_t)h};
     }
-    r->head_sent = 1;
-    struct iovec iov[8];
-    iov[0] = (struct iovec){head, (size_t)n};
-    int cnt = 1;
-    if (r->out.framing != HTTP_OUT_NONE)
-        for (int i = 0; i < nbody; i++)
-            iov[cnt++] = body[i];
-    ssize_t w = net_writev_flags(s->l, &r->c->w, iov, cnt,
-                                 server_deadline(s, s->opt.send_timeout_ms), flags);
-    if (w < 0) {
-        fail(r);
-        return (int)w;
-    }
-    return 0;
-}
-
-static int send_with_head(sp_res *r, struct iovec *body, int nbody) {
-    return send_with_head_flags(r, body, nbody, 0);
-}
-
-static int send_body(sp_res *r, struct iovec *body, int nbody) {
-    if (!r->head_sent)
-        return send_with_head(r, body, nbody);
-    if (r->out.framing == HTTP_OUT_NONE)
-        return 0; /* HEAD, 204, 304: the body is not sent */
-    sp_server *s = r->req->srv;
-    ssize_t w = net_writev(s->l, &r->c->w, body, nbody, server_deadline(s, s->opt.send_timeout_ms));
-    if (w < 0) {
-        fail(r);
-        return (int)w;
-    }
-    return 0;
+    flags &= ~SEND_LAST;
+    if (len && r->out.framing == HTTP_OUT_CHUNKED)
+        n += http_chunk_iov(line, data, len, iov + n);
+    else if (len && r->out.framing != HTTP_OUT_NONE)
+        iov[n++] = (struct iovec){(void *)data, len};
+    if (n == 0)
+        return 0;
+    return failed_if(r,
+                     net_writev_flags(r->req->srv->l, &r->c->w, iov, n, send_deadline(r), flags));
 }
 
 ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
@@ -181,18 +180,7 @@ ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
         return -EALREADY;
     if (r->declared >= 0 && r->written + len > (uint64_t)r->declared)
         return -EFBIG;
-    if (len == 0 && r->head_sent)
-        return 0;
-    struct iovec iov[4];
-    int n = 0;
-    char line[HTTP_CHUNK_LINE_MAX];
-    int chunked = r->head_sent ? r->out.framing == HTTP_OUT_CHUNKED
-                               : r->declared < 0 && r->req->head.minor_version >= 1;
-    if (chunked)
-        n = http_chunk_iov(line, buf, len, iov);
-    else if (len)
-        iov[n++] = (struct iovec){(void *)buf, len};
-    int rc = send_body(r, iov, n);
+    int rc = send_data(r, buf, len, 0);
     if (rc < 0)
         return rc;
     r->written += len;
@@ -241,8 +229,7 @@ int sp_res_send(sp_res *r, int status, const char *content_type, const void *bod
     if (rc < 0)
         return rc;
     r->declared = (int64_t)len;
-    struct iovec iov = {(void *)body, len};
-    rc = send_with_head_flags(r, &iov, len ? 1 : 0, SEND_LAST);
+    rc = send_data(r, body, len, SEND_LAST);
     if (rc < 0)
         return rc;
     r->written = len;
@@ -259,47 +246,29 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
         r->declared = (int64_t)count;
     if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
         return -EFBIG;
-    if (!r->head_sent) {
-        int rc = send_with_head_flags(r, NULL, 0, count ? MSG_MORE : 0);
-        if (rc < 0)
-            return rc;
-    }
-    if (r->out.framing == HTTP_OUT_NONE) {
+    int rc = send_data(r, NULL, 0, count ? MSG_MORE : 0);
+    if (rc < 0)
+        return rc;
+    if (r->out.framing == HTTP_OUT_NONE || count == 0) {
         r->written += count;
         return 0;
     }
-    sp_server *s = r->req->srv;
-    char line[HTTP_CHUNK_LINE_MAX];
     int chunked = r->out.framing == HTTP_OUT_CHUNKED;
-    if (chunked && count) {
-        size_t n = http_chunk_line(line, count);
-        ssize_t w = net_write(s->l, &r->c->w, line, n, server_deadline(s, s->opt.send_timeout_ms));
-        if (w < 0) {
-            fail(r);
-            return (int)w;
-        }
-    }
+    char line[HTTP_CHUNK_LINE_MAX];
+    if (chunked && (rc = send_raw(r, line, http_chunk_line(line, count))) < 0)
+        return rc;
     /* Large files: the send timeout is for progress, so renew it per piece. */
     off_t pos = (off_t)off;
-    size_t left = count;
-    while (left) {
+    for (size_t left = count; left;) {
         size_t piece = left < (1u << 20) ? left : (1u << 20);
-        ssize_t w = net_sendfile(s->l, &r->c->w, fd, &pos, piece,
-                                 server_deadline(s, s->opt.send_timeout_ms));
-        if (w < 0) {
-            fail(r);
-            return (int)w;
-        }
+        rc =
+            failed_if(r, net_sendfile(r->req->srv->l, &r->c->w, fd, &pos, piece, send_deadline(r)));
+        if (rc < 0)
+            return rc;
         left -= piece;
     }
-    if (chunked && count) {
-        ssize_t w =
-            net_write(s->l, &r->c->w, "\r\n", 2, server_deadline(s, s->opt.send_timeout_ms));
-        if (w < 0) {
-            fail(r);
-            return (int)w;
-        }
-    }
+    if (chunked && (rc = send_raw(r, "\r\n", 2)) < 0)
+        return rc;
     r->written += count;
     return 0;
 }
@@ -313,10 +282,9 @@ int sp_res_finish(sp_res *r) {
     if (!r->head_sent) {
         if (r->declared < 0)
             r->declared = 0; /* nothing was written: an empty body */
-        rc = send_with_head(r, NULL, 0);
+        rc = send_data(r, NULL, 0, 0);
     } else if (r->out.framing == HTTP_OUT_CHUNKED) {
-        struct iovec last = {(void *)HTTP_LAST_CHUNK, HTTP_LAST_CHUNK_LEN};
-        rc = send_body(r, &last, 1);
+        rc = send_raw(r, HTTP_LAST_CHUNK, HTTP_LAST_CHUNK_LEN);
     }
     if (r->declared >= 0 && r->written < (uint64_t)r->declared && r->out.framing == HTTP_OUT_LENGTH)
         r->force_close = 1; /* fewer bytes than promised: only closing says so */
