@@ -320,6 +320,7 @@ static int serve_one(sp_server *s, conn *c) {
             server_conn_close(s, c);
     }
 out:
+    req_run_deferred(&req);
     if (pb != pathbuf)
         free(pb);
     if (fv != fields)

@@ -26,7 +26,7 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->pend_len = 0;
     r->body_done = 0;
     r->expect_pending = 0;
-    r->body_started = 0;
+    r->ndefer = 0;
     r->body_error = 0;
     r->body_errno = 0;
     r->peer_text[0] = '\0';
@@ -282,10 +282,32 @@ ssize_t sp_read(sp_req *r, void *buf, size_t len) {
         if (n < 0)
             return body_fail(r, (int)n, 400);
     }
-    r->body_started = 1;
     if (r->head.framing == HTTP_BODY_CHUNKED)
         return read_chunked(r, buf, len);
     return read_length(r, buf, len);
+}
+
+int req_defer(sp_req *r, void (*fn)(void *arg), void *arg) {
+    if (r->ndefer == REQ_MAX_DEFER)
+        return -ENOSPC;
+    r->defer[r->ndefer].fn = fn;
+    r->defer[r->ndefer].arg = arg;
+    r->ndefer++;
+    return 0;
+}
+
+void *req_deferred(const sp_req *r, void (*fn)(void *arg)) {
+    for (int i = 0; i < r->ndefer; i++)
+        if (r->defer[i].fn == fn)
+            return r->defer[i].arg;
+    return NULL;
+}
+
+void req_run_deferred(sp_req *r) {
+    while (r->ndefer > 0) {
+        r->ndefer--;
+        r->defer[r->ndefer].fn(r->defer[r->ndefer].arg);
+    }
 }
 
 int req_drain(sp_req *r, uint64_t max) {

@@ -25,6 +25,7 @@
 #define RES_MAX_FIELDS             64
 #define RES_FIELD_BYTES            8192
 #define FORWARD_MAX_NETS           32
+#define REQ_MAX_DEFER              4
 
 typedef enum conn_state {
     CONN_FREE = 0, /* table slot unused */
@@ -131,12 +132,16 @@ struct sp_req {
     size_t pend_len;
     uint8_t body_done;
     uint8_t expect_pending; /* 100-continue not yet sent */
-    uint8_t body_started;   /* the handler read (or we drained) */
     int body_error;         /* status a failed body read calls for */
     int body_errno;         /* what sp_read returned then */
     char peer_text[64];
     char client_text[64];
-    char *path_buf;
+    /* run when the request is over, last registered first (req_defer) */
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } defer[REQ_MAX_DEFER];
+    int ndefer;
 };
 
 struct sp_res {
@@ -197,6 +202,15 @@ void req_init(sp_req *r, sp_server *s, conn *c);
 /* sp_read without I/O: what the buffer holds (count), 0 at the end of the
  * body, -EAGAIN when reading would need the socket, or the body error. */
 ssize_t req_read_buffered(sp_req *r, void *buf, size_t len);
+/* Runs fn(arg) when the request is over, whatever the handler did: the
+ * request-scoped cleanups of modules built on the API (sessions). 0, or
+ * -ENOSPC beyond REQ_MAX_DEFER. */
+int req_defer(sp_req *r, void (*fn)(void *arg), void *arg);
+/* The arg of the first cleanup registered with fn, or NULL: a module finds
+ * the object it made for this request. */
+void *req_deferred(const sp_req *r, void (*fn)(void *arg));
+/* Runs and forgets the cleanups (the connection driver, at the end). */
+void req_run_deferred(sp_req *r);
 /* Discards the rest of the body, at most max bytes: 1 if it all went. */
 int req_drain(sp_req *r, uint64_t max);
 
