@@ -24,51 +24,48 @@
 
 struct sp_session {
     sess_cfg *cfg;
-    sp_res *res;      /* the response it was issued on */
+    sp_res *res;      /* the response it is issued on */
     size_t field;     /* its Set-Cookie: res->fields[field] */
-    sp_session *next; /* in cfg->live */
+    sp_session *next; /* in cfg->spare */
     char id[SESS_ID_HEX + 1];
     int64_t expiry;
-    char setcookie[SETCOOKIE_LEN + 1];
     sess_data data;
 };
 
-/* A session object belongs to one response struct (one per serving
- * coroutine, reused for each request it serves) and is reused with it, so
- * there is at most one per coroutine and nothing to free when a request
- * ends. It is the current request's own exactly when that response holds,
- * among the fields added since its reset, our Set-Cookie with this
- * object's id, expiry and MAC: a field of an earlier request is gone
- * (nfields restarts at 0) and no other code writes a value with a 128-bit
- * random id in it. So an object is never handed to another request. */
-static int is_current(const sp_session *s, const sp_res *res) {
-    if (s->field >= res->nfields)
-        return 0;
-    const http_field *f = &res->fields[s->field];
-    return f->value_len == SETCOOKIE_LEN && memcmp(f->value, s->setcookie, SETCOOKIE_LEN) == 0 &&
-           f->name_len == 10 && memcmp(f->name, "Set-Cookie", 10) == 0;
+/* A session object lives for one request: made by the first
+ * sp_session_of, found again by later calls through the request's cleanup
+ * list, and handed back to a small per-worker spare list when the request
+ * ends (so steady state allocates nothing). */
+#define SESS_SPARE_MAX 64
+
+static void sess_release(void *arg) {
+    sp_session *s = arg;
+    sess_cfg *c = s->cfg;
+    if (c->nspare >= SESS_SPARE_MAX) {
+        sess_data_free(&s->data);
+        free(s);
+        return;
+    }
+    s->next = c->spare;
+    c->spare = s;
+    c->nspare++;
 }
 
-static size_t live_bucket(const sp_res *res) {
-    return (size_t)(((uintptr_t)res >> 4) * 0x9E3779B97F4A7C15ull >> 54) % SESS_LIVE_BUCKETS;
-}
-
-/* This response's object, current or to be reused; a new one if none. */
-static sp_session *live_get(sess_cfg *c, sp_res *res, int *current) {
-    sp_session **head = &c->live[live_bucket(res)];
-    for (sp_session *s = *head; s; s = s->next)
-        if (s->res == res) {
-            *current = is_current(s, res);
-            return s;
-        }
-    *current = 0;
-    sp_session *s = calloc(1, sizeof *s);
-    if (!s)
+/* A session object for this request, registered to be released at its end. */
+static sp_session *sess_take(sess_cfg *c, sp_req *req, sp_res *res) {
+    sp_session *s = c->spare;
+    if (s) {
+        c->spare = s->next;
+        c->nspare--;
+    } else if (!(s = calloc(1, sizeof *s))) {
         return NULL;
+    }
     s->cfg = c;
     s->res = res;
-    s->next = *head;
-    *head = s;
+    if (req_defer(req, sess_release, s) < 0) {
+        sess_release(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -95,7 +92,6 @@ static int reissue(sp_session *s) {
         return -ERANGE; /* an expiry past year 9999 */
     /* The field's bytes are the response's own header store. */
     memcpy((char *)s->res->fields[s->field].value, v, SETCOOKIE_LEN);
-    memcpy(s->setcookie, v, SETCOOKIE_LEN + 1);
     return 0;
 }
 
@@ -138,17 +134,15 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
         errno = EALREADY;
         return NULL;
     }
-    int current;
-    sp_session *s = live_get(c, res, &current);
-    if (!s) {
+    sp_session *s = req_deferred(req, sess_release);
+    if (s)
+        return s; /* this request's, made by an earlier call */
+    if (!(s = sess_take(c, req, res))) {
         errno = ENOMEM;
         return NULL;
     }
-    if (current)
-        return s;
     sess_data_clear(&s->data);
     s->field = SIZE_MAX;
-    s->setcookie[0] = '\0';
     int64_t now = (int64_t)time(NULL);
     int rc;
     if (read_cookie(c, req, now, s->id, &s->expiry)) {
@@ -175,9 +169,7 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
         errno = ERANGE;
         return NULL;
     }
-    memcpy(s->setcookie, v, SETCOOKIE_LEN + 1);
-    if ((rc = sp_res_header(res, "Set-Cookie", s->setcookie)) < 0) {
-        s->setcookie[0] = '\0';
+    if ((rc = sp_res_header(res, "Set-Cookie", v)) < 0) {
         errno = -rc;
         return NULL;
     }
@@ -185,7 +177,7 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
     return s;
 }
 
-void sess_live_free(sp_session *s) {
+void sess_spare_free(sp_session *s) {
     while (s) {
         sp_session *next = s->next;
         sess_data_free(&s->data);

@@ -10,9 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SESS_COOKIE_NAME  "spindle_sid"
-#define SESS_DEFAULT_TTL  86400 /* seconds: one day */
-#define SESS_LIVE_BUCKETS 1024
+#define SESS_COOKIE_NAME "spindle_sid"
+#define SESS_DEFAULT_TTL 86400 /* seconds: one day */
 
 typedef struct sess_cfg {
     const sp_server *srv;
@@ -20,19 +19,19 @@ typedef struct sess_cfg {
     uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
     size_t key_len;
     int64_t ttl; /* seconds */
-    /* This worker's session objects, by the response they were issued on
-     * (see session.c: one object per response struct, reused). */
-    sp_session *live[SESS_LIVE_BUCKETS];
+    /* Session objects of finished requests, for reuse (session.c). */
+    sp_session *spare;
+    size_t nspare;
 } sess_cfg;
 
 /* The configuration of server s, or NULL if it has none. */
 sess_cfg *sess_cfg_of(const sp_server *s);
 
-/* Frees a chain of session objects (session.c). */
-void sess_live_free(sp_session *s);
+/* Frees a chain of spare session objects (session.c). */
+void sess_spare_free(sp_session *s);
 
 /* Forgets s's configuration (for sp_server_free: a later server at the
- * same address must not inherit it). The live session objects of this
+ * same address must not inherit it). The spare session objects of this
  * process go with it. */
 void sess_server_forget(const sp_server *s);
 

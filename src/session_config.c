@@ -187,8 +187,7 @@ static int on_worker_start(sp_server *s, void *ud) {
 static void cfg_free(sess_cfg *c) {
     if (!c)
         return;
-    for (size_t i = 0; i < SESS_LIVE_BUCKETS; i++)
-        sess_live_free(c->live[i]);
+    sess_spare_free(c->spare);
     if (c->store.impl && c->store.pid == getpid())
         c->store.ops->close(&c->store);
     pthread_mutex_destroy(&c->store.mu);
