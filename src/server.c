@@ -122,6 +122,18 @@ int server_adopt_listener(sp_server *s, int fd) {
     return 0;
 }
 
+int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud) {
+    for (int i = 0; i < s->non_stop; i++)
+        if (s->on_stop[i].fn == fn && s->on_stop[i].ud == ud)
+            return 0;
+    if (s->non_stop == 4)
+        return -ENOSPC;
+    s->on_stop[s->non_stop].fn = fn;
+    s->on_stop[s->non_stop].ud = ud;
+    s->non_stop++;
+    return 0;
+}
+
 int sp_server_on_worker_start(sp_server *s, int (*fn)(sp_server *s, void *ud), void *ud) {
     if (s->non_start == 8)
         return -ENOSPC;
@@ -436,6 +448,8 @@ void sp_server_stop(sp_server *s) {
         if (s->listeners[i].w.fd >= 0)
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, s);
     server_close_listeners(s);
+    for (int k = 0; k < s->non_stop; k++)
+        s->on_stop[k].fn(s, s->on_stop[k].ud);
 }
 
 void server_close_listeners(sp_server *s) {

@@ -114,6 +114,11 @@ struct sp_server {
         void *ud;
     } on_start[8]; /* sp_server_on_worker_start */
     int non_start;
+    struct {
+        void (*fn)(sp_server *s, void *ud);
+        void *ud;
+    } on_stop[4]; /* server_on_stop */
+    int non_stop;
 };
 
 enum { FORK_BEFORE, FORK_PARENT, FORK_CHILD };
@@ -182,6 +187,10 @@ void server_finish(sp_server *s);
 int server_adopt_conn(sp_server *s, int fd);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
+/* Calls fn(s, ud) when s begins to stop (sp_server_stop), for modules that
+ * hold connections the driver does not see (WebSockets). Registering the
+ * same fn and ud again is a no-op. 0, or -ENOSPC beyond 4. */
+int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud);
 /* Closes this process's listening sockets (a stopping server). */
 void server_close_listeners(sp_server *s);
 void server_conn_close(sp_server *s, conn *c);

@@ -19,7 +19,6 @@
 #define WS_MAX_MESSAGE_DEFAULT (1u << 20)
 #define WS_CLOSE_TIMEOUT       2000
 #define WS_DIRECT_READ         4096 /* payload left above which we read past the buffer */
-#define WS_STOP_CHECK_MS       200
 
 enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
 
@@ -46,44 +45,33 @@ struct sp_ws {
 };
 
 /* ---- WebSockets of this thread, told when their server stops -----------
- * The server has no stop notification, so one timer per thread looks every
- * WS_STOP_CHECK_MS while WebSockets are open (well inside a 1 s graceful
- * timeout) and wakes the receivers of a stopping server with -ESHUTDOWN. */
+ * The server calls back when it begins to stop; the receivers of its
+ * WebSockets are then woken with -ESHUTDOWN. */
 
-typedef struct ws_registry {
-    sp_ws *head;
-    loop_timer tick;
-} ws_registry;
+static _Thread_local sp_ws *reg_head;
 
-static _Thread_local ws_registry reg;
-
-static void on_stop_check(loop *l, loop_timer *t) {
-    for (sp_ws *ws = reg.head; ws; ws = ws->reg_next)
-        if (ws->s->stopping && ws->recv_task)
-            loop_wake(l, ws->recv_task, -ESHUTDOWN);
-    if (reg.head)
-        loop_timer_arm(l, t, loop_now(l) + WS_STOP_CHECK_MS, on_stop_check, NULL);
+static void on_server_stop(sp_server *s, void *ud) {
+    for (sp_ws *ws = reg_head; ws; ws = ws->reg_next)
+        if (ws->s == s && ws->recv_task)
+            loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
 }
 
 static void reg_add(sp_ws *ws) {
     ws->reg_prev = NULL;
-    ws->reg_next = reg.head;
-    if (reg.head)
-        reg.head->reg_prev = ws;
-    reg.head = ws;
-    if (!loop_timer_armed(&reg.tick))
-        loop_timer_arm(ws->l, &reg.tick, loop_now(ws->l) + WS_STOP_CHECK_MS, on_stop_check, NULL);
+    ws->reg_next = reg_head;
+    if (reg_head)
+        reg_head->reg_prev = ws;
+    reg_head = ws;
+    server_on_stop(ws->s, on_server_stop, NULL);
 }
 
 static void reg_remove(sp_ws *ws) {
     if (ws->reg_prev)
         ws->reg_prev->reg_next = ws->reg_next;
     else
-        reg.head = ws->reg_next;
+        reg_head = ws->reg_next;
     if (ws->reg_next)
         ws->reg_next->reg_prev = ws->reg_prev;
-    if (!reg.head)
-        loop_timer_cancel(ws->l, &reg.tick);
 }
 
 /* ---- sending ---------------------------------------------------------- */
