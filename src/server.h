@@ -119,6 +119,7 @@ struct sp_server {
         void *ud;
     } on_stop[4]; /* server_on_stop */
     int non_stop;
+    struct sess_cfg *sessions; /* sp_sessions_configure, or NULL */
 };
 
 enum { FORK_BEFORE, FORK_PARENT, FORK_CHILD };

@@ -14,7 +14,6 @@
 #define SESS_DEFAULT_TTL 86400 /* seconds: one day */
 
 typedef struct sess_cfg {
-    const sp_server *srv;
     sess_store store;
     uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
     size_t key_len;
@@ -33,7 +32,7 @@ void sess_spare_free(sp_session *s);
 /* Forgets s's configuration (for sp_server_free: a later server at the
  * same address must not inherit it). The spare session objects of this
  * process go with it. */
-void sess_server_forget(const sp_server *s);
+void sess_server_forget(sp_server *s);
 
 /* Store calls for a handler's coroutine: on the thread pool for a blocking
  * store (opening it in this process first if needed), inline for memory.

@@ -5,6 +5,7 @@
 #include "session.h"
 
 #include "log.h"
+#include "server.h"
 #include "session_hmac.h"
 
 #include <errno.h>
@@ -14,16 +15,8 @@
 #include <sys/random.h>
 #include <unistd.h>
 
-#define MAX_CONFIGS 8
-
-/* Configured servers: written before serving, read-only afterwards. */
-static sess_cfg *configs[MAX_CONFIGS];
-
 sess_cfg *sess_cfg_of(const sp_server *s) {
-    for (int i = 0; i < MAX_CONFIGS; i++)
-        if (configs[i] && configs[i]->srv == s)
-            return configs[i];
-    return NULL;
+    return s->sessions;
 }
 
 int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port) {
@@ -196,12 +189,9 @@ static void cfg_free(sess_cfg *c) {
     free(c);
 }
 
-void sess_server_forget(const sp_server *s) {
-    for (int i = 0; i < MAX_CONFIGS; i++)
-        if (configs[i] && configs[i]->srv == s) {
-            cfg_free(configs[i]);
-            configs[i] = NULL;
-        }
+void sess_server_forget(sp_server *s) {
+    cfg_free(s->sessions);
+    s->sessions = NULL;
 }
 
 int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file) {
@@ -210,7 +200,6 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
     sess_cfg *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    c->srv = s;
     c->ttl = SESS_DEFAULT_TTL;
     pthread_mutex_init(&c->store.mu, NULL);
     int rc =
@@ -247,24 +236,10 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
         }
         c->store.ops->close(&c->store);
     }
-    int slot = -1, had = 0;
-    for (int i = 0; i < MAX_CONFIGS; i++) {
-        if (configs[i] && configs[i]->srv == s) {
-            slot = i;
-            had = 1;
-            break;
-        }
-        if (!configs[i] && slot < 0)
-            slot = i;
-    }
-    if (slot < 0) {
-        rc = -ENOSPC;
+    if (!s->sessions && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
         goto fail;
-    }
-    if (!had && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
-        goto fail;
-    cfg_free(configs[slot]);
-    configs[slot] = c;
+    cfg_free(s->sessions);
+    s->sessions = c;
     log_msg(LOG_INFO, "sessions: %s store%s%s", c->store.ops->name, c->store.where ? " " : "",
             c->store.where ? c->store.where : "");
     return 0;
