@@ -11,23 +11,8 @@
 #include "http_parse.h"
 #include "http_scan.h"
 
-/* Copies s[0..n) so that it ends exactly where a PROT_NONE page begins. */
-static const char *guarded(const char *s, size_t n) {
-    static char *map;
-    static size_t map_len;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    size_t need = (n + pg - 1) / pg * pg + pg;
-    if (need > map_len) {
-        if (map)
-            munmap(map, map_len);
-        map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(map != MAP_FAILED);
-        map_len = need;
-        CHECK(mprotect(map + need - pg, pg, PROT_NONE) == 0);
-    }
-    char *dst = map + map_len - pg - n;
-    memcpy(dst, s, n);
-    return dst;
+static const char *guarded(const void *s, size_t n) {
+    return unit_guarded(s, n);
 }
 
 static http_field fields[128];

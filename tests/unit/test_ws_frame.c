@@ -12,19 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Copies len bytes to the end of a readable page followed by a PROT_NONE one. */
-static uint8_t *guarded(const void *src, size_t len) {
-    static uint8_t *pages;
-    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
-    if (!pages) {
-        pages = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        CHECK(pages != MAP_FAILED);
-        CHECK_EQ(mprotect(pages + pg, pg, PROT_NONE), 0);
-    }
-    CHECK(len <= pg);
-    uint8_t *p = pages + pg - len;
-    memcpy(p, src, len);
-    return p;
+static const uint8_t *guarded(const void *s, size_t n) {
+    return unit_guarded(s, n);
 }
 
 static void hex(const uint8_t *d, size_t n, char *out) {

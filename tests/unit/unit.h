@@ -15,6 +15,10 @@ void unit_register(const char *name, unit_fn fn, int timeout_s, int expect_signa
                    const char *expect_stderr);
 _Noreturn void unit_fail(const char *file, int line, const char *what);
 
+/* A copy of src[0..n) that ends exactly where a PROT_NONE page begins, so a
+ * parser reading one byte too far faults. Valid until the next call. */
+const void *unit_guarded(const void *src, size_t n);
+
 #define UNIT_REG(name, timeout, sig, msg)                                                          \
     static void name(void);                                                                        \
     __attribute__((constructor)) static void unit_reg_##name(void) {                               \

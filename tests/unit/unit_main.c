@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,6 +36,24 @@ void unit_fail(const char *file, int line, const char *what) {
     fprintf(stderr, "  check failed at %s:%d: %s\n", file, line, what);
     fflush(stderr);
     _exit(1);
+}
+
+const void *unit_guarded(const void *src, size_t n) {
+    static char *map;
+    static size_t map_len;
+    size_t pg = (size_t)sysconf(_SC_PAGESIZE);
+    size_t need = (n + pg - 1) / pg * pg + pg;
+    if (need > map_len) {
+        if (map)
+            munmap(map, map_len);
+        map = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (map == MAP_FAILED || mprotect(map + need - pg, pg, PROT_NONE) != 0)
+            unit_fail(__FILE__, __LINE__, "mapping a guarded buffer");
+        map_len = need;
+    }
+    char *dst = map + map_len - pg - n;
+    memcpy(dst, src, n);
+    return dst;
 }
 
 static int selected(const char *name, int argc, char **argv) {
