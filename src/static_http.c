@@ -323,6 +323,14 @@ static int etag_scan(const char *s, size_t len, size_t *i, int *weak, const char
     return 0;
 }
 
+/* Skips OWS and commas to the next member of a comma-separated list
+ * (RFC 9110 §5.6.1); 0 at the end of the list. */
+static int list_next(const char *s, size_t len, size_t *i) {
+    while (*i < len && (is_ows((unsigned char)s[*i]) || s[*i] == ','))
+        (*i)++;
+    return *i < len;
+}
+
 int static_etag_match(const sp_str *vals, size_t n, const char *etag, size_t etag_len, int weak) {
     int our_weak = etag_len > 2 && etag[0] == 'W' && etag[1] == '/';
     const char *ours = our_weak ? etag + 2 : etag;
@@ -333,9 +341,7 @@ int static_etag_match(const sp_str *vals, size_t n, const char *etag, size_t eta
         if (!s)
             continue;
         for (;;) {
-            while (i < len && (is_ows((unsigned char)s[i]) || s[i] == ','))
-                i++;
-            if (i == len)
+            if (!list_next(s, len, &i))
                 break;
             if (s[i] == '*') {
                 return 1; /* any current representation */
@@ -450,9 +456,7 @@ int static_accepts_gzip(const sp_str *vals, size_t n) {
         if (!s)
             continue;
         for (;;) {
-            while (i < len && (is_ows((unsigned char)s[i]) || s[i] == ','))
-                i++;
-            if (i == len)
+            if (!list_next(s, len, &i))
                 break;
             size_t start = i;
             while (i < len && s[i] != ';' && s[i] != ',' && !is_ows((unsigned char)s[i]))
