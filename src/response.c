@@ -14,13 +14,17 @@
 
 #define HEAD_CAP (RES_FIELD_BYTES + 1024)
 
+void res_clear_head(sp_res *res) {
+    res->nfields = 0;
+    res->field_bytes = 0;
+    res->declared = -1;
+}
+
 void res_init(sp_res *res, sp_req *req, conn *c) {
     res->req = req;
     res->c = c;
     res->status = 200;
-    res->nfields = 0;
-    res->field_bytes = 0;
-    res->declared = -1;
+    res_clear_head(res);
     res->written = 0;
     res->head_sent = res->finished = res->failed = res->force_close = res->taken_over = 0;
     res->out = (http_out){0};
@@ -299,8 +303,7 @@ int res_send_error(sp_res *r, int status, int close, const char *allow) {
         r->force_close = 1;
         return 0;
     }
-    r->nfields = 0;
-    r->field_bytes = 0;
+    res_clear_head(r);
     r->force_close = (uint8_t)close;
     if (allow && allow[0])
         sp_res_header(r, "Allow", allow);

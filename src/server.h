@@ -226,6 +226,9 @@ int req_drain(sp_req *r, uint64_t max);
 
 /* response.c */
 void res_init(sp_res *res, sp_req *req, conn *c);
+/* Forgets the header fields and declared length set so far (the head is
+ * not out yet): an error answer or a WSGI start_response replaces them. */
+void res_clear_head(sp_res *res);
 /* A complete error response (text body), with Connection: close when asked. */
 int res_send_error(sp_res *res, int status, int close, const char *allow);
 

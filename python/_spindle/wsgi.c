@@ -133,9 +133,7 @@ static int commit_head(sr_obj *sr, int64_t body_len) {
         return -1;
     int status = (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0');
     Py_XDECREF(hold);
-    res->nfields = 0;
-    res->field_bytes = 0;
-    res->declared = -1;
+    res_clear_head(res);
     if (sp_res_status(res, status) < 0) {
         PyErr_Format(PyExc_ValueError, "invalid WSGI status %R", sr->status);
         return -1;
@@ -476,8 +474,7 @@ error:
         sr->j = NULL;
     if (!j->res->head_sent && !j->res->failed) {
         sp_res *res = j->res;
-        res->nfields = 0;
-        res->field_bytes = 0;
+        res_clear_head(res);
         res->declared = (int64_t)(sizeof error_body - 1);
         res->status = 500;
         res->force_close = 0;
