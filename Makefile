@@ -165,6 +165,15 @@ run: deps
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	./build/spindle --bind 127.0.0.1:8080
 
+# make bench: spindle side by side with nginx, node, tornado, gunicorn,
+# uWSGI, gevent and eventlet (bench/run installs the missing peers; method
+# and options in bench/README.md). QUICK=1: the short run, under 10 minutes.
+# BENCH_ARGS: more bench/run options, e.g. BENCH_ARGS="--servers spindle,nginx".
+.PHONY: bench
+bench: deps
+	@$(MAKE) --no-print-directory -j2 MODE=release all
+	/usr/bin/python3 bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
+
 FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
   tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
   python/_spindle/*.h)

@@ -33,6 +33,11 @@ PKGS=(
   "libhiredis-dev:the Redis session store"
   "chromium:headless-browser tests of the status page and the chat example"
   "nodejs:WebSocket conformance tests (npm ws) and the llhttp differential"
+  "python3-matplotlib:charts of the benchmark harness (bench/run)"
+  "python3-mako:the Mako template app of the benchmark harness"
+  "python3-sqlalchemy:the database apps of the benchmark harness"
+  "python3-psycopg2:the PostgreSQL apps of the benchmark harness"
+  "postgresql:the benchmark harness starts its own PostgreSQL (smoke-tested)"
 )
 
 missing=()
@@ -65,7 +70,7 @@ apt-get update -qq || apt-get update
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 # Debian's nginx package starts a system nginx on port 80; the benchmarks
 # start their own, so stop the packaged one if it came up.
-for svc in nginx redis-server; do
+for svc in nginx redis-server postgresql; do
   if [[ " ${missing[*]} " == *" $svc "* ]]; then
     (systemctl stop "$svc" || service "$svc" stop || pkill -x "$svc") >/dev/null 2>&1 || true
   fi

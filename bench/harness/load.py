@@ -1,0 +1,271 @@
+"""Load generators and what they measure: wrk (keep-alive, and paced for
+latency), ab (no keep-alive, as in the articles), an idle-connection holder
+for memory per connection, and callgrind for instructions per request. Each
+run reports the server's CPU time per request and the load generator's own
+CPU use, so a run where the generator was the bottleneck can be flagged."""
+import os
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+from . import procs
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LUA = os.path.join(HERE, "wrk_report.lua")
+# A generator using more than this share of its CPU was (nearly) the
+# bottleneck: its figure is flagged in the tables.
+SATURATED = 0.90
+
+
+def run_measured(argv, server, timeout, env=None):
+    """Run a load generator to completion, with the server's tree CPU time
+    and the generator's own rusage (os.wait4) around it."""
+    cpu0 = procs.tree_cpu_seconds(server.pid)
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         env=dict(os.environ, **(env or {})))
+    deadline = t0 + timeout
+    out = b""
+    # Read while it runs (the pipe must not fill); bounded by TIMEOUT.
+    os.set_blocking(p.stdout.fileno(), False)
+    killed = False
+    while True:
+        try:
+            chunk = p.stdout.read()
+        except (BlockingIOError, TypeError):
+            chunk = None
+        if chunk:
+            out += chunk
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline and not killed:
+            p.send_signal(signal.SIGKILL)
+            killed = True
+        time.sleep(0.02)
+    rest = p.stdout.read()
+    if rest:
+        out += rest
+    p.stdout.close()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+    cpu1 = procs.tree_cpu_seconds(server.pid)
+    return {
+        "text": out.decode(errors="replace"),
+        "status": p.returncode,
+        "killed": killed,
+        "wall_s": wall,
+        "server_cpu_s": cpu1 - cpu0,
+        "lg_cpu_s": ru.ru_utime + ru.ru_stime,
+    }
+
+
+def _finish(r, requests, errors, non2xx, extra):
+    wall = r["wall_s"]
+    row = {
+        "requests": requests,
+        "requests_per_s": requests / extra.pop("duration_s", wall) if requests else 0.0,
+        "errors": errors,
+        "non2xx": non2xx,
+        "server_cpu_us_per_request": (r["server_cpu_s"] * 1e6 / requests) if requests else "",
+        "loadgen_cpu_pct": round(100 * r["lg_cpu_s"] / wall, 1) if wall else "",
+        "loadgen_saturated": int(wall > 0 and r["lg_cpu_s"] / wall >= SATURATED),
+    }
+    row.update(extra)
+    if r["killed"] or r["status"] not in (0,):
+        row["note"] = ("load generator killed after its time limit" if r["killed"]
+                       else "load generator exited %s: %s" % (r["status"], r["text"].strip()[-200:]))
+    return row
+
+
+def wrk(url, server, conns, duration, lg_cpus, pace_ms=None):
+    """wrk -t1 keep-alive; with PACE_MS, the paced latency run."""
+    argv = ["taskset", "-c", procs.cpu_list(lg_cpus), "wrk", "-t1", "-c%d" % conns, "-d%ds" % duration,
+            "--timeout", "10s", "-s", LUA, url]
+    env = {"BENCH_PACE_MS": str(pace_ms)} if pace_ms else {}
+    r = run_measured(argv, server, duration + 30, env)
+    f = parse_wrk(r["text"])
+    if f is None:
+        return _finish(r, 0, 0, 0, {"note": "wrk printed no result: " + r["text"].strip()[-300:]})
+    errors = f["connect"] + f["read"] + f["write"] + f["timeout"]
+    extra = {"duration_s": f["duration_us"] / 1e6,
+             "p50_ms": f["p50"] / 1000, "p90_ms": f["p90"] / 1000, "p99_ms": f["p99"] / 1000,
+             "p999_ms": f["p999"] / 1000, "max_ms": f["max"] / 1000}
+    return _finish(r, f["requests"], errors, f["status"], extra)
+
+
+def parse_wrk(text):
+    """The BENCH line wrk_report.lua prints, as {name: number}; None if absent."""
+    m = re.search(r"^BENCH (.*)$", text, re.M)
+    if not m:
+        return None
+    return {k: int(float(v)) for k, v in (kv.split("=") for kv in m.group(1).split())}
+
+
+def ab(url, server, conns, duration, lg_cpus):
+    """ab without keep-alive (HTTP/1.0, a connection per request), as in the
+    articles, for DURATION seconds (-t; -n only caps it)."""
+    argv = ["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-r", "-q", "-t", str(duration), "-n", "50000000",
+            "-s", "10", "-c", str(conns), url]
+    r = run_measured(argv, server, duration + 40)
+    f = parse_ab(r["text"])
+    if f is None:
+        return _finish(r, 0, 0, 0, {"note": "ab printed no result: " + r["text"].strip()[-300:]})
+    extra = {"duration_s": f["taken_s"] or r["wall_s"], "p50_ms": f["p50_ms"], "p99_ms": f["p99_ms"],
+             "max_ms": f["max_ms"]}
+    # ab counts a non-2xx answer as a success; only Failed requests are
+    # errors (connect, receive, length, exceptions).
+    return _finish(r, f["complete"] - f["failed"], f["failed"], f["non2xx"], extra)
+
+
+def parse_ab(text):
+    """ab's report as {complete, failed, non2xx, taken_s, p50_ms, p99_ms,
+    max_ms}; None if it printed none."""
+    def num(label, cast=int):
+        m = re.search(r"^%s:\s+([0-9.]+)" % re.escape(label), text, re.M)
+        return cast(m.group(1)) if m else None
+
+    done = num("Complete requests")
+    if done is None:
+        return None
+    pct = dict((int(p), float(v)) for p, v in re.findall(r"^\s+(\d+)%\s+(\d+)", text, re.M))
+    return {"complete": done, "failed": num("Failed requests") or 0, "non2xx": num("Non-2xx responses") or 0,
+            "taken_s": num("Time taken for tests", float), "p50_ms": pct.get(50, ""), "p99_ms": pct.get(99, ""),
+            "max_ms": pct.get(100, "")}
+
+
+def warm_up(server, lg_cpus, requests=500):
+    subprocess.run(["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-k", "-r", "-q", "-s", "10", "-c", "10",
+                    "-n", str(requests), "http://127.0.0.1:%d/" % server.port],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
+
+
+def hold_idle(port, count, settle=1.0, timeout=60):
+    """Open COUNT connections, send GET / on each and read the whole answer,
+    keep them open. Returns (socks, still_open_count, note)."""
+    req = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    sel = selectors.DefaultSelector()
+    socks, pending, started = [], {}, 0
+    deadline = time.monotonic() + timeout
+    note = ""
+    while (started < count or pending) and time.monotonic() < deadline:
+        while started < count and len(pending) < 256:
+            s = socket.socket()
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            except OSError as e:
+                note = "connect: %s" % e
+                s.close()
+                started = count
+                break
+            started += 1
+            pending[s] = [b"", False]
+            sel.register(s, selectors.EVENT_WRITE)
+        for key, ev in sel.select(0.5):
+            s = key.fileobj
+            st = pending[s]
+            try:
+                if not st[1]:
+                    s.send(req)
+                    st[1] = True
+                    sel.modify(s, selectors.EVENT_READ)
+                    continue
+                data = s.recv(65536)
+            except OSError as e:
+                note = "connection failed: %s" % e
+                data = b""
+            st[0] += data
+            head, sep, body = st[0].partition(b"\r\n\r\n")
+            m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+            complete = sep and (not m or len(body) >= int(m.group(1))) and (m or b"chunked" not in head.lower()
+                                                                       or body.endswith(b"0\r\n\r\n"))
+            if complete or not data:
+                sel.unregister(s)
+                del pending[s]
+                socks.append(s)
+    for s in list(pending):
+        sel.unregister(s)
+        s.close()
+    time.sleep(settle)
+    still = 0
+    for s in socks:
+        try:
+            if s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                continue
+            still += 1  # unexpected bytes: still open
+        except BlockingIOError:
+            still += 1
+        except OSError:
+            pass
+    return socks, still, note
+
+
+def memory_per_connection(server, count, settle=1.0):
+    """Bytes of server memory (RSS and PSS of its process tree) per idle
+    keep-alive connection, after one request on each."""
+    before = procs.tree_memory_kb(server.pid)
+    socks, still, note = hold_idle(server.port, count, settle)
+    after = procs.tree_memory_kb(server.pid)
+    for s in socks:
+        s.close()
+    row = {"connections": count, "held_open": still, "rss_kb_before": before[0], "rss_kb_after": after[0],
+           "pss_kb_before": before[1], "pss_kb_after": after[1]}
+    if still:
+        row["bytes_per_connection"] = round((after[0] - before[0]) * 1024 / still)
+        row["pss_bytes_per_connection"] = round((after[1] - before[1]) * 1024 / still)
+    if still < count:
+        row["note"] = ("%d of %d connections were closed by the server after their answer%s"
+                       % (count - still, count, "; " + note if note else ""))
+    return row
+
+
+def callgrind_total(files):
+    total = 0
+    for f in files:
+        t = s = None
+        with open(f, errors="replace") as fh:
+            for line in fh:
+                if line.startswith("totals:"):
+                    t = int(line.split()[1])
+                elif line.startswith("summary:"):
+                    s = int(line.split()[1])
+        total += t if t is not None else (s or 0)
+    return total
+
+
+def instructions(make_server, n1, n2, lg_cpus, conc=10):
+    """User-space instructions per request: the server (every process of it,
+    --trace-children) runs under callgrind twice, driven by `ab -k -c CONC`
+    with N1 then N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up,
+    connection set-up and shutdown."""
+    totals = []
+    for n in (n1, n2):
+        d = tempfile.mkdtemp(prefix="spindle-bench-cg.")
+        server = make_server(["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no",
+                              "--callgrind-out-file=" + os.path.join(d, "cg.%p")], d)
+        try:
+            server.wait_listening(180)
+            time.sleep(1)
+            url = "http://127.0.0.1:%d/" % server.port
+            r = subprocess.run(["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-k", "-r", "-s", "60",
+                                "-c", str(conc), "-n", str(n), url],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+            text = r.stdout.decode(errors="replace")
+            m = re.search(r"^Complete requests:\s+(\d+)", text, re.M)
+            f = re.search(r"^Failed requests:\s+(\d+)", text, re.M)
+            if not m or int(m.group(1)) != n or (f and int(f.group(1))):
+                raise RuntimeError("ab under callgrind did not complete %d requests:\n%s" % (n, text[-600:]))
+        finally:
+            server.stop(timeout=120)
+        files = [os.path.join(d, x) for x in os.listdir(d) if x.startswith("cg.")]
+        totals.append(callgrind_total(files))
+        subprocess.run(["rm", "-rf", d])
+    return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1],
+            "instructions_per_request": round((totals[1] - totals[0]) / (n2 - n1), 1)}

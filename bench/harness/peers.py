@@ -1,0 +1,339 @@
+"""The servers the harness compares and the applications they run: for each
+server, whether it is installed, the Debian packages that provide it, its
+version, and the command line that serves an application with N workers on a
+port. Every server gets the same worker count; access logs are off in all of
+them."""
+import os
+import shutil
+import subprocess
+import sys
+
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(BENCH)
+WSGI_APPS = os.path.join(BENCH, "wsgi_apps")
+PEER_DIR = os.path.join(BENCH, "peers")
+PY = os.environ.get("PY", "/usr/bin/python3")
+NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
+
+HELLO = b"Hello world!"
+
+# name -> (WSGI module:callable, Python modules it imports, what GET / answers:
+# exact bytes, or a marker the body must contain).
+APPS = {
+    "hello": ("hello:application", [], ("exact", HELLO)),
+    "ip": ("webpy_ip:application", ["web"], ("exact", b"127.0.0.1")),
+    "mako": ("mako_page:application", ["mako"], ("contains", b"<li>item 9</li>")),
+    "sqlite": ("sqla_app:row_application", ["sqlalchemy"], ("contains", b"row ")),
+    "pg": ("sqla_app:row_application", ["sqlalchemy", "psycopg2"], ("contains", b"row ")),
+    "mako-pg": ("sqla_app:page_application", ["sqlalchemy", "psycopg2", "mako"], ("contains", b"</table>")),
+}
+APP_DOC = {
+    "hello": "WSGI hello world (bench/wsgi_apps/hello.py; native hello for nginx, node, tornado, spindle-c)",
+    "ip": "web.py \"your IP\" page (webpy_ip.py)",
+    "mako": "a Mako template: a page with a title and a 10-item list (mako_page.py)",
+    "sqlite": "SQLAlchemy ORM: one row by random primary key from a 1,000-row SQLite table (sqla_app.py)",
+    "pg": "the same query on PostgreSQL through psycopg2, pooled connections",
+    "mako-pg": "10 rows from PostgreSQL rendered through a Mako template",
+}
+
+
+def have_module(name):
+    return subprocess.run([PY, "-c", "import " + name], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0
+
+
+def out_of(argv):
+    try:
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
+        return r.stdout.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def py_version_of(module):
+    return out_of([PY, "-c", "import %s as m; print(getattr(m, '__version__', getattr(m, 'version', '?')))" % module])
+
+
+class Peer:
+    """A server. kind 'native' serves only its own hello world; 'wsgi' runs
+    every app of APPS through WSGI."""
+    name = kind = ""
+    packages = ()      # Debian packages that provide it
+    modules = ()       # Python modules it needs
+    doc = ""
+    note = ""          # what a reader of the tables must know about it
+
+    def __init__(self, ctx):
+        self.ctx = ctx  # the run's context: spindle snapshot paths
+
+    def available(self):
+        """None when usable, else why not."""
+        for m in self.modules:
+            if not have_module(m):
+                return "Python module %s missing (Debian: %s)" % (m, " ".join(self.packages))
+        return None
+
+    def version(self):
+        return ""
+
+    def runs(self, app):
+        return app == "hello" or self.kind == "wsgi"
+
+    def command(self, app, port, workers, workdir):
+        """(argv, env, cwd) serving APP on 127.0.0.1:PORT with WORKERS."""
+        raise NotImplementedError
+
+
+class SpindleC(Peer):
+    name, kind = "spindle-c", "native"
+    doc = "build/spindle, its built-in hello world (the C handler API)"
+
+    def available(self):
+        return None if os.access(self.ctx.spindle_bin, os.X_OK) else "build/spindle not built (make)"
+
+    def version(self):
+        return self.ctx.spindle_version
+
+    def command(self, app, port, workers, workdir, root=None):
+        argv = [self.ctx.spindle_bin, "--bind", "127.0.0.1:%d" % port, "--workers", str(workers),
+                "--log-level", "warning", "--max-connections", "15000", "--keepalive-timeout", "120"]
+        if root:
+            argv += ["--root", root]
+        return argv, {}, workdir
+
+
+class SpindlePy(Peer):
+    name, kind = "spindle", "wsgi"
+    doc = "python3 -m spindle MODULE:app (the WSGI binding)"
+
+    def available(self):
+        if not os.path.isdir(os.path.join(self.ctx.spindle_py, "spindle")):
+            return "the WSGI binding is not built (make python)"
+        return None
+
+    def version(self):
+        return self.ctx.spindle_version
+
+    def command(self, app, port, workers, workdir):
+        return ([PY, "-m", "spindle", APPS[app][0], "--chdir", WSGI_APPS, "--bind", "127.0.0.1:%d" % port,
+                 "--workers", str(workers), "--log-level", "warning", "--max-connections", "15000",
+                 "--keepalive-timeout", "120"],
+                {"PYTHONPATH": self.ctx.spindle_py}, workdir)
+
+
+def nginx_conf(workdir, port, workers, body, worker_connections=20000):
+    """An nginx config in WORKDIR: every path it writes (pid, logs, temp
+    directories) inside WORKDIR, access log off, run as the current user."""
+    tmp = os.path.join(workdir, "tmp")
+    os.makedirs(tmp, exist_ok=True)
+    user = ""
+    if os.getuid() == 0:
+        import grp
+        import pwd
+        user = "user %s %s;" % (pwd.getpwuid(os.getuid()).pw_name, grp.getgrgid(os.getgid()).gr_name)
+    conf = """%(user)s
+worker_processes %(workers)d;
+master_process on;
+daemon off;
+pid %(dir)s/nginx.pid;
+error_log %(dir)s/error.log warn;
+worker_rlimit_nofile 20000;
+events { worker_connections %(wc)d; }
+http {
+    access_log off;
+    keepalive_requests 1000000;
+    keepalive_timeout 120;
+    sendfile on;
+    tcp_nopush on;
+    client_body_temp_path %(tmp)s/body;
+    proxy_temp_path %(tmp)s/proxy;
+    fastcgi_temp_path %(tmp)s/fastcgi;
+    uwsgi_temp_path %(tmp)s/uwsgi;
+    scgi_temp_path %(tmp)s/scgi;
+    %(body)s
+}
+""" % {"user": user, "workers": workers, "dir": workdir, "tmp": tmp, "body": body % {"port": port},
+       "wc": worker_connections}
+    path = os.path.join(workdir, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf)
+    return [NGINX, "-p", workdir, "-c", path, "-e", os.path.join(workdir, "error.log")]
+
+
+class Nginx(Peer):
+    name, kind = "nginx", "native"
+    packages = ("nginx",)
+    doc = 'nginx `return 200 "Hello world!"`'
+
+    def available(self):
+        return None if os.access(NGINX, os.X_OK) else "nginx missing (Debian: nginx)"
+
+    def version(self):
+        return out_of([NGINX, "-v"]).split("/")[-1]
+
+    def command(self, app, port, workers, workdir, root=None):
+        if root:
+            body = ("server { listen 127.0.0.1:%%(port)d; root %s; "
+                    "location / { types { text/plain txt; application/octet-stream bin; } } }" % root)
+        else:
+            body = ('server { listen 127.0.0.1:%(port)d; default_type text/plain; '
+                    'location / { return 200 "Hello world!"; } }')
+        return nginx_conf(workdir, port, workers, body), {}, workdir
+
+
+class Node(Peer):
+    name, kind = "node", "native"
+    packages = ("nodejs",)
+    doc = "Node.js `http` module (bench/peers/node_hello.js), cluster for >1 worker"
+
+    def available(self):
+        return None if shutil.which("node") else "node missing (Debian: nodejs)"
+
+    def version(self):
+        return out_of(["node", "--version"])
+
+    def command(self, app, port, workers, workdir):
+        return ["node", os.path.join(PEER_DIR, "node_hello.js"), str(port), str(workers)], {}, workdir
+
+
+class Tornado(Peer):
+    name, kind = "tornado", "native"
+    packages = ("python3-tornado",)
+    modules = ("tornado",)
+    doc = "Tornado RequestHandler (bench/peers/tornado_hello.py), fork_processes for >1"
+
+    def version(self):
+        return py_version_of("tornado")
+
+    def command(self, app, port, workers, workdir):
+        return [PY, os.path.join(PEER_DIR, "tornado_hello.py"), str(port), str(workers)], {}, workdir
+
+
+class GunicornSync(Peer):
+    name, kind = "gunicorn-sync", "wsgi"
+    packages = ("gunicorn",)
+    worker_args = ()
+    doc = "gunicorn, sync worker"
+    note = "closes the connection after every answer (`Connection: close`): each request pays for a connection"
+
+    def available(self):
+        if not shutil.which("gunicorn"):
+            return "gunicorn missing (Debian: gunicorn)"
+        return Peer.available(self)
+
+    def version(self):
+        return out_of(["gunicorn", "--version"]).replace("gunicorn (version ", "").rstrip(")")
+
+    def command(self, app, port, workers, workdir):
+        return (["gunicorn", "--workers", str(workers), *self.worker_args, "--bind", "127.0.0.1:%d" % port,
+                 "--chdir", WSGI_APPS, "--backlog", "2048", "--graceful-timeout", "3", "--keep-alive", "120",
+                 "--log-level", "warning", APPS[app][0]], {}, workdir)
+
+
+class GunicornGevent(GunicornSync):
+    name = "gunicorn-gevent"
+    packages = ("gunicorn", "python3-gevent")
+    modules = ("gevent",)
+    worker_args = ("-k", "gevent", "--worker-connections", "10000")
+    doc = "gunicorn, gevent worker"
+
+
+class Uwsgi(Peer):
+    name, kind = "uwsgi", "wsgi"
+    packages = ("uwsgi", "uwsgi-plugin-python3")
+    doc = "uWSGI --http-socket with the python3 plugin, no master"
+    note = ("closes the connection after every answer without announcing it: wrk counts each close as a read "
+            "error, so its errors column is its request count; each request pays for a connection")
+
+    def available(self):
+        if not shutil.which("uwsgi") or not any(
+                f.startswith("python3") for f in os.listdir("/usr/lib/uwsgi/plugins")
+                if os.path.isdir("/usr/lib/uwsgi/plugins")):
+            return "uWSGI or its python3 plugin missing (Debian: uwsgi uwsgi-plugin-python3)"
+        return None
+
+    def version(self):
+        return out_of(["uwsgi", "--version"])
+
+    def command(self, app, port, workers, workdir):
+        return (["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--chdir", WSGI_APPS,
+                 "--module", APPS[app][0], "--processes", str(workers), "--disable-logging", "--listen", "1024",
+                 "--die-on-term", "--need-app", "--lazy-apps"], {}, workdir)
+
+
+class Gevent(Peer):
+    name, kind = "gevent", "wsgi"
+    packages = ("python3-gevent",)
+    modules = ("gevent",)
+    doc = "gevent.pywsgi.WSGIServer (wsgi_apps/gevent_serve.py), pre-forked for >1 worker"
+    note = "monkey-patched; TCP_NODELAY set on its listener (without it every answer waits ~40 ms for a delayed ACK)"
+
+    def version(self):
+        return py_version_of("gevent")
+
+    def command(self, app, port, workers, workdir):
+        return [PY, os.path.join(WSGI_APPS, "gevent_serve.py"), APPS[app][0], str(port), str(workers)], {}, WSGI_APPS
+
+
+class Eventlet(Peer):
+    name, kind = "eventlet", "wsgi"
+    packages = ("python3-eventlet",)
+    modules = ("eventlet",)
+    doc = "eventlet.wsgi.server (wsgi_apps/eventlet_serve.py), pre-forked for >1 worker"
+    note = "monkey-patched; TCP_NODELAY set on its listener, as for gevent"
+
+    def version(self):
+        return py_version_of("eventlet")
+
+    def command(self, app, port, workers, workdir):
+        return ([PY, os.path.join(WSGI_APPS, "eventlet_serve.py"), APPS[app][0], str(port), str(workers)],
+                {}, WSGI_APPS)
+
+
+class NginxTornado(Peer):
+    """The articles' deployment: nginx (1 worker) proxying, with upstream
+    keep-alive, to one Tornado process per worker on its own port."""
+    name, kind = "nginx+tornado", "native"
+    packages = ("nginx", "python3-tornado")
+    modules = ("tornado",)
+    doc = "nginx (1 worker, upstream keep-alive) in front of N single-process Tornado servers"
+
+    def available(self):
+        return Nginx(self.ctx).available() or Peer.available(self)
+
+    def version(self):
+        return "nginx %s + tornado %s" % (Nginx(self.ctx).version(), py_version_of("tornado"))
+
+    def command(self, app, port, workers, workdir):
+        from . import procs
+        ports = [procs.free_port() for _ in range(workers)]
+        upstream = " ".join("server 127.0.0.1:%d;" % p for p in ports)
+        body = ("upstream app { %s keepalive 64; } server { listen 127.0.0.1:%%(port)d; location / { "
+                "proxy_pass http://app; proxy_http_version 1.1; proxy_set_header Connection \"\"; } }" % upstream)
+        argv = nginx_conf(workdir, port, 1, body)
+        script = os.path.join(PEER_DIR, "nginx_front.sh")
+        return [script, os.path.join(PEER_DIR, "tornado_hello.py"), ",".join(map(str, ports))] + argv, {"PY": PY}, workdir
+
+
+ALL = [SpindleC, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
+EXTRA = [NginxTornado]
+BY_NAME = {p.name: p for p in ALL + EXTRA}
+BENCH_PACKAGES = ["nginx", "nodejs", "gunicorn", "uwsgi", "uwsgi-plugin-python3", "python3-gevent",
+                  "python3-eventlet", "python3-tornado", "python3-webpy", "python3-mako", "python3-sqlalchemy",
+                  "python3-psycopg2", "postgresql", "python3-matplotlib", "wrk", "apache2-utils", "valgrind"]
+
+
+def app_missing(app):
+    for m in APPS[app][1]:
+        if not have_module(m):
+            return "Python module %s missing" % m
+    return None
+
+
+def check_body(app, body):
+    how, want = APPS[app][2]
+    return body == want if how == "exact" else want in body
+
+
+if __name__ == "__main__":
+    sys.exit("not a program: bench/run uses this module")

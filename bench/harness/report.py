@@ -1,0 +1,212 @@
+"""What bench/run writes: runs.csv (every run, one row each),
+summary.csv (per workload, variant and server: medians with min–max),
+bench.md (a table per workload, with the machine, versions and the exact
+command) and PNG charts, all in the results directory."""
+import csv
+import os
+import statistics
+
+from .peers import APP_DOC
+
+COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "round", "duration_s", "requests",
+           "requests_per_s", "errors", "non2xx", "server_cpu_us_per_request", "loadgen_cpu_pct",
+           "loadgen_saturated", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
+           "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
+           "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "note"]
+SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
+           "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
+           "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
+           "held_open", "instructions_per_request", "notes"]
+ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions"]
+TITLES = {
+    "keepalive": "Hello world, keep-alive (wrk -t1)",
+    "close": "Hello world without keep-alive (ab, a connection per request)",
+    "latency": "Latency at a fixed rate (paced wrk, keep-alive)",
+    "memory": "Memory per idle keep-alive connection",
+    "wsgi": "WSGI applications (wrk -t1, keep-alive where the server offers it)",
+    "static": "Static files (wrk -t1, keep-alive)",
+    "scaling": "Scaling with workers (wrk -t1, keep-alive)",
+    "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
+}
+
+
+def num(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def write_runs(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, COLUMNS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: (round(v, 3) if isinstance(v, float) else v) for k, v in r.items()})
+
+
+def summarize(rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["variant"], r["server"]), []).append(r)
+    out = []
+    for (wl, variant, server), rs in groups.items():
+        def col(k):
+            return [x for x in (num(r.get(k)) for r in rs) if x is not None]
+
+        def med(k):
+            v = col(k)
+            return statistics.median(v) if v else ""
+
+        rps, cpu = col("requests_per_s"), col("server_cpu_us_per_request")
+        notes = sorted({r["note"] for r in rs if r.get("note")})
+        out.append({
+            "workload": wl, "variant": variant, "server": server, "runs": len(rs),
+            "rps_median": med("requests_per_s"), "rps_min": min(rps) if rps else "",
+            "rps_max": max(rps) if rps else "", "cpu_us_median": med("server_cpu_us_per_request"),
+            "cpu_us_min": min(cpu) if cpu else "", "cpu_us_max": max(cpu) if cpu else "",
+            "errors": int(sum(col("errors"))), "non2xx": int(sum(col("non2xx"))),
+            "loadgen_cpu_pct_median": med("loadgen_cpu_pct"), "saturated_runs": int(sum(col("loadgen_saturated"))),
+            "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p999_ms": med("p999_ms"), "max_ms": med("max_ms"),
+            "bytes_per_connection": med("bytes_per_connection"),
+            "pss_bytes_per_connection": med("pss_bytes_per_connection"), "held_open": med("held_open"),
+            "instructions_per_request": med("instructions_per_request"), "notes": "; ".join(notes),
+        })
+    return out
+
+
+def write_summary(path, summary):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, SUMMARY)
+        w.writeheader()
+        for s in summary:
+            w.writerow({k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()})
+
+
+def fmt(v, digits=0):
+    v = num(v)
+    if v is None:
+        return "–"
+    return "{:,.{d}f}".format(v, d=digits)
+
+
+def ratio(a, b):
+    a, b = num(a), num(b)
+    return "%.2f×" % (a / b) if a is not None and b else "–"
+
+
+def reference(rows):
+    names = [s["server"] for s in rows]
+    return "spindle-c" if "spindle-c" in names else ("spindle" if "spindle" in names else None)
+
+
+def throughput_table(summary, wl):
+    lines = ["| variant | server | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ ref | CPU ÷ ref "
+             "| errors / non-2xx | load-gen CPU % | notes |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    variants = []
+    for s in summary:
+        if s["workload"] == wl and s["variant"] not in variants:
+            variants.append(s["variant"])
+    for v in variants:
+        rows = [s for s in summary if s["workload"] == wl and s["variant"] == v]
+        rows.sort(key=lambda s: -(num(s["rps_median"]) or 0))
+        ref = reference(rows)
+        refrow = next((s for s in rows if s["server"] == ref), None)
+        for s in rows:
+            sat = " ⚠ saturated in %d of %d runs" % (s["saturated_runs"], s["runs"]) if s["saturated_runs"] else ""
+            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s |" % (
+                v, ("**%s**" % s["server"]) if s["server"] == ref else s["server"],
+                fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
+                fmt(s["cpu_us_median"], 1), fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
+                ratio(s["rps_median"], refrow["rps_median"]) if refrow else "–",
+                ratio(s["cpu_us_median"], refrow["cpu_us_median"]) if refrow else "–",
+                s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
+    return lines
+
+
+def latency_table(summary):
+    lines = ["| server | achieved req/s | p50 ms | p99 ms | p99.9 ms | max ms | CPU µs/req | errors / non-2xx "
+             "| notes |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    rows = sorted((s for s in summary if s["workload"] == "latency"), key=lambda s: num(s["p99_ms"]) or 1e9)
+    for s in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s |" % (
+            s["server"], fmt(s["rps_median"]), fmt(s["p50_ms"], 2), fmt(s["p99_ms"], 2), fmt(s["p999_ms"], 2),
+            fmt(s["max_ms"], 1), fmt(s["cpu_us_median"], 1), s["errors"], s["non2xx"], s["notes"]))
+    return lines
+
+
+def memory_table(rows_all):
+    lines = ["| server | connections held open | RSS before → with them (KiB) | bytes/conn (RSS) | bytes/conn (PSS) "
+             "| notes |", "|---|---:|---:|---:|---:|---|"]
+    rows = sorted((r for r in rows_all if r["workload"] == "memory"),
+                  key=lambda r: num(r.get("bytes_per_connection")) or 1e12)
+    for r in rows:
+        lines.append("| %s | %s of %s | %s → %s | %s | %s | %s |" % (
+            r["server"], r.get("held_open", 0), r.get("connections", ""), fmt(r.get("rss_kb_before")),
+            fmt(r.get("rss_kb_after")), fmt(r.get("bytes_per_connection")), fmt(r.get("pss_bytes_per_connection")),
+            r.get("note", "")))
+    return lines
+
+
+def instructions_table(rows_all):
+    lines = ["| server | requests between runs | Ir (short run) | Ir (long run) | instructions/request | ÷ spindle-c |",
+             "|---|---:|---:|---:|---:|---:|"]
+    rows = sorted((r for r in rows_all if r["workload"] == "instructions"),
+                  key=lambda r: num(r.get("instructions_per_request")) or 1e12)
+    ref = next((r for r in rows if r["server"] == "spindle-c"), None)
+    for r in rows:
+        lines.append("| %s | %s | %s | %s | %s | %s |" % (
+            r["server"], fmt(r.get("requests")), fmt(r.get("ir_n1")), fmt(r.get("ir_n2")),
+            fmt(r.get("instructions_per_request"), 1),
+            ratio(r.get("instructions_per_request"), ref.get("instructions_per_request")) if ref else "–"))
+    return lines
+
+
+def markdown(path, ctx, summary, charts):
+    o = ctx.opts
+    out = ["# spindle benchmarks — %s" % ctx.started, "",
+           "Command: `%s`" % ctx.command, "",
+           "Machine: %s." % ctx.machine, "",
+           "Method: servers pinned to CPU %s, the load generator (one wrk thread or ab) to CPU %s; every server "
+           "%d worker(s), access logs off everywhere; %d round(s) of %d s runs (latency: %d s), servers "
+           "alternating run by run (order reversed every other round), a 1 s warm-up per server; medians with "
+           "min–max. CPU µs/req is utime+stime of the server's whole process tree over the run divided by the "
+           "requests completed. \"Load-gen CPU %%\" is the generator's own CPU over the run: ⚠ marks runs at "
+           "≥ 90 %%, where the generator, not the server, was the limit — compare CPU µs/req there. "
+           "ref = spindle-c (or the WSGI binding where spindle-c does not run the app). spindle %s."
+           % (",".join(map(str, ctx.server_cpus)), ",".join(map(str, ctx.lg_cpus)), o.workers, o.rounds,
+              o.duration, o.latency_duration, ctx.spindle_version), ""]
+    out.append("Versions: " + "; ".join("%s %s" % (k, v) for k, v in ctx.versions.items() if v) + ".")
+    out.append("")
+    for p in ctx.problems:
+        out.append("- Note: " + p.replace("\n", " ")[:400])
+    if ctx.problems:
+        out.append("")
+    used = [n for n in ctx.commands]
+    if used:
+        out += ["## Servers", "", "| server | version | what it is | command (hello world) | note |", "|---|---|---|---|---|"]
+        for n in used:
+            p = ctx.peer(n)
+            out.append("| %s | %s | %s | `%s` | %s |" % (n, ctx.versions.get(n, ctx.spindle_version if
+                                                                          n.startswith("spindle") else ""),
+                                                         p.doc, ctx.commands[n], p.note))
+        out += ["", "WSGI apps: " + "; ".join("**%s** %s" % (a, d) for a, d in APP_DOC.items()
+                                            if a in ctx.opts.apps) + ".", ""]
+    present = {r["workload"] for r in ctx.rows}
+    for wl in ORDER:
+        if wl not in present:
+            continue
+        out += ["## " + TITLES[wl], ""]
+        for c in charts.get(wl, []):
+            out += ["![%s](%s)" % (wl, os.path.basename(c)), ""]
+        if wl == "latency":
+            out += latency_table(summary)
+        elif wl == "memory":
+            out += memory_table(ctx.rows)
+        elif wl == "instructions":
+            out += instructions_table(ctx.rows)
+        else:
+            out += throughput_table(summary, wl)
+        out.append("")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")

@@ -1,0 +1,279 @@
+"""The workloads of bench/run. Each one starts its servers (pinned to the
+server CPUs, the same worker count for all), checks every one answers GET /
+correctly, then runs its variants round by round with the server order
+reversed every other round, appending one row per run to ctx.rows."""
+import os
+import time
+import urllib.request
+
+from . import databases, load, peers, procs
+
+
+T0 = time.monotonic()
+
+
+def log(msg):
+    print("# [%4.0f s] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+def fetch(port, path="/"):
+    with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
+        return r.status, r.read()
+
+
+def start_checked(ctx, entries, timeout=30):
+    """ENTRIES: [(label, Server, app)]. Starts them all, then waits until each
+    answers GET / with 200 and its app's body. A server that fails is
+    dropped with a note rather than ending the whole run."""
+    ok = []
+    for label, srv, app in entries:
+        srv.start()
+        ctx.servers.append(srv)
+    for label, srv, app in entries:
+        try:
+            srv.wait_listening(timeout)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    status, body = fetch(srv.port)
+                    if status == 200 and peers.check_body(app, body):
+                        break
+                    err = "answered %d %r" % (status, body[:80])
+                except OSError as e:
+                    err = str(e)
+                if time.monotonic() > deadline or not srv.alive():
+                    raise RuntimeError("GET / on %s: %s\n%s" % (label, err, srv.log_tail()))
+                time.sleep(0.2)
+            ok.append((label, srv, app))
+        except RuntimeError as e:
+            ctx.problem("%s did not come up: %s" % (label, e))
+            srv.stop()
+    return ok
+
+
+def make_server(ctx, peer, app, workers, cpus, tag, **kw):
+    port = procs.free_port()
+    workdir = os.path.join(ctx.tmp, "%s-%s-%s-w%d" % (tag, peer.name, app, workers))
+    os.makedirs(workdir, exist_ok=True)
+    argv, env, cwd = peer.command(app, port, workers, workdir, **kw)
+    if app == "hello" and not kw:
+        shown = " ".join(argv).replace(ctx.tmp, "$TMP").replace(peers.ROOT + "/", "")
+        ctx.commands.setdefault(peer.name, shown)
+    env = dict(env, **ctx.app_env)
+    return procs.Server(peer.name, argv, port, cpus, workdir, env=env, cwd=cwd)
+
+
+def warm_up(ctx, up):
+    """A short burst on each server before it is measured: JITs, pools,
+    lazily imported code and first-request paths."""
+    for entry in up:
+        load.warm_up(entry[1], ctx.lg_cpus)
+
+
+def rounds(ctx, items):
+    """Yield (round, item) with ITEMS reversed on every other round."""
+    for r in range(1, ctx.opts.rounds + 1):
+        for it in (items if r % 2 else list(reversed(items))):
+            yield r, it
+
+
+def record(ctx, base, result):
+    row = dict(base)
+    row.update(result)
+    ctx.rows.append(row)
+    note = ("  [" + row["note"] + "]") if row.get("note") else ""
+    head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
+    if row["workload"] == "memory":
+        log(head + "%s of %s held open, RSS %s -> %s KiB, %s bytes/connection%s" % (
+            row.get("held_open"), row.get("connections"), row.get("rss_kb_before"), row.get("rss_kb_after"),
+            row.get("bytes_per_connection", "-"), note))
+        return
+    if row["workload"] == "instructions":
+        log(head + "%s instructions/request (Ir %s and %s)%s" % (
+            row.get("instructions_per_request"), row.get("ir_n1"), row.get("ir_n2"), note))
+        return
+    cpu = row.get("server_cpu_us_per_request")
+    extra = ""
+    if row.get("p99_ms") not in (None, ""):
+        extra = ", p50 %.2f ms p99 %.2f ms" % (float(row.get("p50_ms") or 0), float(row["p99_ms"]))
+    log(head + "%.0f req/s, %s µs CPU/req, errors %s, non-2xx %s, load generator %s%% CPU%s%s"
+        % (row.get("requests_per_s") or 0, "%.1f" % cpu if isinstance(cpu, float) else "-",
+           row.get("errors", ""), row.get("non2xx", ""), row.get("loadgen_cpu_pct", ""), extra, note))
+
+
+def hello_group(ctx, selected):
+    """keepalive (wrk c=each of --connections), close (ab c=each),
+    latency (paced wrk), memory (idle connections): one set of hello-world
+    servers kept up for all of them."""
+    opts = ctx.opts
+    peers_ = ctx.peers_for("hello", opts.servers)
+    entries = [(p.name, make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "hello"), "hello")
+               for p in peers_]
+    up = start_checked(ctx, entries)
+    if not up:
+        return
+    time.sleep(0.5)
+    variants = []
+    if "keepalive" in selected:
+        variants += [("keepalive", "c=%d" % c, c) for c in opts.connections]
+    if "close" in selected:
+        variants += [("close", "c=%d" % c, c) for c in opts.connections]
+    if "latency" in selected:
+        variants += [("latency", "%d req/s" % opts.rate, opts.latency_connections)]
+    warm_up(ctx, up)
+    for (wl, variant, conns) in variants:
+        for r, (label, srv, app) in rounds(ctx, up):
+            if not srv.alive():
+                ctx.problem("%s died during the %s runs:\n%s" % (label, wl, srv.log_tail()))
+                continue
+            url = "http://127.0.0.1:%d/" % srv.port
+            base = {"workload": wl, "variant": variant, "app": "hello", "server": label,
+                    "workers": opts.workers, "connections": conns, "round": r}
+            if wl == "keepalive":
+                res = load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
+            elif wl == "close":
+                res = load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
+            else:
+                pace = max(1, round(conns * 1000 / opts.rate))
+                res = load.wrk(url, srv, conns, opts.latency_duration, ctx.lg_cpus, pace_ms=pace)
+                res["target_rate"] = opts.rate
+                if res["requests_per_s"] < 0.9 * opts.rate:
+                    res["note"] = (res.get("note", "") + " could not keep up with the rate").strip()
+            record(ctx, base, res)
+            time.sleep(0.2)
+    if "memory" in selected:
+        for label, srv, app in up:
+            res = load.memory_per_connection(srv, opts.idle_connections)
+            record(ctx, {"workload": "memory", "variant": "%d idle" % opts.idle_connections, "app": "hello",
+                         "server": label, "workers": opts.workers, "round": 1}, res)
+            time.sleep(1)
+    procs.stop_all([s for _, s, _ in up])
+
+
+def wsgi_matrix(ctx):
+    """Every WSGI server × every app of --apps, wrk keep-alive."""
+    opts = ctx.opts
+    pg = None
+    conns = opts.connections[0]
+    for app in [a for a in opts.apps if a != "hello"]:
+        why = peers.app_missing(app)
+        if why:
+            ctx.problem("app %s skipped: %s" % (app, why))
+            continue
+        ctx.app_env = {}
+        try:
+            if app == "sqlite":
+                ctx.app_env = {"BENCH_DB_URL": databases.sqlite_url(ctx.tmp)}
+            elif app in ("pg", "mako-pg"):
+                if pg is None:
+                    why = databases.Postgres.missing()
+                    if why:
+                        ctx.problem("app %s skipped: %s" % (app, why))
+                        continue
+                    pg = databases.Postgres(ctx.server_cpus)
+                    ctx.pg = pg
+                    ctx.versions["PostgreSQL"] = pg.version()
+                    pg.start()
+                ctx.app_env = {"BENCH_DB_URL": pg.url}
+            ps = [p for p in ctx.peers_for(app, opts.servers) if p.kind == "wsgi"]
+            entries = [(p.name, make_server(ctx, p, app, opts.workers, ctx.server_cpus, "wsgi"), app) for p in ps]
+            up = start_checked(ctx, entries)
+            warm_up(ctx, up)
+            for r, (label, srv, _) in rounds(ctx, up):
+                if not srv.alive():
+                    ctx.problem("%s died during the %s runs:\n%s" % (label, app, srv.log_tail()))
+                    continue
+                res = load.wrk("http://127.0.0.1:%d/" % srv.port, srv, conns, opts.duration, ctx.lg_cpus)
+                record(ctx, {"workload": "wsgi", "variant": app, "app": app, "server": label,
+                             "workers": opts.workers, "connections": conns, "round": r}, res)
+                time.sleep(0.2)
+            procs.stop_all([s for _, s, _ in up])
+        finally:
+            ctx.app_env = {}
+    if pg:
+        pg.stop()
+        ctx.pg = None
+
+
+def static(ctx):
+    """Static files, 1 KiB and 1 MiB, wrk keep-alive: spindle-c against nginx."""
+    opts = ctx.opts
+    root = os.path.join(ctx.tmp, "static")
+    os.makedirs(root, exist_ok=True)
+    files = {"1KiB": "1k.bin", "1MiB": "1m.bin"}
+    with open(os.path.join(root, "1k.bin"), "wb") as f:
+        f.write(os.urandom(1024))
+    with open(os.path.join(root, "1m.bin"), "wb") as f:
+        f.write(os.urandom(1 << 20))
+    ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
+    entries = [(p.name, make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "static", root=root), "hello")
+               for p in ps]
+    for e in entries:
+        e[1].start()
+        ctx.servers.append(e[1])
+    up = []
+    for label, srv, _ in entries:
+        try:
+            srv.wait_listening()
+            time.sleep(0.2)
+            status, body = fetch(srv.port, "/1k.bin")
+            if status != 200 or len(body) != 1024:
+                raise RuntimeError("GET /1k.bin answered %d with %d bytes" % (status, len(body)))
+            up.append((label, srv))
+        except (RuntimeError, OSError) as e:
+            ctx.problem("static: %s did not come up: %s" % (label, e))
+    conns = opts.connections[0]
+    for variant, name in files.items():
+        for r, (label, srv) in rounds(ctx, up):
+            res = load.wrk("http://127.0.0.1:%d/%s" % (srv.port, name), srv, conns, opts.duration, ctx.lg_cpus)
+            record(ctx, {"workload": "static", "variant": variant, "app": "static", "server": label,
+                         "workers": opts.workers, "connections": conns, "round": r}, res)
+            time.sleep(0.2)
+    procs.stop_all([s for _, s in up])
+
+
+def scaling(ctx):
+    """1..N workers (N = CPUs). With fewer workers than CPUs the server gets
+    CPUs 0..w-1 and the load generator the last CPU; with w = N the server
+    may use every CPU, the load generator's included (flagged)."""
+    opts = ctx.opts
+    n = os.cpu_count()
+    conns = opts.connections[0]
+    for w in range(1, min(n, opts.max_workers) + 1):
+        cpus = list(range(w)) if w < n else list(range(n))
+        ps = [p for p in ctx.peers_for("hello", opts.scaling_servers)]
+        entries = [(p.name, make_server(ctx, p, "hello", w, cpus, "scale"), "hello") for p in ps]
+        up = start_checked(ctx, entries)
+        warm_up(ctx, up)
+        for r, (label, srv, _) in rounds(ctx, up):
+            res = load.wrk("http://127.0.0.1:%d/" % srv.port, srv, conns, opts.duration, ctx.lg_cpus)
+            if w >= n:
+                res["note"] = (res.get("note", "") + " server shares its CPUs with the load generator").strip()
+            record(ctx, {"workload": "scaling", "variant": "%d workers" % w, "app": "hello", "server": label,
+                         "workers": w, "connections": conns, "round": r}, res)
+            time.sleep(0.2)
+        procs.stop_all([s for _, s, _ in up])
+
+
+def instructions(ctx):
+    opts = ctx.opts
+    for p in ctx.peers_for("hello", opts.instruction_servers):
+        if p.name in ("node",):
+            ctx.problem("instructions: node is not measured (its JIT makes callgrind counts meaningless)")
+            continue
+        python = p.kind == "wsgi" or p.name == "tornado"
+        n1, n2 = (opts.ir_python if python else opts.ir_native)
+
+        def mk(prefix, d, p=p):
+            port = procs.free_port()
+            argv, env, cwd = p.command("hello", port, 1, d)
+            return procs.Server(p.name, prefix + argv, port, ctx.server_cpus, d, env=env, cwd=cwd).start()
+
+        log("instructions: %s under callgrind (ab -k -c 10, %d then %d requests)" % (p.name, n1, n2))
+        try:
+            res = load.instructions(mk, n1, n2, ctx.lg_cpus)
+        except (RuntimeError, OSError) as e:
+            ctx.problem("instructions for %s failed: %s" % (p.name, e))
+            continue
+        record(ctx, {"workload": "instructions", "variant": "keep-alive", "app": "hello", "server": p.name,
+                     "workers": 1, "connections": 10, "round": 1}, res)

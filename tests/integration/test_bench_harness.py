@@ -1,0 +1,126 @@
+"""The pure parts of the benchmark harness (bench/harness/): parsing wrk's
+and ab's reports, the medians and min–max of the summary, the socket-table
+readiness check and the process-tree CPU reading. The whole harness runs in
+tests/suites/bench_run_smoke.sh."""
+import os
+import socket
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+from harness import load, procs, report  # noqa: E402
+
+AB_REPORT = """This is ApacheBench, Version 2.3 <$Revision: 1903618 $>
+
+Server Software:
+Server Hostname:        127.0.0.1
+Server Port:            8080
+
+Document Path:          /
+Document Length:        12 bytes
+
+Concurrency Level:      100
+Time taken for tests:   2.000 seconds
+Complete requests:      23456
+Failed requests:        7
+   (Connect: 0, Receive: 7, Length: 0, Exceptions: 0)
+Non-2xx responses:      3
+Total transferred:      2345600 bytes
+HTML transferred:       281472 bytes
+Requests per second:    11728.00 [#/sec] (mean)
+
+Percentage of the requests served within a certain time (ms)
+  50%      4
+  66%      5
+  90%      6
+  99%     11
+ 100%     25 (longest request)
+"""
+
+
+def test_parse_ab_reads_counts_time_and_percentiles():
+    f = load.parse_ab(AB_REPORT)
+    assert f == {"complete": 23456, "failed": 7, "non2xx": 3, "taken_s": 2.0, "p50_ms": 4.0, "p99_ms": 11.0,
+                 "max_ms": 25.0}
+
+
+def test_parse_ab_without_a_report_is_none():
+    assert load.parse_ab("apr_socket_connect(): Connection refused (111)\n") is None
+
+
+def test_parse_ab_defaults_missing_failure_lines_to_zero():
+    text = AB_REPORT.replace("Failed requests:        7\n", "Failed requests:        0\n")
+    text = text.replace("Non-2xx responses:      3\n", "")
+    f = load.parse_ab(text)
+    assert (f["failed"], f["non2xx"]) == (0, 0)
+
+
+def test_parse_wrk_reads_the_lua_line_among_wrks_text():
+    text = ("Running 2s test @ http://127.0.0.1:1/\n  1 threads and 100 connections\n"
+            "BENCH requests=140000 duration_us=2001234 connect=0 read=2 write=0 status=5 timeout=1 "
+            "p50=650 p90=900 p99=1800 p999=4000 max=9000 mean=700.5\nRequests/sec: 69957.00\n")
+    f = load.parse_wrk(text)
+    assert f["requests"] == 140000 and f["duration_us"] == 2001234
+    assert (f["read"], f["status"], f["timeout"]) == (2, 5, 1)
+    assert (f["p50"], f["p99"], f["p999"], f["max"]) == (650, 1800, 4000, 9000)
+
+
+def test_parse_wrk_without_the_line_is_none():
+    assert load.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused\n") is None
+
+
+def row(server, rps, cpu, rnd, **kw):
+    r = {"workload": "keepalive", "variant": "c=100", "server": server, "round": rnd, "requests_per_s": rps,
+         "server_cpu_us_per_request": cpu, "errors": 0, "non2xx": 0, "loadgen_cpu_pct": 50.0,
+         "loadgen_saturated": 0}
+    r.update(kw)
+    return r
+
+
+def test_summary_has_median_and_min_max_per_server():
+    rows = [row("a", 100.0, 10.0, 1), row("a", 300.0, 30.0, 2), row("a", 200.0, 20.0, 3),
+            row("b", 50.0, 5.0, 1, errors=4, loadgen_saturated=1, note="x")]
+    s = {x["server"]: x for x in report.summarize(rows)}
+    assert (s["a"]["runs"], s["a"]["rps_median"], s["a"]["rps_min"], s["a"]["rps_max"]) == (3, 200.0, 100.0, 300.0)
+    assert s["a"]["cpu_us_median"] == 20.0
+    assert (s["b"]["errors"], s["b"]["saturated_runs"], s["b"]["notes"]) == (4, 1, "x")
+
+
+def test_throughput_table_marks_saturated_runs_and_ratios_to_spindle_c():
+    rows = [row("spindle-c", 100.0, 10.0, 1), row("nginx", 50.0, 20.0, 1, loadgen_saturated=1)]
+    lines = report.throughput_table(report.summarize(rows), "keepalive")
+    nginx = next(x for x in lines if "| nginx |" in x)
+    assert "0.50×" in nginx and "2.00×" in nginx and "⚠ saturated in 1 of 1 runs" in nginx
+
+
+def test_listening_sees_a_listener_and_not_a_closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    assert not procs.listening(port)
+    s.listen()
+    try:
+        assert procs.listening(port)
+    finally:
+        s.close()
+
+
+def test_tree_cpu_counts_a_busy_child():
+    pid = os.fork()
+    if pid == 0:
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    try:
+        time.sleep(0.45)
+        assert procs.tree_cpu_seconds(os.getpid()) >= 0.2
+        assert pid in procs.tree(os.getpid())
+    finally:
+        os.waitpid(pid, 0)
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__]))
