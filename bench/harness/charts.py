@@ -103,23 +103,16 @@ def draw(outdir, summary, rows, machine):
         out["latency"] = [_grouped(os.path.join(outdir, "latency.png"), "Latency at %s: percentiles" % v + sub,
                                    servers, ["p50_ms", "p99_ms", "p999_ms"],
                                    lambda g, s: num(d[(g, v)].get(s)), xlabel="ms (log)", log=True)]
-    mem = [r for r in rows if r["workload"] == "memory" and num(r.get("bytes_per_connection"))]
-    if mem:
-        mem.sort(key=lambda r: num(r["bytes_per_connection"]))
-        m = {r["server"]: r for r in mem}
-        out["memory"] = [_grouped(os.path.join(outdir, "memory.png"),
-                                  "Memory per idle keep-alive connection (RSS of the server's processes)" + sub,
-                                  [r["server"] for r in mem], ["bytes"],
-                                  lambda g, s: num(m[g]["bytes_per_connection"]), xlabel="bytes per connection")]
-    ins = [r for r in rows if r["workload"] == "instructions" and num(r.get("instructions_per_request"))]
-    if ins:
-        ins.sort(key=lambda r: num(r["instructions_per_request"]))
-        m = {r["server"]: r for r in ins}
-        out["instructions"] = [_grouped(os.path.join(outdir, "instructions.png"),
-                                        "User-space instructions per keep-alive request (callgrind)" + sub,
-                                        [r["server"] for r in ins], ["Ir"],
-                                        lambda g, s: num(m[g]["instructions_per_request"]),
-                                        xlabel="instructions/request (log)", log=True)]
+    for wl, key, title, xlabel, log in (
+            ("memory", "bytes_per_connection", "Memory per idle keep-alive connection (RSS of the server's processes)",
+             "bytes per connection", False),
+            ("instructions", "instructions_per_request", "User-space instructions per keep-alive request (callgrind)",
+             "instructions/request (log)", True)):
+        measured = sorted((r for r in rows if r["workload"] == wl and num(r.get(key))), key=lambda r: num(r[key]))
+        if measured:
+            m = {r["server"]: r for r in measured}
+            out[wl] = [_grouped(os.path.join(outdir, wl + ".png"), title + sub, [r["server"] for r in measured],
+                                [key], lambda g, s, m=m, key=key: num(m[g][key]), xlabel=xlabel, log=log)]
     d, servers, variants = _lookup(summary, "scaling")
     if d:
         plt = _plt()

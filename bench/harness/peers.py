@@ -261,33 +261,35 @@ class Uwsgi(Peer):
                  "--die-on-term", "--need-app", "--lazy-apps"], {}, workdir)
 
 
-class Gevent(Peer):
-    name, kind = "gevent", "wsgi"
+class SelfServed(Peer):
+    """A Python WSGI server started by a launcher script of wsgi_apps/:
+    SCRIPT MODULE:CALLABLE PORT WORKERS."""
+    kind = "wsgi"
+    script = module = ""
+
+    def version(self):
+        return py_version_of(self.module)
+
+    def command(self, app, port, workers, workdir):
+        return ([PY, os.path.join(WSGI_APPS, self.script), APPS[app][0], str(port), str(workers)], {}, WSGI_APPS)
+
+
+class Gevent(SelfServed):
+    name = module = "gevent"
+    script = "gevent_serve.py"
     packages = ("python3-gevent",)
     modules = ("gevent",)
     doc = "gevent.pywsgi.WSGIServer (wsgi_apps/gevent_serve.py), pre-forked for >1 worker"
     note = "monkey-patched; TCP_NODELAY set on its listener (without it every answer waits ~40 ms for a delayed ACK)"
 
-    def version(self):
-        return py_version_of("gevent")
 
-    def command(self, app, port, workers, workdir):
-        return [PY, os.path.join(WSGI_APPS, "gevent_serve.py"), APPS[app][0], str(port), str(workers)], {}, WSGI_APPS
-
-
-class Eventlet(Peer):
-    name, kind = "eventlet", "wsgi"
+class Eventlet(SelfServed):
+    name = module = "eventlet"
+    script = "eventlet_serve.py"
     packages = ("python3-eventlet",)
     modules = ("eventlet",)
     doc = "eventlet.wsgi.server (wsgi_apps/eventlet_serve.py), pre-forked for >1 worker"
     note = "monkey-patched; TCP_NODELAY set on its listener, as for gevent"
-
-    def version(self):
-        return py_version_of("eventlet")
-
-    def command(self, app, port, workers, workdir):
-        return ([PY, os.path.join(WSGI_APPS, "eventlet_serve.py"), APPS[app][0], str(port), str(workers)],
-                {}, WSGI_APPS)
 
 
 class NginxTornado(Peer):
