@@ -11,6 +11,9 @@ COLORS = {"spindle-c": "#1f6fb4", "spindle": "#4ea3e6", "nginx": "#2e9e4f", "nod
           "gunicorn-gevent": "#9467bd", "uwsgi": "#e377c2", "gevent": "#bcbd22", "eventlet": "#17becf"}
 
 
+PCT = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms"}
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -47,7 +50,7 @@ def _grouped(path, title, groups, series, value, lo=None, hi=None, xlabel="", lo
     if log:
         ax.set_xscale("log")
     if len(series) > 1:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="best")
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -101,8 +104,8 @@ def draw(outdir, summary, rows, machine):
         v = variants[0]
         servers.sort(key=lambda g: num(d[(g, v)].get("p99_ms")) or 1e9)
         out["latency"] = [_grouped(os.path.join(outdir, "latency.png"), "Latency at %s: percentiles" % v + sub,
-                                   servers, ["p50_ms", "p99_ms", "p999_ms"],
-                                   lambda g, s: num(d[(g, v)].get(s)), xlabel="ms (log)", log=True)]
+                                   servers, ["p50", "p99", "p99.9"],
+                                   lambda g, s: num(d[(g, v)].get(PCT[s])), xlabel="ms (log)", log=True)]
     for wl, key, title, xlabel, log in (
             ("memory", "bytes_per_connection", "Memory per idle keep-alive connection (RSS of the server's processes)",
              "bytes per connection", False),
@@ -125,7 +128,7 @@ def draw(outdir, summary, rows, machine):
         ax.set_xticks(sorted({int(v.split()[0]) for v in variants}))
         ax.set_title("Scaling with workers, keep-alive hello world" + sub, fontsize=10)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="best")
         fig.tight_layout()
         p = os.path.join(outdir, "scaling.png")
         fig.savefig(p, dpi=110)

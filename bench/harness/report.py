@@ -169,7 +169,8 @@ def markdown(path, ctx, summary, charts):
            "Machine: %s." % ctx.machine, "",
            "Method: servers pinned to CPU %s, the load generator (one wrk thread or ab) to CPU %s; every server "
            "%d worker(s), access logs off everywhere; %d round(s) of %d s runs (latency: %d s), servers "
-           "alternating run by run (order reversed every other round), a 1 s warm-up per server; medians with "
+           "alternating run by run (order reversed every other round), a warm-up of 500 keep-alive requests "
+           "(ab -k -c 10) per server; medians with "
            "min–max. CPU µs/req is utime+stime of the server's whole process tree over the run divided by the "
            "requests completed. \"Load-gen CPU %%\" is the generator's own CPU over the run: ⚠ marks runs at "
            "≥ 90 %%, where the generator, not the server, was the limit — compare CPU µs/req there. "
