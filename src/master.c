@@ -622,6 +622,11 @@ int master_run(sp_server *s, master_options *mo) {
     }
     struct itimerval off = {{0, 0}, {0, 0}};
     setitimer(ITIMER_REAL, &off, NULL);
+    /* A tick may already be pending (blocked since the last sigsuspend).
+     * Ignoring SIGALRM discards it; otherwise the default disposition
+     * restored below would kill the process with it on unblock (seen as
+     * an exit by signal 14 after a clean "master stopped"). */
+    signal(SIGALRM, SIG_IGN);
     for (int i = 0; i < NHANDLED; i++)
         sigaction(handled[i], &saved[i], NULL);
     sigprocmask(SIG_SETMASK, &m->orig, NULL);
