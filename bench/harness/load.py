@@ -88,9 +88,23 @@ def wrk(url, server, conns, duration, lg_cpus, pace_ms=None):
             "--timeout", "10s", "-s", LUA, url]
     env = {"BENCH_PACE_MS": str(pace_ms)} if pace_ms else {}
     r = run_measured(argv, server, duration + 30, env)
+    return _from_bench_line(r, "wrk")
+
+
+def paced(binary, server, conns, rate, duration, lg_cpus):
+    """The open-loop latency run (bench/pace.c): RATE requests/s over CONNS
+    keep-alive connections, latency counted from each request's schedule."""
+    argv = ["taskset", "-c", procs.cpu_list(lg_cpus), binary, str(server.port), str(conns), str(rate),
+            str(duration)]
+    r = run_measured(argv, server, duration + 30)
+    return _from_bench_line(r, "pace")
+
+
+def _from_bench_line(r, who):
+    """A row from the BENCH line that wrk_report.lua and pace both print."""
     f = parse_wrk(r["text"])
     if f is None:
-        return _finish(r, 0, 0, 0, {"note": "wrk printed no result: " + r["text"].strip()[-300:]})
+        return _finish(r, 0, 0, 0, {"note": "%s printed no result: %s" % (who, r["text"].strip()[-300:])})
     errors = f["connect"] + f["read"] + f["write"] + f["timeout"]
     extra = {"duration_s": f["duration_us"] / 1e6,
              "p50_ms": f["p50"] / 1000, "p90_ms": f["p90"] / 1000, "p99_ms": f["p99"] / 1000,

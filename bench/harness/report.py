@@ -21,7 +21,7 @@ ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling",
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
-    "latency": "Latency at a fixed rate (paced wrk, keep-alive)",
+    "latency": "Latency at a fixed rate (keep-alive)",
     "memory": "Memory per idle keep-alive connection",
     "wsgi": "WSGI applications (wrk -t1, keep-alive where the server offers it)",
     "static": "Static files (wrk -t1, keep-alive)",
@@ -201,6 +201,12 @@ def markdown(path, ctx, summary, charts):
         for c in charts.get(wl, []):
             out += ["![%s](%s)" % (wl, os.path.basename(c)), ""]
         if wl == "latency":
+            out += [("Load: build/bench/pace, open loop: each connection has its own schedule at rate ÷ "
+                     "connections, and a request's latency counts from its scheduled time, so a server's "
+                     "stall is charged to every request due during it (no coordinated omission).")
+                    if ctx.pace_bin else
+                    ("Load: paced wrk (build/bench/pace was not built): a closed loop, not corrected for "
+                     "coordinated omission; a stalling server's tail looks better than it is."), ""]
             out += latency_table(summary)
         elif wl == "memory":
             out += memory_table(ctx.rows)

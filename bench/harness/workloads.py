@@ -132,8 +132,11 @@ def hello_group(ctx, selected):
             elif wl == "close":
                 res = load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
             else:
-                pace = max(1, round(conns * 1000 / opts.rate))
-                res = load.wrk(url, srv, conns, opts.latency_duration, ctx.lg_cpus, pace_ms=pace)
+                if ctx.pace_bin:
+                    res = load.paced(ctx.pace_bin, srv, conns, opts.rate, opts.latency_duration, ctx.lg_cpus)
+                else:
+                    pace = max(1, round(conns * 1000 / opts.rate))
+                    res = load.wrk(url, srv, conns, opts.latency_duration, ctx.lg_cpus, pace_ms=pace)
                 res["target_rate"] = opts.rate
                 if res["requests_per_s"] < 0.9 * opts.rate:
                     res["note"] = (res.get("note", "") + " could not keep up with the rate").strip()

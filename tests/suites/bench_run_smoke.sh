@@ -86,6 +86,11 @@ for h in "## Servers" "## Hello world, keep-alive" "## Hello world without keep-
   "## Memory per idle" "## WSGI applications" "## Static files" "## Scaling with workers" "## User-space instructions"; do
   if grep -q "^$h" "$md" 2>/dev/null; then ok "bench.md: $h"; else bad "bench.md lacks '$h'"; fi
 done
+if grep -q '^Load: build/bench/pace, open loop' "$md" 2>/dev/null; then
+  ok "bench.md: the latency runs used the open-loop generator"
+else
+  bad "bench.md: the latency runs did not use build/bench/pace"
+fi
 if grep -q '^| c=50 | \*\*spindle-c\*\* | [0-9,]* (' "$md" 2>/dev/null; then ok "bench.md: keep-alive row for spindle-c"; else bad "bench.md: no keep-alive row for spindle-c"; fi
 for c in keepalive keepalive-cpu close close-cpu latency memory wsgi static static-cpu scaling instructions; do
   if [ "$(head -c 8 "$R/$c.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
