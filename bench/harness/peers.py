@@ -3,6 +3,7 @@ server, whether it is installed, the Debian packages that provide it, its
 version, and the command line that serves an application with N workers on a
 port. Every server gets the same worker count; access logs are off in all of
 them."""
+import functools
 import os
 import shutil
 import subprocess
@@ -37,7 +38,10 @@ APP_DOC = {
 }
 
 
+@functools.lru_cache(maxsize=None)
 def have_module(name):
+    """Can PY import NAME? Asked once per module per run (a subprocess each):
+    every workload checks its peers again."""
     return subprocess.run([PY, "-c", "import " + name], stdout=subprocess.DEVNULL,
                           stderr=subprocess.DEVNULL).returncode == 0
 

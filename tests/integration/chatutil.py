@@ -6,13 +6,12 @@ import base64
 import json
 import os
 import pathlib
-import signal
 import socket
 import struct
 import subprocess
 import time
 
-from proctools import free_port  # noqa: F401 (re-exported)
+from proctools import free_port, stop_process  # noqa: F401 (re-exported)
 
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
@@ -172,11 +171,5 @@ class ChatServer:
         return WS(self.host, self.port, path, headers, timeout)
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(3)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(5)
+        stop_process(self.proc, 3, 5)
         self._err.close()

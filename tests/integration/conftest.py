@@ -176,6 +176,21 @@ def _connect_bind(b, timeout):
     return socket.create_connection((host, int(port)), timeout=timeout)
 
 
+def stop_servers(servers):
+    """Stops every Server; returns the problems seen: a sanitizer report or
+    crash in its stderr, or an exit of its own before the stop."""
+    problems = []
+    for srv in servers:
+        crashed = srv.proc.poll()
+        srv.stop()
+        err = srv.stderr()
+        if any(m in err for m in SANITIZER_MARKS):
+            problems.append("sanitizer report or crash in spindle %s:\n%s" % (srv.args, err[-6000:]))
+        if crashed is not None and crashed != 0:
+            problems.append("spindle exited on its own with %s:\n%s" % (crashed, err[-3000:]))
+    return problems
+
+
 @pytest.fixture
 def spindle(tmp_path, request):
     """Factory: spindle(*flags, binds=None) -> Server (already accepting).
@@ -218,15 +233,7 @@ def spindle(tmp_path, request):
         return srv
 
     yield start
-    problems = []
-    for srv in servers:
-        crashed = srv.proc.poll()
-        srv.stop()
-        err = srv.stderr()
-        if any(m in err for m in SANITIZER_MARKS):
-            problems.append("sanitizer report or crash in spindle %s:\n%s" % (srv.args, err[-6000:]))
-        if crashed is not None and crashed != 0:
-            problems.append("spindle exited on its own with %s:\n%s" % (crashed, err[-3000:]))
+    problems = stop_servers(servers)
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
 

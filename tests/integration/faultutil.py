@@ -13,7 +13,7 @@ import struct
 import subprocess
 import time
 
-from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port
+from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port, stop_servers
 
 from proctools import fd_count  # noqa: F401 (re-exported)
 
@@ -38,16 +38,7 @@ def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, f
 
 def stop_all(servers):
     """Stops every server; returns the problems found (crash, own exit)."""
-    problems = []
-    for srv in servers:
-        crashed = srv.proc.poll()
-        srv.stop()
-        err = srv.stderr()
-        if any(m in err for m in SANITIZER_MARKS):
-            problems.append("crash or sanitizer report in spindle %s:\n%s" % (srv.args, err[-4000:]))
-        if crashed is not None and crashed != 0:
-            problems.append("spindle exited on its own with %s:\n%s" % (crashed, err[-3000:]))
-    return problems
+    return stop_servers(servers)
 
 
 def check_clean(srv):

@@ -1,9 +1,12 @@
 """proctools.py — the process and port helpers every integration helper
-module shares: a free 127.0.0.1 port, a master's workers, whether a pid
-lives, polling until a condition holds, /proc status fields."""
+module shares: a free 127.0.0.1 port, a master's workers, stopping a
+process by its PID, whether a pid lives, polling until a condition holds,
+/proc status fields."""
 
 import os
+import signal
 import socket
+import subprocess
 import time
 
 
@@ -26,6 +29,18 @@ def children(pid):
     except OSError:
         pass
     return out
+
+
+def stop_process(proc, grace=3, after_kill=5):
+    """SIGTERM to PROC (a Popen) by its PID; SIGKILL if it has not exited
+    within GRACE seconds."""
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(after_kill)
 
 
 def pid_alive(pid):

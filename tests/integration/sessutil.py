@@ -1,14 +1,13 @@
 """Helpers for the session tests: the app module's path, visits with curl
 cookie jars (one jar per visitor), and a throwaway redis-server on a free
 127.0.0.1 port, stopped by its PID."""
-import os
 import pathlib
-import signal
 import socket
 import subprocess
 import time
 
 from conftest import BIN, CURL, free_port
+from proctools import stop_process
 
 APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_sessions.so")
 REDIS = "/usr/bin/redis-server"
@@ -88,11 +87,5 @@ class Redis:
             return s.recv(65536)
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(3)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(3)
+        stop_process(self.proc, 3, 3)
         self.log.close()
