@@ -31,7 +31,7 @@ CORO_DEFS := -DSP_CORO_UCONTEXT
 CORO_ASM :=
 else
 CORO_DEFS :=
-CORO_ASM := src/coro_switch_$(ARCH).S
+CORO_ASM := src/coro/coro_switch_$(ARCH).S
 endif
 
 # valgrind.h lets stacks be registered so memcheck follows switches.
@@ -44,9 +44,9 @@ CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -I
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
 LDLIBS_ALL := -lpthread -ldl -lm -lsqlite3 -lhiredis
 
-# ONLY='src/coro%' limits the library to some sources (work on one module
+# ONLY='src/coro/%' limits the library to some sources (work on one module
 # while others are mid-change); BUILD=dir puts the tree elsewhere.
-LIB_C := $(filter-out src/main.c,$(wildcard src/*.c))
+LIB_C := $(filter-out src/cli/main.c,$(sort $(wildcard src/*/*.c src/*/*/*.c)))
 ifneq ($(ONLY),)
 LIB_C := $(filter $(ONLY),$(LIB_C))
 endif
@@ -54,7 +54,7 @@ LIB_ASM := $(filter $(or $(ONLY),%),$(CORO_ASM))
 LIB_OBJS := $(patsubst src/%.c,$(B)/obj/%.o,$(LIB_C)) $(patsubst src/%.S,$(B)/obj/%.o,$(LIB_ASM))
 LIB := $(B)/libspindle.a
 
-BIN := $(if $(wildcard src/main.c),$(B)/spindle)
+BIN := $(if $(wildcard src/cli/main.c),$(B)/spindle)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(filter-out examples/app_%,$(wildcard examples/*.c)))
 EXAMPLES += $(B)/examples/chat
 # Applications loaded with --app: shared objects, resolved against the binary.
@@ -83,10 +83,10 @@ $(LIB): $(LIB_OBJS)
 # The binary exports the public API (-rdynamic; everything else is hidden)
 # so --app modules can call it: the whole library is linked in, not only
 # what main() uses.
-$(B)/spindle: $(B)/obj/main.o $(LIB)
-	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $(B)/obj/main.o -Wl,--whole-archive $(LIB) \
+$(B)/spindle: $(B)/obj/cli/main.o $(LIB)
+	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $(B)/obj/cli/main.o -Wl,--whole-archive $(LIB) \
 	  -Wl,--no-whole-archive $(LDLIBS_ALL)
-$(B)/obj/main.o: src/main.c
+$(B)/obj/cli/main.o: src/cli/main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
@@ -147,8 +147,8 @@ soak: all
 
 # aarch64: the coroutine unit test cross-built (static) and run under qemu.
 CROSS_CC := aarch64-linux-gnu-gcc
-CROSS_SRCS := $(wildcard src/coro*.c) src/coro_switch_aarch64.S tests/unit/test_coro.c tests/unit/unit_main.c
-build/aarch64/test_coro: $(CROSS_SRCS) $(wildcard src/coro*.h) tests/unit/unit.h
+CROSS_SRCS := $(wildcard src/coro/*.c) src/coro/coro_switch_aarch64.S tests/unit/test_coro.c tests/unit/unit_main.c
+build/aarch64/test_coro: $(CROSS_SRCS) $(wildcard src/coro/*.h src/base/*.h) tests/unit/unit.h
 	@mkdir -p $(@D)
 	$(CROSS_CC) -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Itests/unit -O2 -g $(WARN) -static -o $@ $(CROSS_SRCS) -lpthread
 cross-aarch64: build/aarch64/test_coro
@@ -174,7 +174,7 @@ bench: deps
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	/usr/bin/python3 bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
 
-FORMAT_FILES = $(wildcard include/*.h src/*.c src/*.h tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
+FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
   tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
   python/_spindle/*.h)
 format:

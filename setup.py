@@ -3,8 +3,8 @@
     pip install --no-build-isolation .          # any CPython >= 3.9 with headers
 
 The extension is the one `make python` builds: python/_spindle/*.c plus every
-library source src/*.c (not src/main.c) and, on x86_64 and aarch64, the
-context switch in assembly (src/coro_switch_ARCH.S; elsewhere, or with
+library source src/*/**.c (not src/cli/main.c) and, on x86_64 and aarch64, the
+context switch in assembly (src/coro/coro_switch_ARCH.S; elsewhere, or with
 SPINDLE_CORO=ucontext in the environment, ucontext). greenlet's C API header
 is found at build time through `import greenlet` (Debian's python3-greenlet
 keeps greenlet.h next to the module; pip's greenlet also installs it under
@@ -71,11 +71,12 @@ def python_headers_present():
 
 def sources_and_macros():
     srcs = sorted(glob.glob(rel("python", "_spindle", "*.c")))
-    srcs += sorted(s for s in glob.glob(rel("src", "*.c")) if os.path.basename(s) != "main.c")
+    srcs += sorted(s for s in glob.glob(rel("src", "**", "*.c"), recursive=True)
+                   if s != rel("src", "cli", "main.c"))
     macros = [("_GNU_SOURCE", None)]
     arch = platform.machine()
     arch = {"amd64": "x86_64", "AMD64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
-    asm = rel("src", "coro_switch_%s.S" % arch)
+    asm = rel("src", "coro", "coro_switch_%s.S" % arch)
     if os.environ.get("SPINDLE_CORO", "asm") != "ucontext" and os.path.isfile(os.path.join(HERE, asm)):
         srcs.append(asm)
     else:
@@ -118,7 +119,7 @@ ext = Extension(
         "-Wno-cast-function-type",
     ],
     libraries=["pthread", "dl", "m"],
-    depends=sorted(glob.glob(rel("src", "*.h")) + glob.glob(rel("include", "*.h"))
+    depends=sorted(glob.glob(rel("src", "**", "*.h"), recursive=True) + glob.glob(rel("include", "*.h"))
                    + glob.glob(rel("python", "_spindle", "*.h"))),
 )
 

@@ -2,7 +2,7 @@
  * ns per switch (a resume+yield round trip is two switches) and ns per
  * create+run+finish with the stack taken from the pool. Run it pinned:
  *   taskset -c 0 build/bench/coro_switch [round_trips] */
-#include "coro.h"
+#include "coro/coro.h"
 
 #include <stdio.h>
 #include <stdlib.h>

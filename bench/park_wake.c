@@ -2,8 +2,8 @@
  * tasks hand a token back and forth (park, wake, ready queue, switch), and
  * the same over a socketpair (adds read/write and epoll). Run pinned:
  *   taskset -c 0 build/bench/park_wake [rounds] */
-#include "loop.h"
-#include "net.h"
+#include "loop/loop.h"
+#include "net/net.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "http_parse.h"
+#include "http/http_parse.h"
 
 static const char short_get[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
 

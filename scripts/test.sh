@@ -100,7 +100,7 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:allow_user_segv_handler=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 suite unit-asan unit_all build/asan/tests
 suite unit-valgrind valgrind_units
 if command -v aarch64-linux-gnu-gcc >/dev/null && command -v qemu-aarch64 >/dev/null \
-  && [ -f src/coro_switch_aarch64.S ]; then
+  && [ -f src/coro/coro_switch_aarch64.S ]; then
   suite unit-aarch64-qemu aarch64_coro
 fi
 for s in tests/suites/*.sh; do

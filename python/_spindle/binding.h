@@ -11,7 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "server.h"
+#include "server/server.h"
 
 /* What a greenlet asks its request's coroutine to do. */
 typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH } job_op;

@@ -6,8 +6,8 @@
  * pose as X-Forwarded-For). Header keys are cached by name. */
 #include "binding.h"
 
-#include "http_chars.h"
-#include "path_norm.h"
+#include "http/http_chars.h"
+#include "http/path_norm.h"
 
 #include <string.h>
 

@@ -6,9 +6,9 @@
 #include "binding.h"
 #include "wsgi.h"
 
-#include "cli.h"
-#include "log.h"
-#include "master.h"
+#include "cli/cli.h"
+#include "base/log.h"
+#include "process/master.h"
 
 #include <errno.h>
 #include <string.h>

@@ -7,8 +7,8 @@
  * (HTTP/1.1) or close-delimited (HTTP/1.0). */
 #include "wsgi.h"
 
-#include "http_chars.h"
-#include "log.h"
+#include "http/http_chars.h"
+#include "base/log.h"
 
 #include <errno.h>
 #include <stdlib.h>

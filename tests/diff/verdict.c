@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http_chunked.h"
-#include "http_parse.h"
+#include "http/http_chunked.h"
+#include "http/http_parse.h"
 
 static char buf[1 << 20];
 

@@ -20,8 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "loop.h"
-#include "server.h"
+#include "loop/loop.h"
+#include "server/server.h"
 #include "spindle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -2,7 +2,7 @@
  * input is a byte stream of client frames, fed in pieces whose sizes come
  * from the first byte, through ws_parse_head / ws_parse_payload / close
  * payload checks as ws.c does, checking the parser's invariants. */
-#include "ws_frame.h"
+#include "server/ws/ws_frame.h"
 
 #include <stdint.h>
 #include <stdlib.h>

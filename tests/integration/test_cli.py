@@ -24,7 +24,7 @@ def run(*args, timeout=10):
 def _table_flags():
     """The flag table's names, wherever in src/ it lives ({"name", ARG, K_...})."""
     names = []
-    for f in sorted((ROOT / "src").glob("*.c")):
+    for f in sorted((ROOT / "src").rglob("*.c")):
         names += re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:"[A-Z.]+"|NULL),\s*K_', f.read_text())
     return ["--" + n for n in names]
 

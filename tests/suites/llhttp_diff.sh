@@ -30,7 +30,7 @@ if [ ! -d "$corpus" ] || ! command -v node >/dev/null || [ ! -x build/spindle ];
   exit 1
 fi
 if ! cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Isrc -o "$work/verdict" \
-  tests/diff/verdict.c src/http_parse.c src/http_chunked.c src/http_chars.c; then
+  tests/diff/verdict.c src/http/http_parse.c src/http/http_chunked.c src/http/http_chars.c; then
   echo "0 passed, 1 failed"
   exit 1
 fi

@@ -2,8 +2,8 @@
  * unbounded channel that grows, timeouts, close and drain, FIFO order of
  * waiting receivers and senders, a hand-off that races a timeout, and a
  * receiver told that its client hung up. */
-#include "loop.h"
-#include "net.h"
+#include "loop/loop.h"
+#include "net/net.h"
 #include "spindle.h"
 #include "unit.h"
 

@@ -1,7 +1,7 @@
 /* test_coro.c — unit tests for coro.c: switching and argument passing,
  * preserved registers and FP control state, nesting, stack pooling and
  * reuse, destroy, no-guard mode, and the stack-overflow death. */
-#include "coro.h"
+#include "coro/coro.h"
 #include "unit.h"
 
 #include <pthread.h>

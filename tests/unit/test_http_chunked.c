@@ -7,8 +7,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "http_chunked.h"
-#include "http_parse.h"
+#include "http/http_chunked.h"
+#include "http/http_parse.h"
 
 static const char *guarded(const void *s, size_t n) {
     return unit_guarded(s, n);

@@ -7,9 +7,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "http_chars.h"
-#include "http_parse.h"
-#include "http_scan.h"
+#include "http/http_chars.h"
+#include "http/http_parse.h"
+#include "http/http_scan.h"
 
 static const char *guarded(const void *s, size_t n) {
     return unit_guarded(s, n);

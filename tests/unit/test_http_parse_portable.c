@@ -3,6 +3,6 @@
  * (HTTP_SCAN_PORTABLE), so the path non-x86 builds take is tested on x86 too.
  * The parser's own definition here keeps the library's (SSE2) one unlinked. */
 #define HTTP_SCAN_PORTABLE 1
-#include "http_parse.c"
+#include "http/http_parse.c"
 
 #include "test_http_parse.c"

@@ -6,7 +6,7 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "http_write.h"
+#include "http/http_write.h"
 
 static char head[1024];
 

@@ -1,8 +1,8 @@
 /* test_loop.c — the event loop: spawning, sleeping, timer order and
  * cancellation, parking on fds with and without deadlines, hang-up wake-up,
  * sp_run_blocking, sp_poll stepping, yielding, and stack reuse at scale. */
-#include "loop.h"
-#include "net.h"
+#include "loop/loop.h"
+#include "net/net.h"
 #include "unit.h"
 
 #include <errno.h>

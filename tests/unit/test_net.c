@@ -1,8 +1,8 @@
 /* test_net.c — cooperative sockets: address parsing, listening on v4, v6
  * and unix sockets, bounded accept batches, TCP_NODELAY inheritance, large
  * writev and sendfile with partial writes, connect errors and deadlines. */
-#include "loop.h"
-#include "net.h"
+#include "loop/loop.h"
+#include "net/net.h"
 #include "unit.h"
 
 #include <errno.h>

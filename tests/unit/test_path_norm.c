@@ -1,6 +1,6 @@
 /* test_path_norm.c — request-target normalization: every rule of
  * path_norm.h, and the bypasses it exists to stop. */
-#include "path_norm.h"
+#include "http/path_norm.h"
 #include "unit.h"
 
 static void expect(const char *target, const char *path, const char *query) {

@@ -2,7 +2,7 @@
  * never overlap when the callback parks longer than the period, a timer
  * cancelled from its own callback, before its first tick, and bad
  * arguments. */
-#include "loop.h"
+#include "loop/loop.h"
 #include "spindle.h"
 #include "unit.h"
 

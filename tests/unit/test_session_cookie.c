@@ -2,8 +2,8 @@
  * forged (any character changed), truncated, extended, expired and
  * wrong-key cookies do not; ids are random; secret files are read as
  * documented. */
-#include "session.h"
-#include "session_cookie.h"
+#include "server/session/session.h"
+#include "server/session/session_cookie.h"
 #include "unit.h"
 
 #include <errno.h>

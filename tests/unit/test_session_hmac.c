@@ -1,6 +1,6 @@
 /* test_session_hmac.c — SHA-256 against FIPS 180-4 vectors (including a
  * million 'a's fed in odd pieces) and HMAC-SHA256 against RFC 4231. */
-#include "session_hmac.h"
+#include "server/session/session_hmac.h"
 #include "unit.h"
 
 static void hex(const uint8_t *p, size_t n, char *out) {

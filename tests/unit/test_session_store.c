@@ -1,9 +1,9 @@
 /* test_session_store.c — a session's key/value data and its stored form
  * (round trip, damaged blobs, the size limit), and the memory store (load,
  * save, delete, expiry, growth to many sessions). */
-#include "session_cookie.h"
-#include "session_data.h"
-#include "session_store.h"
+#include "server/session/session_cookie.h"
+#include "server/session/session_data.h"
+#include "server/session/session_store.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -2,8 +2,8 @@
  * coroutine of the same loop (by address and by "localhost"), an echo round
  * trip with a large write, end of stream, read timeouts, refused
  * connections, unknown names and calls outside a coroutine. */
-#include "loop.h"
-#include "net.h"
+#include "loop/loop.h"
+#include "net/net.h"
 #include "spindle.h"
 #include "unit.h"
 

@@ -1,7 +1,7 @@
 /* test_static_http.c — the pure parts of static file serving: path mapping,
  * Range parsing with its edges (RFC 9110 §14), HTTP-dates (§5.6.7),
  * entity-tags, preconditions (§13.2.2), If-Range and Accept-Encoding. */
-#include "static_http.h"
+#include "server/static/static_http.h"
 #include "unit.h"
 
 #include <stdint.h>

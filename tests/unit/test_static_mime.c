@@ -1,7 +1,7 @@
 /* test_static_mime.c — the extension → Content-Type table: built-in types,
  * case-insensitive lookup, the default, and a mime.types file overriding
  * the built-in table (comments, junk lines, the last line winning). */
-#include "static_mime.h"
+#include "server/static/static_mime.h"
 #include "unit.h"
 
 #include <stdlib.h>

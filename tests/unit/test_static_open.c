@@ -1,7 +1,7 @@
 /* test_static_open.c — opening beneath a root: both the openat2 path and
  * the component walk used where the kernel lacks openat2, against symlinks
  * inside and outside the root, "..", absolute links and special files. */
-#include "static_open.h"
+#include "server/static/static_open.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* test_sync.c — wait groups, the coroutine mutex (exclusion across parks,
  * FIFO hand-off, try-lock, owner checks) and conditions (signal, broadcast,
  * timeout with the mutex held again). */
-#include "loop.h"
+#include "loop/loop.h"
 #include "spindle.h"
 #include "unit.h"
 

@@ -3,9 +3,9 @@
  * placed against an unreadable page, so over-reads crash), every protocol
  * violation and its close code, fragmentation, UTF-8 across fragments,
  * close payloads, and head encoding round trips. */
-#include "sha1.h"
+#include "base/sha1.h"
 #include "unit.h"
-#include "ws_frame.h"
+#include "server/ws/ws_frame.h"
 
 #include <stdlib.h>
 #include <string.h>

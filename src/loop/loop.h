@@ -1,0 +1,125 @@
+/* loop.h — the per-worker event loop (internal side): coroutine tasks with a
+ * ready queue, parking on fds with deadlines, timers in a heap, callbacks
+ * for waiters that hold no coroutine, and the blocking-call thread pool.
+ * One loop per thread; `loop_current()` is that thread's loop. */
+#ifndef SPINDLE_LOOP_H
+#define SPINDLE_LOOP_H
+
+#include "coro/coro.h"
+#include "loop/loop_backend.h"
+#include "loop/timer_heap.h"
+#include "spindle.h"
+
+#include <stdint.h>
+
+typedef struct sp_loop loop;
+typedef struct task task;
+typedef void (*loop_timer_cb)(loop *l, loop_timer *t);
+
+/* No deadline, for the deadline_ms arguments below. */
+#define LOOP_NO_DEADLINE INT64_MAX
+
+/* ---- timers: embedded in their owner, no allocation (timer_heap.h) ---- */
+/* Arms (or re-arms) t to call cb at `when`. 0 or -ENOMEM (heap growth). */
+int loop_timer_arm(loop *l, loop_timer *t, int64_t when, loop_timer_cb cb, void *data);
+/* Disarms t if armed; harmless otherwise. */
+void loop_timer_cancel(loop *l, loop_timer *t);
+static inline int loop_timer_armed(const loop_timer *t) {
+    return t->heap_idx != 0;
+}
+
+/* ---- fd watches ----------------------------------------------------------
+ * A watch is embedded in its owner (a connection, a listener). Readiness
+ * goes to the task parked for that direction; if none is, to cb (if set),
+ * which is how waiters without a coroutine (an idle keep-alive connection,
+ * a listener, a Python greenlet) are told. */
+typedef struct loop_watch loop_watch;
+typedef void (*loop_watch_cb)(loop *l, loop_watch *w, uint32_t events);
+struct loop_watch {
+    int fd;
+    uint8_t registered;
+    uint8_t mode;     /* backend_mode */
+    uint8_t lazy;     /* register in `mode` only when someone first waits */
+    uint32_t hup;     /* LOOP_RDHUP / LOOP_HUP seen so far (latched) */
+    task *reader;     /* parked waiting to read */
+    task *writer;     /* parked waiting to write */
+    task *hup_waiter; /* parked elsewhere (a timer, a channel), told of hang-up */
+    loop_watch_cb cb;
+    void *data;
+};
+
+/* Registers w (fd, cb, data filled in by the caller) with the backend in
+ * the given mode. Connections: once, for their whole life. 0 or -errno. */
+int loop_watch_add(loop *l, loop_watch *w, backend_mode mode);
+/* Marks w (fd, cb, data filled in) to be registered in `mode` only when a
+ * task first parks on it, or loop_watch_ensure is called: a connection
+ * whose request is already readable when accepted never costs an
+ * epoll_ctl. */
+void loop_watch_lazy(loop_watch *w, backend_mode mode);
+/* Registers a lazy watch now (no-op if registered). 0 or -errno. */
+int loop_watch_ensure(loop *l, loop_watch *w);
+/* Unregisters w (before closing its fd), waking any parked task with
+ * -ECANCELED. 0 or -errno. */
+int loop_watch_del(loop *l, loop_watch *w);
+
+/* Forgets w without telling the backend: for an fd about to be closed,
+ * which leaves epoll by itself. Wakes parked tasks with -ECANCELED. */
+void loop_watch_forget(loop *l, loop_watch *w);
+
+/* ---- tasks and parking (only from inside a task's coroutine) ------------ */
+
+/* The loop of the calling thread, or NULL. */
+loop *loop_current(void);
+/* The running task, or NULL on the loop's own stack. */
+task *loop_task(loop *l);
+
+/* Parks the running task until w is ready for `dir` (LOOP_READ or
+ * LOOP_WRITE), w hangs up, or deadline_ms passes. Returns the LOOP_* bits
+ * that woke it (> 0), -ETIMEDOUT, -ECANCELED (watch removed), or -EAGAIN
+ * when called outside a task (the caller cannot park). */
+int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms);
+
+/* Parks the running task until woken with loop_wake or deadline_ms passes
+ * (-ETIMEDOUT). If hup is non-NULL the task is also woken with -ECONNRESET
+ * when that watch hangs up. Returns the value given to loop_wake. */
+int loop_park(loop *l, int64_t deadline_ms, loop_watch *hup);
+/* Makes a parked task ready with `result` (the first wake wins). */
+void loop_wake(loop *l, task *t, int result);
+
+/* Names the watch whose hang-up interrupts this task's sleeps and parks
+ * (the connection it serves), or NULL. */
+void loop_task_set_hup_watch(task *t, loop_watch *w);
+/* That watch, or NULL (t may be NULL). */
+loop_watch *loop_task_hup_watch(const task *t);
+
+/* Starts fn(arg) in a new task (ready at once). 0 or -ENOMEM. */
+int loop_spawn(loop *l, coro_fn fn, void *arg);
+
+/* Loop time in ms (cached per turn) and a fresh read of the clock. */
+int64_t loop_now(const loop *l);
+int64_t loop_clock_ms(void);
+
+/* Runs the tasks that are ready, without polling for I/O (a driver that
+ * has just woken tasks uses it to avoid a syscall). Returns how many ran.
+ * Not from inside a task. */
+int loop_run_pending(loop *l);
+/* 1 if some task is ready to run. */
+int loop_has_ready(const loop *l);
+
+/* Counters, for tests and the worker watchdog. */
+typedef struct loop_stats {
+    uint64_t turns;     /* loop iterations so far */
+    size_t tasks;       /* live tasks */
+    size_t timers;      /* armed timers */
+    size_t watches;     /* registered watches */
+    size_t stacks_free; /* pooled coroutine stacks */
+    size_t stacks_mapped;
+} loop_stats;
+void loop_get_stats(const loop *l, loop_stats *out);
+
+/* Keeps sp_loop_run going while something outside tasks/timers/watches is
+ * pending (the thread pool's jobs). */
+void loop_ref(loop *l);
+void loop_unref(loop *l);
+
+#endif

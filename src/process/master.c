@@ -1,0 +1,638 @@
+/* master.c — the master only supervises: signal handlers set flags, the
+ * master sleeps in sigsuspend and acts on them. It forks the workers (which
+ * inherit the listening sockets), restarts one that dies (with a backoff,
+ * logging how it died and what it was serving), kills one whose loop stopped
+ * turning (--worker-timeout), reloads (HUP: new workers first, then the old
+ * ones drain), upgrades the binary (USR2), adds and removes workers
+ * (TTIN/TTOU), and forwards TERM/INT/QUIT. */
+#include "process/master.h"
+
+#include "base/log.h"
+#include "loop/loop.h"
+#include "process/sd_notify.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_WORKERS    256
+#define TICK_MS        200
+#define BACKOFF_MAX_MS 10000
+#define RETIRING       (-1) /* a child's generation once told to stop */
+
+typedef struct child {
+    pid_t pid;          /* 0: slot free or waiting to restart */
+    int gen;            /* the generation it serves, or RETIRING */
+    int64_t started;    /* ms */
+    int64_t restart_at; /* when to start it again (0: not waiting) */
+    int fails;          /* quick deaths in a row, for the backoff */
+} child;
+
+typedef struct master {
+    sp_server *s;
+    master_options *mo;
+    worker_slot *slots;
+    child kids[MAX_WORKERS];
+    int target; /* workers wanted (TTIN/TTOU change it) */
+    int gen;
+    sigset_t orig;
+    int stopping; /* 1 graceful, 2 immediate */
+    int boot_failed;
+    int64_t stop_deadline;
+    pid_t upgrade_pid;  /* the new master of a binary upgrade in flight */
+    pid_t old_master;   /* the master we replace (we are its upgrade) */
+    int announced;      /* readiness told (pid file, old master, systemd) */
+    char exe[PATH_MAX]; /* our binary, for USR2 */
+    char *cmdline;      /* our argv, NUL-separated, for USR2 */
+    size_t cmdline_len;
+} master;
+
+static volatile sig_atomic_t got_chld, got_term, got_int, got_quit, got_tick, got_hup, got_usr1,
+    got_usr2, got_ttin, got_ttou;
+
+static void on_signal(int sig) {
+    switch (sig) {
+    case SIGCHLD:
+        got_chld = 1;
+        break;
+    case SIGTERM:
+        got_term = 1;
+        break;
+    case SIGINT:
+        got_int++;
+        break;
+    case SIGQUIT:
+        got_quit = 1;
+        break;
+    case SIGALRM:
+        got_tick = 1;
+        break;
+    case SIGHUP:
+        got_hup = 1;
+        break;
+    case SIGUSR1:
+        got_usr1 = 1;
+        break;
+    case SIGUSR2:
+        got_usr2 = 1;
+        break;
+    case SIGTTIN:
+        got_ttin++;
+        break;
+    case SIGTTOU:
+        got_ttou++;
+        break;
+    default:
+        break;
+    }
+}
+
+static const int handled[] = {SIGCHLD, SIGTERM, SIGINT,  SIGQUIT, SIGALRM,
+                              SIGHUP,  SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU};
+#define NHANDLED (int)(sizeof handled / sizeof handled[0])
+
+/* Gives a worker its own SO_REUSEPORT sockets (--reuse-port). */
+static int own_listeners(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++) {
+        listener *li = &s->listeners[i];
+        int fd = net_listen(&li->addr, s->opt.backlog, NET_REUSEPORT);
+        if (fd < 0) {
+            char a[128];
+            net_format_addr(&li->addr, a, sizeof a);
+            log_msg(LOG_CRITICAL, "worker cannot listen on %s: %s", a, strerror(-fd));
+            return -1;
+        }
+        li->w.fd = fd;
+    }
+    return 0;
+}
+
+static pid_t spawn(master *m, int i) {
+    sp_server *s = m->s;
+    worker_slot *slot = &m->slots[i];
+    pid_t parent = getpid();
+    if (s->fork_hook)
+        s->fork_hook(FORK_BEFORE, s->fork_hook_ud);
+    pid_t pid = fork();
+    if (pid != 0) {
+        if (s->fork_hook)
+            s->fork_hook(FORK_PARENT, s->fork_hook_ud);
+        return pid;
+    }
+    if (s->fork_hook)
+        s->fork_hook(FORK_CHILD, s->fork_hook_ud);
+    /* The worker: default dispositions, its own signal handling (worker.c),
+     * and it stops if the master dies without telling it. */
+    for (int k = 0; k < NHANDLED; k++)
+        signal(handled[k], SIG_DFL);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGUSR2, SIG_IGN);
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent)
+        _exit(0);
+    /* Stop signals (and USR1, log reopening) stay blocked: worker_run reads
+     * them from a signalfd. */
+    sigset_t mask = m->orig;
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGQUIT);
+    sigaddset(&mask, SIGUSR1);
+    sigprocmask(SIG_SETMASK, &mask, NULL);
+    memset(slot, 0, sizeof *slot);
+    slot->pid = getpid();
+    s->accept_exclusive = !m->mo->reuse_port;
+    if (m->mo->reuse_port && own_listeners(s) < 0)
+        _exit(MASTER_BOOT_FAILED);
+    if (m->mo->max_requests) {
+        int jitter = m->mo->max_requests_jitter;
+        srand((unsigned)getpid());
+        s->max_requests =
+            (uint64_t)m->mo->max_requests + (uint64_t)(jitter ? rand() % (jitter + 1) : 0);
+    }
+    int rc = worker_run(s, slot, m->mo->graceful_timeout_ms);
+    log_msg(LOG_INFO, "worker %d exiting after %llu requests", (int)getpid(),
+            (unsigned long long)slot->requests);
+    _exit(rc);
+}
+
+static void describe_exit(int status, char *out, size_t cap) {
+    if (WIFSIGNALED(status))
+        snprintf(out, cap, "was killed by signal %d (%s)%s", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
+    else
+        snprintf(out, cap, "exited with status %d", WEXITSTATUS(status));
+}
+
+static void signal_all(master *m, int sig) {
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (m->kids[i].pid > 0)
+            kill(m->kids[i].pid, sig);
+}
+
+static int alive(const master *m) {
+    int a = 0;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        a += m->kids[i].pid > 0;
+    return a;
+}
+
+/* Current-generation workers, running or about to be restarted. */
+static int current(const master *m) {
+    int n = 0;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        n += m->kids[i].gen == m->gen && (m->kids[i].pid > 0 || m->kids[i].restart_at);
+    return n;
+}
+
+static int free_slot(const master *m) {
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (m->kids[i].pid == 0 && !m->kids[i].restart_at)
+            return i;
+    return -1;
+}
+
+static void start_worker(master *m, int i, int64_t now) {
+    child *k = &m->kids[i];
+    if (*m->s->slots_used < i + 1)
+        *m->s->slots_used = i + 1;
+    k->gen = m->gen;
+    k->started = now;
+    k->restart_at = 0;
+    k->pid = spawn(m, i);
+    if (k->pid < 0) {
+        log_msg(LOG_ERROR, "fork: %s; trying again in 1 s", strerror(errno));
+        k->pid = 0;
+        k->restart_at = now + 1000;
+    }
+}
+
+/* Starts or retires workers until the current generation has `target`. */
+static void keep_count(master *m, int64_t now) {
+    while (current(m) < m->target) {
+        int i = free_slot(m);
+        if (i < 0)
+            break;
+        m->kids[i].fails = 0;
+        start_worker(m, i, now);
+    }
+    for (int i = MAX_WORKERS - 1; i >= 0 && current(m) > m->target; i--) {
+        child *k = &m->kids[i];
+        if (k->gen != m->gen)
+            continue;
+        if (k->pid > 0)
+            kill(k->pid, SIGTERM);
+        k->gen = RETIRING;
+        k->restart_at = 0;
+    }
+}
+
+static void write_pid_file(const char *path) {
+    if (!path)
+        return;
+    char tmp[PATH_MAX + 8];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
+        log_msg(LOG_ERROR, "cannot write the pid file %s: %s", path, strerror(errno));
+}
+
+static void remove_pid_file(const char *path) {
+    if (!path)
+        return;
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    if (pid == (int)getpid())
+        unlink(path);
+}
+
+/* ---- reload and upgrade -------------------------------------------------- */
+
+static void reload(master *m, int64_t now) {
+    sd_notify_send("RELOADING=1");
+    if (m->mo->reload && m->mo->reload(m->s, m->mo, m->mo->reload_ud) < 0) {
+        log_msg(LOG_ERROR, "reload: the configuration has errors (see above); keeping the "
+                           "running workers");
+        sd_notify_send("READY=1");
+        return;
+    }
+    /* New workers first, so nothing stops accepting; then the old ones
+     * finish what they serve and answer their keep-alive clients'
+     * next request with Connection: close. */
+    int old = m->gen++;
+    m->target = m->mo->workers > 0 ? m->mo->workers : 1;
+    keep_count(m, now);
+    for (int i = 0; i < MAX_WORKERS; i++) {
+        child *k = &m->kids[i];
+        if (k->gen == old) {
+            if (k->pid > 0)
+                kill(k->pid, SIGTERM);
+            k->gen = RETIRING;
+            k->restart_at = 0;
+        }
+    }
+    log_msg(LOG_INFO, "reload: %d new worker(s) started, the old ones are draining", m->target);
+    sd_notify_send("READY=1");
+}
+
+static void upgrade(master *m) {
+    if (m->upgrade_pid > 0) {
+        log_msg(LOG_WARNING, "USR2: an upgrade (pid %d) is already under way", (int)m->upgrade_pid);
+        return;
+    }
+    if (!m->cmdline) {
+        log_msg(LOG_ERROR, "USR2: this master could not read its command line; cannot upgrade");
+        return;
+    }
+    const char *pidf = m->mo->pid_file;
+    char old[PATH_MAX + 8];
+    if (pidf) {
+        snprintf(old, sizeof old, "%s.oldbin", pidf);
+        if (rename(pidf, old) != 0)
+            log_msg(LOG_WARNING, "USR2: cannot move %s to %s: %s", pidf, old, strerror(errno));
+    }
+    char fds[256] = "", self[32];
+    size_t len = 0;
+    for (int i = 0; i < m->s->nlisteners; i++)
+        if (m->s->listeners[i].w.fd >= 0)
+            len += (size_t)snprintf(fds + len, sizeof fds - len, "%s%d", len ? "," : "",
+                                    m->s->listeners[i].w.fd);
+    snprintf(self, sizeof self, "%d", (int)getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int k = 0; k < NHANDLED; k++)
+            signal(handled[k], SIG_DFL);
+        struct itimerval off = {{0, 0}, {0, 0}};
+        setitimer(ITIMER_REAL, &off, NULL);
+        sigprocmask(SIG_SETMASK, &m->orig, NULL);
+        for (int i = 0; i < m->s->nlisteners; i++) {
+            int fd = m->s->listeners[i].w.fd;
+            if (fd >= 0)
+                fcntl(fd, F_SETFD, 0); /* the new binary inherits the sockets */
+        }
+        setenv("SPINDLE_LISTEN_FDS", fds, 1);
+        setenv("SPINDLE_OLD_MASTER", self, 1);
+        char *argv[256];
+        int argc = 0;
+        for (size_t off2 = 0; off2 < m->cmdline_len && argc < 255;) {
+            argv[argc++] = m->cmdline + off2;
+            off2 += strlen(m->cmdline + off2) + 1;
+        }
+        argv[argc] = NULL;
+        execv(m->exe, argv);
+        log_msg(LOG_ERROR, "USR2: cannot run %s: %s", m->exe, strerror(errno));
+        _exit(127);
+    }
+    if (pid < 0) {
+        log_msg(LOG_ERROR, "USR2: fork: %s", strerror(errno));
+        if (pidf)
+            rename(old, pidf);
+        return;
+    }
+    m->upgrade_pid = pid;
+    log_msg(LOG_INFO, "USR2: started the new master %d from %s; this one drains once it is ready",
+            (int)pid, m->exe);
+}
+
+/* The new master failed before taking over: keep serving, restore the pid file. */
+static void upgrade_failed(master *m, int status) {
+    char how[96];
+    describe_exit(status, how, sizeof how);
+    log_msg(LOG_ERROR, "USR2: the new master %d %s; this master keeps serving", (int)m->upgrade_pid,
+            how);
+    m->upgrade_pid = 0;
+    if (m->mo->pid_file) {
+        char old[PATH_MAX + 8];
+        snprintf(old, sizeof old, "%s.oldbin", m->mo->pid_file);
+        rename(old, m->mo->pid_file);
+    }
+}
+
+/* Once every worker has started its loop: the pid file, systemd, and the
+ * old master (if we are an upgrade) are told we serve. */
+static void announce_when_ready(master *m) {
+    if (m->announced)
+        return;
+    for (int i = 0; i < MAX_WORKERS; i++)
+        if (m->kids[i].gen == m->gen && m->kids[i].pid > 0 && !m->slots[i].heartbeat_ms)
+            return;
+    m->announced = 1;
+    write_pid_file(m->mo->pid_file);
+    char msg[64];
+    snprintf(msg, sizeof msg, "MAINPID=%d\nREADY=1", (int)getpid());
+    sd_notify_send(msg);
+    if (m->old_master > 0) {
+        log_msg(LOG_INFO, "upgrade: serving; asking the old master %d to drain",
+                (int)m->old_master);
+        kill(m->old_master, SIGTERM);
+        m->old_master = 0;
+    }
+}
+
+static void read_self(master *m) {
+    ssize_t n = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
+    m->exe[n > 0 ? n : 0] = '\0';
+    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    size_t cap = 65536;
+    m->cmdline = malloc(cap);
+    ssize_t r = m->cmdline ? read(fd, m->cmdline, cap - 1) : -1;
+    close(fd);
+    if (r <= 0) {
+        free(m->cmdline);
+        m->cmdline = NULL;
+        return;
+    }
+    m->cmdline[r] = '\0';
+    m->cmdline_len = (size_t)r;
+}
+
+/* ---- the supervision loop ------------------------------------------------ */
+
+static void reap(master *m, int64_t now) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+        if (pid == m->upgrade_pid) {
+            upgrade_failed(m, status);
+            continue;
+        }
+        for (int i = 0; i < MAX_WORKERS; i++) {
+            child *k = &m->kids[i];
+            if (k->pid != pid)
+                continue;
+            k->pid = 0;
+            /* Its counters live on in the totals, so sums never go back. */
+            worker_stats_fold(m->s->retired, (const worker_stats *)&m->slots[i].st);
+            m->slots[i].pid = 0;
+            memset((void *)&m->slots[i].st, 0, sizeof m->slots[i].st);
+            if (m->stopping || k->gen != m->gen) {
+                k->gen = 0; /* retired: the slot is free */
+                break;
+            }
+            if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED) {
+                /* Restarting would fail the same way: stop, as gunicorn does. */
+                log_msg(LOG_CRITICAL, "worker %d could not start (see above); stopping", (int)pid);
+                m->boot_failed = 1;
+                m->stopping = 2;
+                signal_all(m, SIGQUIT);
+                m->stop_deadline = now + 2000;
+                break;
+            }
+            worker_slot *sl = &m->slots[i];
+            if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+                /* --max-requests: it stopped itself after its share. */
+                log_msg(LOG_INFO, "worker %d recycled after %llu requests; starting a new one",
+                        (int)pid, (unsigned long long)sl->requests);
+                k->fails = 0;
+                k->restart_at = now;
+                break;
+            }
+            char how[96];
+            describe_exit(status, how, sizeof how);
+            log_msg(LOG_ERROR, "worker %d %s %s '%s'; starting a new one", (int)pid, how,
+                    sl->busy ? "while serving" : "after serving",
+                    sl->request[0] ? sl->request : "no request yet");
+            /* Quick deaths in a row back off: 100 ms, 200 ms, ... 10 s. */
+            k->fails = now - k->started < 1000 ? k->fails + 1 : 0;
+            int64_t delay = k->fails ? 100LL << (k->fails < 7 ? k->fails - 1 : 6) : 0;
+            k->restart_at = now + (delay > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : delay);
+            if (!k->restart_at)
+                k->restart_at = now;
+            break;
+        }
+    }
+}
+
+static void tick(master *m, int64_t now) {
+    for (int i = 0; i < MAX_WORKERS; i++) {
+        child *k = &m->kids[i];
+        if (!m->stopping && k->pid == 0 && k->restart_at && now >= k->restart_at &&
+            k->gen == m->gen)
+            start_worker(m, i, now);
+        /* The watchdog: a heartbeat older than worker_timeout means a
+         * handler has blocked the loop (parked coroutines do not). */
+        worker_slot *sl = &m->slots[i];
+        if (!m->stopping && k->pid > 0 && m->mo->worker_timeout_ms > 0 && sl->heartbeat_ms &&
+            now - sl->heartbeat_ms > m->mo->worker_timeout_ms) {
+            log_msg(LOG_ERROR,
+                    "worker %d: its loop has not turned for %lld ms, blocked %s '%s'; "
+                    "killing it (a handler must not block: use sp_run_blocking)",
+                    (int)k->pid, (long long)(now - sl->heartbeat_ms),
+                    sl->busy ? "serving" : "after", sl->request);
+            kill(k->pid, SIGKILL);
+            sl->heartbeat_ms = 0;
+        }
+    }
+    if (!m->stopping)
+        announce_when_ready(m);
+}
+
+static void begin_stop(master *m, int how, int64_t now) {
+    if (how == 2) {
+        if (m->stopping != 2)
+            log_msg(LOG_INFO, "immediate stop");
+        m->stopping = 2;
+        server_close_listeners(m->s);
+        signal_all(m, SIGQUIT);
+        m->stop_deadline = now + 2000;
+    } else if (!m->stopping) {
+        log_msg(LOG_INFO, "graceful stop: finishing in-flight requests (up to %d ms)",
+                m->mo->graceful_timeout_ms);
+        m->stopping = 1;
+        server_close_listeners(m->s); /* the workers close theirs on TERM */
+        signal_all(m, SIGTERM);
+        m->stop_deadline = now + m->mo->graceful_timeout_ms + 2000;
+    }
+    sd_notify_send("STOPPING=1");
+}
+
+int master_run(sp_server *s, master_options *mo) {
+    if (mo->workers <= 0) {
+        write_pid_file(mo->pid_file);
+        sd_notify_send("READY=1");
+        int rc = worker_run(s, NULL, mo->graceful_timeout_ms);
+        remove_pid_file(mo->pid_file);
+        return rc;
+    }
+    master *m = calloc(1, sizeof *m);
+    if (!m)
+        return 1;
+    m->s = s;
+    m->mo = mo;
+    m->target = mo->workers > MAX_WORKERS ? MAX_WORKERS : mo->workers;
+    m->gen = 1;
+    read_self(m);
+    const char *old = getenv("SPINDLE_OLD_MASTER");
+    if (old) {
+        m->old_master = (pid_t)atoi(old);
+        unsetenv("SPINDLE_OLD_MASTER");
+    }
+    /* The slots, then the retired workers' folded counters, then how many
+     * slots have ever been used (slots are taken lowest first, so readers
+     * scan only those). */
+    size_t shm = sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) + sizeof(int);
+    m->slots = mmap(NULL, shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m->slots == MAP_FAILED) {
+        log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
+        free(m);
+        return 1;
+    }
+    s->slots_all = m->slots;
+    s->nslots = MAX_WORKERS;
+    s->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
+    s->slots_used = (volatile int *)(void *)(s->retired + 1);
+    if (mo->reuse_port)
+        server_close_listeners(s); /* each worker binds its own; none left here */
+
+    sigset_t block, wait_mask;
+    sigemptyset(&block);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaddset(&block, handled[i]);
+    sigprocmask(SIG_BLOCK, &block, &m->orig);
+    struct sigaction sa = {.sa_handler = on_signal}, saved[NHANDLED];
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaction(handled[i], &sa, &saved[i]);
+    signal(SIGPIPE, SIG_IGN);
+    wait_mask = m->orig;
+    for (int i = 0; i < NHANDLED; i++)
+        sigdelset(&wait_mask, handled[i]);
+    struct itimerval tk = {{0, TICK_MS * 1000}, {0, TICK_MS * 1000}};
+    setitimer(ITIMER_REAL, &tk, NULL);
+
+    keep_count(m, loop_clock_ms());
+    log_msg(LOG_INFO, "master %d started %d worker(s)", (int)getpid(), m->target);
+
+    for (;;) {
+        sigsuspend(&wait_mask);
+        int64_t now = loop_clock_ms();
+        if (got_chld) {
+            got_chld = 0;
+            reap(m, now);
+        }
+        if (got_quit || got_int >= 2) {
+            got_quit = 0;
+            begin_stop(m, 2, now);
+        } else if ((got_term || got_int) && !m->stopping) {
+            got_term = 0;
+            begin_stop(m, 1, now);
+        }
+        if (got_hup) {
+            got_hup = 0;
+            if (!m->stopping)
+                reload(m, now);
+        }
+        if (got_usr1) {
+            got_usr1 = 0;
+            signal_all(m, SIGUSR1); /* each worker reopens its access log */
+        }
+        if (got_usr2) {
+            got_usr2 = 0;
+            if (!m->stopping)
+                upgrade(m);
+        }
+        if (got_ttin || got_ttou) {
+            int d = got_ttin - got_ttou;
+            got_ttin = got_ttou = 0;
+            int want = m->target + d;
+            m->target = want < 1 ? 1 : want > MAX_WORKERS ? MAX_WORKERS : want;
+            log_msg(LOG_INFO, "now %d worker(s)", m->target);
+            if (!m->stopping)
+                keep_count(m, now);
+        }
+        if (got_tick) {
+            got_tick = 0;
+            tick(m, now);
+        }
+        if (m->stopping && alive(m) == 0)
+            break;
+        if (m->stopping && now > m->stop_deadline) {
+            log_msg(LOG_WARNING, "workers did not stop in time; killing them");
+            signal_all(m, SIGKILL);
+            m->stop_deadline = now + 60000;
+        }
+    }
+    log_msg(LOG_INFO, "master %d stopped", (int)getpid());
+    remove_pid_file(mo->pid_file);
+    if (mo->pid_file) {
+        /* After an upgrade our pid is in FILE.oldbin: ours to remove. */
+        char oldbin[PATH_MAX + 8];
+        snprintf(oldbin, sizeof oldbin, "%s.oldbin", mo->pid_file);
+        remove_pid_file(oldbin);
+    }
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    /* A tick may already be pending (blocked since the last sigsuspend).
+     * Ignoring SIGALRM discards it; otherwise the default disposition
+     * restored below would kill the process with it on unblock (seen as
+     * an exit by signal 14 after a clean "master stopped"). */
+    signal(SIGALRM, SIG_IGN);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaction(handled[i], &saved[i], NULL);
+    sigprocmask(SIG_SETMASK, &m->orig, NULL);
+    int rc = m->boot_failed ? 1 : 0;
+    munmap(m->slots, shm);
+    free(m->cmdline);
+    free(m);
+    return rc;
+}

@@ -1,0 +1,147 @@
+/* worker.c — one serving process: its loop, created after the fork, with
+ * stop signals read from a signalfd (so they are handled on the loop, not in
+ * a handler), a heartbeat for the master's watchdog, and the graceful
+ * timeout that ends a drain that takes too long. */
+#include "process/master.h"
+
+#include "server/access_log.h"
+#include "base/log.h"
+#include "server/server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+typedef struct worker {
+    sp_server *s;
+    worker_slot *slot;
+    loop_watch sigw;
+    loop_timer heartbeat;
+    loop_timer graceful;
+    int graceful_timeout_ms;
+    int stops; /* stop signals seen */
+} worker;
+
+void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
+                       size_t tlen) {
+    size_t cap = sizeof w->request - 1;
+    size_t m = mlen < cap ? mlen : cap;
+    memcpy(w->request, method, m);
+    size_t n = m;
+    if (n < cap)
+        w->request[n++] = ' ';
+    size_t t = tlen < cap - n ? tlen : cap - n;
+    memcpy(w->request + n, target, t);
+    w->request[n + t] = '\0';
+    w->busy = 1;
+}
+
+static void on_heartbeat(loop *l, loop_timer *t) {
+    worker *w = t->data;
+    w->slot->heartbeat_ms = loop_clock_ms();
+    loop_timer_arm(l, t, loop_now(l) + 1000, on_heartbeat, w);
+}
+
+static void on_graceful_timeout(loop *l, loop_timer *t) {
+    worker *w = t->data;
+    log_msg(LOG_WARNING,
+            "graceful timeout: %d connection(s) still open after %d ms; closing them "
+            "(raise --graceful-timeout to give slow requests longer)",
+            w->s->nconns, w->graceful_timeout_ms);
+    if (w->s->access_log)
+        access_log_flush(w->s->access_log);
+    _exit(0);
+}
+
+static void on_signal(loop *l, loop_watch *lw, uint32_t events) {
+    worker *w = lw->data;
+    struct signalfd_siginfo si;
+    while (read(lw->fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        int sig = (int)si.ssi_signo;
+        if (sig == SIGQUIT || (sig == SIGINT && w->stops > 0)) {
+            _exit(0); /* immediate stop: in-flight requests are cut */
+        }
+        if (sig == SIGUSR1 && w->s->access_log) {
+            access_log_reopen(w->s->access_log); /* logrotate moved the file */
+            continue;
+        }
+        if (sig == SIGTERM || sig == SIGINT) {
+            if (w->stops++ == 0) {
+                sp_server_stop(w->s);
+                loop_timer_arm(l, &w->graceful, loop_now(l) + w->graceful_timeout_ms,
+                               on_graceful_timeout, w);
+            }
+        }
+    }
+}
+
+int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGQUIT);
+    sigaddset(&stop, SIGUSR1);
+    sigprocmask(SIG_BLOCK, &stop, NULL);
+    worker w = {.s = s, .slot = slot, .graceful_timeout_ms = graceful_timeout_ms};
+    int sfd = signalfd(-1, &stop, SFD_NONBLOCK | SFD_CLOEXEC);
+    if (sfd < 0) {
+        log_msg(LOG_ERROR, "signalfd: %s", strerror(errno));
+        return 1;
+    }
+    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
+    loop *l = sp_loop_new(&lo);
+    if (!l) {
+        log_msg(LOG_ERROR, "cannot create the event loop: %s", strerror(errno));
+        close(sfd);
+        return 1;
+    }
+    w.sigw = (loop_watch){.fd = sfd, .cb = on_signal, .data = &w};
+    loop_watch_add(l, &w.sigw, BACKEND_READ_LEVEL);
+    static worker_slot own; /* --workers 0: counters for --stats all the same */
+    s->slot = slot ? slot : &own;
+    if (!s->slots_all) {
+        s->slots_all = s->slot;
+        s->nslots = 1;
+    }
+    own.pid = getpid();
+    if (s->access_log_path) {
+        s->access_log = access_log_open(s->access_log_path, s->access_log_format);
+        if (!s->access_log) {
+            log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path,
+                    strerror(errno));
+            loop_watch_del(l, &w.sigw);
+            close(sfd);
+            sp_loop_free(l);
+            return MASTER_BOOT_FAILED;
+        }
+    }
+    if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
+        log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
+        loop_watch_del(l, &w.sigw);
+        close(sfd);
+        sp_loop_free(l);
+        return MASTER_BOOT_FAILED;
+    }
+    if (slot) {
+        slot->heartbeat_ms = loop_clock_ms();
+        loop_timer_arm(l, &w.heartbeat, loop_now(l) + 1000, on_heartbeat, &w);
+    }
+    int rc = sp_server_run(s);
+    if (rc == -ECANCELED) {
+        loop_timer_cancel(l, &w.heartbeat);
+        return MASTER_BOOT_FAILED; /* a start-up hook failed: restarting will not help */
+    }
+    if (rc < 0)
+        log_msg(LOG_ERROR, "worker stopped: %s", strerror(-rc));
+    loop_timer_cancel(l, &w.heartbeat);
+    loop_timer_cancel(l, &w.graceful);
+    access_log_close(s->access_log);
+    s->access_log = NULL;
+    loop_watch_del(l, &w.sigw);
+    close(sfd);
+    sp_loop_free(l);
+    return rc < 0 ? 1 : 0;
+}

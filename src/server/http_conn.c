@@ -1,0 +1,374 @@
+/* http_conn.c — the connection driver: the coroutine that serves a
+ * connection while it has bytes to read. It parses heads from the read
+ * buffer, routes, runs the handler, finishes the response, drains what the
+ * handler left of the body, and serves pipelined requests from the buffer
+ * without another read; with nothing buffered it goes back to idle (no
+ * stack, no buffer). Every close it starts while the client may still be
+ * sending is a lingering close. */
+#include "server/server.h"
+
+#include "base/log.h"
+#include "server/stats.h"
+#include "http/path_norm.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define FIELDS_CAP       1000 /* sp_server_new clamps fields_max to this */
+#define PATH_STACK       4096 /* normalized paths longer than this are malloc'ed */
+#define LINGER_MAX_BYTES (1u << 20)
+
+void http_conn_linger_close(sp_server *s, conn *c) {
+    /* Our response is out; stop sending, read and drop what the client is
+     * still sending so its kernel does not see a reset and discard our
+     * answer, for a bounded time and amount. */
+    if (shutdown(c->w.fd, SHUT_WR) == 0) {
+        char scratch[4096];
+        char *b = c->buf ? c->buf : scratch;
+        size_t cap = c->buf ? s->buf_size : sizeof scratch;
+        int64_t deadline = server_deadline(s, s->opt.linger_timeout_ms);
+        size_t dropped = 0;
+        while (dropped < LINGER_MAX_BYTES) {
+            ssize_t n = net_read(s->l, &c->w, b, cap, deadline);
+            if (n <= 0)
+                break;
+            dropped += (size_t)n;
+        }
+    }
+    server_conn_close(s, c);
+}
+
+/* Answers a request that could not be parsed or accepted, then closes. */
+static void refuse(sp_server *s, conn *c, sp_req *req, int status) {
+    /* The head may be half parsed: answer as HTTP/1.1, with a body. */
+    req->head.minor_version = 1;
+    req->head.method_id = HTTP_M_OTHER;
+    req->head.nfields = 0;
+    if (!req->head.method_len)
+        req->head.method = NULL;
+    sp_res res;
+    res_init(&res, req, c);
+    int rc = res_send_error(&res, status, 1, NULL);
+    stats_record(s, req, status, 0, res.written, 0);
+    if (rc < 0) {
+        server_conn_close(s, c);
+        return;
+    }
+    http_conn_linger_close(s, c);
+}
+
+#define HEAD_IDLE (-1) /* read_head: nothing to read yet, go idle */
+
+/* Reads until a whole head is in the buffer. Returns the head length (> 0),
+ * minus a status to answer, HEAD_IDLE when no byte of a request has come
+ * yet, or 0 when the connection was closed quietly. */
+static int read_head(sp_server *s, conn *c, http_request *head) {
+    http_limits lim = {.head_max = s->opt.head_max,
+                       .target_max = s->opt.target_max,
+                       .fields_max = s->opt.fields_max};
+    /* The whole head within header_timeout, however it trickles in; a fresh
+     * connection's clock started at accept (its idle timer's deadline). */
+    int64_t deadline =
+        c->nreq == 0 ? c->idle_timer.when : server_deadline(s, s->opt.header_timeout_ms);
+    size_t prev = 0;
+    for (;;) {
+        size_t avail = c->buf_len - c->buf_off;
+        if (avail) {
+            int rc = http_parse_request(c->buf + c->buf_off, avail, prev, head, &lim);
+            if (rc != HTTP_NEED_MORE)
+                return rc;
+            prev = avail;
+        }
+        if (c->buf_off) {
+            memmove(c->buf, c->buf + c->buf_off, avail);
+            c->buf_off = 0;
+            c->buf_len = (uint32_t)avail;
+        }
+        size_t room = s->buf_size - c->buf_len;
+        if (room == 0)
+            return -431;
+        if (c->buf_len == 0) {
+            /* Nothing of this request yet: look without waiting; if nothing
+             * is there, wait as an idle connection (no stack, no buffer). */
+            ssize_t n = read(c->w.fd, c->buf, room);
+            if (n > 0) {
+                c->buf_len = (uint32_t)n;
+                c->maybe_more = (size_t)n == room;
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                c->maybe_more = 0;
+                return HEAD_IDLE;
+            }
+            server_conn_close(s, c);
+            return 0;
+        }
+        ssize_t n = net_read(s->l, &c->w, c->buf + c->buf_len, room, deadline);
+        if (n > 0) {
+            c->buf_len += (uint32_t)n;
+            c->maybe_more = (size_t)n == room;
+            continue;
+        }
+        if (n == -ETIMEDOUT && avail)
+            return -408; /* part of a head, then silence: slowloris */
+        /* End of stream, an error, or a timeout with nothing sent: there
+         * is nobody to answer. */
+        server_conn_close(s, c);
+        return 0;
+    }
+}
+
+/* OPTIONS without a route of its own: 204 with what the path allows. */
+static int answer_options(sp_server *s, sp_req *req, sp_res *res, const char *allow) {
+    char list[256];
+    snprintf(list, sizeof list, "%s%sOPTIONS", allow, allow[0] ? ", " : "");
+    res->status = 204;
+    int rc = sp_res_header(res, "Allow", list);
+    return rc < 0 ? rc : sp_res_finish(res);
+}
+
+/* Every method some route answers, for "OPTIONS *". */
+static void all_methods(const sp_server *s, char *out, size_t cap) {
+    out[0] = '\0';
+    size_t len = 0;
+    for (size_t i = 0; i < s->routes.n; i++) {
+        const char *m =
+            s->routes.v[i].method ? s->routes.v[i].method : "GET, HEAD, POST, PUT, DELETE, PATCH";
+        if (strstr(out, m))
+            continue;
+        int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", m);
+        if (w < 0 || (size_t)w >= cap - len)
+            break;
+        len += (size_t)w;
+        if (strcmp(m, "GET") == 0 && !strstr(out, "HEAD")) {
+            w = snprintf(out + len, cap - len, ", HEAD");
+            if (w > 0 && (size_t)w < cap - len)
+                len += (size_t)w;
+        }
+    }
+}
+
+/* Routes the request and runs its handler (or answers 404/405/OPTIONS). */
+static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
+    char allow[256];
+    const http_request *h = &req->head;
+    int is_options = h->method_id == HTTP_M_OPTIONS;
+    if (req->path.len == 1 && req->path.ptr[0] == '*') {
+        if (!is_options)
+            return res_send_error(res, 400, 1, NULL);
+        all_methods(s, allow, sizeof allow);
+        return answer_options(s, req, res, allow);
+    }
+    route_match m;
+    int st = router_match(&s->routes, h->method, h->method_len, req->path.ptr, req->path.len, &m,
+                          allow, sizeof allow);
+    if (st == 0) {
+        req->match = &m;
+        if (s->slot)
+            worker_slot_begin(s->slot, h->method, h->method_len, h->target, h->target_len);
+        int rc = m.r->fn(req, res, m.r->ud);
+        if (s->slot)
+            worker_slot_end(s->slot);
+        req->match = NULL;
+        return rc;
+    }
+    if (st == 405 && is_options)
+        return answer_options(s, req, res, allow);
+    return res_send_error(res, st, 0, st == 405 ? allow : NULL);
+}
+
+/* Accounts one request: stats, access log. */
+static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t head_len,
+                   uint64_t t0) {
+    const http_request *h = &req->head;
+    uint64_t body_in = h->framing == HTTP_BODY_LENGTH    ? h->content_length - req->body_left
+                       : h->framing == HTTP_BODY_CHUNKED ? req->chunked.total
+                                                         : 0;
+    stats_record(s, req, res->head_sent ? res->status : 0, head_len + body_in, res->written, t0);
+}
+
+/* Serves one request whose bytes are (at least partly) buffered. Returns 1
+ * to keep the connection, 0 when it has been closed, -1 when no request
+ * came and the connection went back to idle. */
+static int serve_one(sp_server *s, conn *c) {
+    http_field fields[FIELDS_CAP < 128 ? FIELDS_CAP : 128];
+    http_field *fv = fields;
+    size_t fcap = sizeof fields / sizeof fields[0];
+    if (s->opt.fields_max > fcap) {
+        fcap = s->opt.fields_max;
+        fv = malloc(fcap * sizeof *fv);
+        if (!fv) {
+            server_conn_close(s, c);
+            return 0;
+        }
+    }
+    sp_req req;
+    req_init(&req, s, c);
+    req.head.fields = fv;
+    req.head.fields_cap = fcap;
+    int keep = 0;
+    char pathbuf[PATH_STACK];
+    char *pb = pathbuf;
+
+    int rc = read_head(s, c, &req.head);
+    if (rc == 0)
+        goto out;
+    if (rc == HEAD_IDLE) {
+        server_conn_idle(s, c);
+        keep = -1; /* the coroutine ends; the connection waits, idle */
+        goto out;
+    }
+    if (rc < 0) {
+        refuse(s, c, &req, -rc);
+        goto out;
+    }
+    c->buf_off += (uint32_t)rc;
+    uint32_t head_len = (uint32_t)rc;
+    uint64_t t0 = s->timed ? stats_clock_ns() : 0;
+
+    const http_request *h = &req.head;
+    if (h->target_len >= sizeof pathbuf) {
+        pb = malloc(h->target_len + 1);
+        if (!pb) {
+            refuse(s, c, &req, 503);
+            goto out;
+        }
+    }
+    const char *q;
+    size_t qlen;
+    long plen = path_normalize(h->target, h->target_len, pb, h->target_len + 1, &q, &qlen);
+    if (plen < 0) {
+        refuse(s, c, &req, 400);
+        goto out;
+    }
+    req.path = (sp_str){pb, (size_t)plen};
+    req.query = (sp_str){q, qlen};
+
+    switch (h->framing) {
+    case HTTP_BODY_LENGTH:
+        if (s->opt.body_max && h->content_length > s->opt.body_max) {
+            refuse(s, c, &req, 413);
+            goto out;
+        }
+        req.body_left = h->content_length;
+        req.body_done = h->content_length == 0;
+        break;
+    case HTTP_BODY_CHUNKED:
+        http_chunked_init(&req.chunked, s->opt.body_max ? s->opt.body_max : UINT64_MAX, 0, 0);
+        break;
+    default:
+        req.body_done = 1;
+    }
+    /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
+    req.expect_pending = h->expect_continue && !req.body_done && h->minor_version >= 1;
+
+    sp_res res;
+    res_init(&res, &req, c);
+    rc = dispatch(s, &req, &res);
+    if (res.taken_over) {
+        /* A WebSocket (or another protocol) had the connection: let it
+         * clean up, then close; it is never reused for HTTP. */
+        if (res.release)
+            res.release(res.release_arg);
+        record(s, &req, &res, head_len, t0);
+        server_conn_close(s, c);
+        goto out;
+    }
+    if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req.body_error) {
+        /* The handler gave up because the client hung up while it waited:
+         * nobody to answer, and no error to report. */
+        record(s, &req, &res, head_len, t0);
+        server_conn_close(s, c);
+        goto out;
+    }
+    if (rc < 0 && !res.head_sent && !res.failed) {
+        int status = req.body_error ? req.body_error : 500;
+        if (!req.body_error)
+            log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
+                    h->method, (int)h->target_len, h->target, strerror(-rc));
+        res_send_error(&res, status, req.body_error != 0, NULL);
+    } else if (rc < 0 && !res.failed) {
+        /* The response started and cannot be completed: closing is the only
+         * honest end (a last chunk would make a cut body look complete). */
+        record(s, &req, &res, head_len, t0);
+        if (!req.body_done)
+            http_conn_linger_close(s, c);
+        else
+            server_conn_close(s, c);
+        goto out;
+    }
+    if (!res.finished && !res.failed)
+        sp_res_finish(&res);
+    record(s, &req, &res, head_len, t0);
+    if (res.failed) {
+        server_conn_close(s, c); /* the client is gone or not reading */
+        goto out;
+    }
+    if (res.out.framing == HTTP_OUT_LENGTH && res.written < (uint64_t)res.declared)
+        res.force_close = 1;
+    keep = res.out.keep_alive && !res.force_close && !s->stopping;
+    if (keep && !req.body_done)
+        keep = !req.expect_pending && req_drain(&req, s->opt.drain_max);
+    if (!keep) {
+        if (!req.body_done)
+            http_conn_linger_close(s, c);
+        else
+            server_conn_close(s, c);
+    }
+out:
+    req_run_deferred(&req);
+    if (pb != pathbuf)
+        free(pb);
+    if (fv != fields)
+        free(fv);
+    return keep;
+}
+
+void http_conn_main(void *arg) {
+    conn *c = arg;
+    sp_server *s = c->w.data;
+    loop_task_set_hup_watch(loop_task(s->l), &c->w);
+    if (!c->buf) {
+        c->buf = buf_pool_get(&s->bufs);
+        if (!c->buf) {
+            server_conn_close(s, c);
+            return;
+        }
+        c->buf_len = c->buf_off = 0;
+    }
+    int burst = 0;
+    for (;;) {
+        int kept = serve_one(s, c);
+        if (kept < 0)
+            return; /* idle: nothing was served */
+        if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
+            log_msg(LOG_INFO, "served %llu requests (--max-requests): stopping to be replaced",
+                    (unsigned long long)s->served);
+            sp_server_stop(s);
+        }
+        if (!kept)
+            return;
+        c->nreq++;
+        if (c->buf_off < c->buf_len) {
+            /* Pipelined: parse the next one from the buffer, yielding now and
+             * then so one client cannot starve the others. */
+            if (++burst >= s->opt.pipeline_burst) {
+                burst = 0;
+                sp_yield();
+            }
+            continue;
+        }
+        c->buf_off = c->buf_len = 0;
+        /* The last read filled the buffer, so more may sit in the socket
+         * with no edge to announce it: read_head looks once, and goes idle
+         * itself if there is nothing. */
+        if (c->maybe_more)
+            continue;
+        server_conn_idle(s, c);
+        return;
+    }
+}

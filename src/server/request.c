@@ -1,0 +1,323 @@
+/* request.c — the handler's view of a request: accessors over the parsed
+ * head, and sp_read, which streams the body (Content-Length or chunked)
+ * from the connection's buffer and socket, sending 100 Continue first when
+ * the client waits for it. */
+#include "server/server.h"
+
+#include "http/http_chars.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+void req_init(sp_req *r, sp_server *s, conn *c) {
+    r->srv = s;
+    r->c = c;
+    r->head.nfields = 0;
+    r->head.method = r->head.target = NULL;
+    r->head.method_len = r->head.target_len = 0;
+    r->head.framing = HTTP_BODY_NONE;
+    r->head.minor_version = 1;
+    r->head.method_id = HTTP_M_OTHER;
+    r->match = NULL;
+    r->body_left = 0;
+    r->pend = NULL;
+    r->pend_len = 0;
+    r->body_done = 0;
+    r->expect_pending = 0;
+    r->ndefer = 0;
+    r->body_error = 0;
+    r->body_errno = 0;
+    r->peer_text[0] = '\0';
+    r->client_text[0] = '\0';
+}
+
+sp_str sp_req_method(const sp_req *r) {
+    return (sp_str){r->head.method, r->head.method_len};
+}
+
+sp_str sp_req_target(const sp_req *r) {
+    return (sp_str){r->head.target, r->head.target_len};
+}
+
+sp_str sp_req_path(const sp_req *r) {
+    return r->path;
+}
+
+sp_str sp_req_query(const sp_req *r) {
+    return r->query;
+}
+
+int sp_req_minor_version(const sp_req *r) {
+    return r->head.minor_version;
+}
+
+int64_t sp_req_content_length(const sp_req *r) {
+    switch (r->head.framing) {
+    case HTTP_BODY_LENGTH:
+        return (int64_t)r->head.content_length;
+    case HTTP_BODY_CHUNKED:
+        return -1;
+    default:
+        return 0;
+    }
+}
+
+sp_str sp_req_param(const sp_req *r, const char *name) {
+    if (r->match) {
+        size_t n = strlen(name);
+        for (size_t i = 0; i < r->match->nparams; i++) {
+            const route_param *p = &r->match->params[i];
+            if (p->name_len == n && memcmp(p->name, name, n) == 0)
+                return (sp_str){p->value, p->value_len};
+        }
+    }
+    return (sp_str){NULL, 0};
+}
+
+sp_str sp_req_query_param(const sp_req *r, const char *name) {
+    size_t n = strlen(name);
+    const char *q = r->query.ptr, *end = q + r->query.len;
+    while (q && q < end) {
+        const char *amp = memchr(q, '&', (size_t)(end - q));
+        const char *stop = amp ? amp : end;
+        if ((size_t)(stop - q) >= n && memcmp(q, name, n) == 0 && (q + n == stop || q[n] == '=')) {
+            const char *v = q + n == stop ? stop : q + n + 1;
+            return (sp_str){v, (size_t)(stop - v)};
+        }
+        q = amp ? amp + 1 : end;
+    }
+    return (sp_str){NULL, 0};
+}
+
+sp_str sp_req_header(const sp_req *r, const char *name) {
+    size_t n = strlen(name);
+    for (size_t i = 0; i < r->head.nfields; i++) {
+        const http_field *f = &r->head.fields[i];
+        if (f->name_len != n)
+            continue;
+        size_t j = 0;
+        while (j < n && http_lower((unsigned char)f->name[j]) == http_lower((unsigned char)name[j]))
+            j++;
+        if (j == n)
+            return (sp_str){f->value, f->value_len};
+    }
+    return (sp_str){NULL, 0};
+}
+
+int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value) {
+    if (i >= r->head.nfields)
+        return 0;
+    const http_field *f = &r->head.fields[i];
+    *name = (sp_str){f->name, f->name_len};
+    *value = (sp_str){f->value, f->value_len};
+    return 1;
+}
+
+static void format_ip(const conn *c, char *out, size_t cap, int with_port) {
+    char ip[INET6_ADDRSTRLEN];
+    if (c->peer_family == AF_INET) {
+        inet_ntop(AF_INET, c->peer_ip, ip, sizeof ip);
+        if (with_port)
+            snprintf(out, cap, "%s:%u", ip, c->peer_port);
+        else
+            snprintf(out, cap, "%s", ip);
+    } else if (c->peer_family == AF_INET6) {
+        inet_ntop(AF_INET6, c->peer_ip, ip, sizeof ip);
+        if (with_port)
+            snprintf(out, cap, "[%s]:%u", ip, c->peer_port);
+        else
+            snprintf(out, cap, "%s", ip);
+    } else {
+        snprintf(out, cap, "unix");
+    }
+}
+
+const char *sp_req_peer(const sp_req *r) {
+    sp_req *m = (sp_req *)r; /* a cache filled on first use */
+    if (!m->peer_text[0])
+        format_ip(r->c, m->peer_text, sizeof m->peer_text, 1);
+    return r->peer_text;
+}
+
+const char *sp_req_client_addr(const sp_req *r) {
+    sp_req *m = (sp_req *)r;
+    if (!m->client_text[0]) {
+        if (r->c->peer_trusted)
+            forwarded_client(r, m->client_text, sizeof m->client_text);
+        if (!m->client_text[0])
+            format_ip(r->c, m->client_text, sizeof m->client_text, 0);
+    }
+    return r->client_text;
+}
+
+/* ---- the body ---------------------------------------------------------- */
+
+/* Records a body failure: every later read repeats it, and the connection
+ * closes after the response (its framing is lost). */
+static ssize_t body_fail(sp_req *r, int err, int status) {
+    r->body_errno = err;
+    r->body_error = status;
+    return err;
+}
+
+/* Reads body bytes from the socket, with the body timeout; a client that
+ * closes or stalls mid-body is a body error (400, 408). */
+static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
+    sp_server *s = r->srv;
+    ssize_t n = net_read(s->l, &r->c->w, dst, len, server_deadline(s, s->opt.body_timeout_ms));
+    if (n == 0)
+        return body_fail(r, -ECONNRESET, 400);
+    if (n < 0)
+        return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+    return n;
+}
+
+/* One chunked-decoding step over the buffered bytes: consumes them and
+ * leaves the body data it found in r->pend. 0, or the body error. */
+static ssize_t decode_step(sp_req *r) {
+    conn *c = r->c;
+    const char *data;
+    size_t dlen = 0;
+    long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off, c->buf_len - c->buf_off,
+                                    &data, &dlen);
+    if (used < 0)
+        return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
+    c->buf_off += (uint32_t)used;
+    if (dlen) {
+        r->pend = data;
+        r->pend_len = dlen;
+    }
+    return 0;
+}
+
+static ssize_t read_length(sp_req *r, void *buf, size_t len) {
+    conn *c = r->c;
+    size_t want = len < r->body_left ? len : (size_t)r->body_left;
+    size_t avail = c->buf_len - c->buf_off;
+    ssize_t n;
+    if (avail) {
+        n = (ssize_t)(want < avail ? want : avail);
+        memcpy(buf, c->buf + c->buf_off, (size_t)n);
+        c->buf_off += (uint32_t)n;
+    } else {
+        /* Nothing buffered: read straight into the handler's buffer. */
+        n = socket_read(r, buf, want);
+        if (n < 0)
+            return n;
+    }
+    r->body_left -= (uint64_t)n;
+    if (r->body_left == 0)
+        r->body_done = 1;
+    return n;
+}
+
+static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
+    conn *c = r->c;
+    sp_server *s = r->srv;
+    for (;;) {
+        if (r->pend_len) {
+            size_t n = len < r->pend_len ? len : r->pend_len;
+            memcpy(buf, r->pend, n);
+            r->pend += n;
+            r->pend_len -= n;
+            return (ssize_t)n;
+        }
+        if (http_chunked_done(&r->chunked)) {
+            r->body_done = 1;
+            return 0;
+        }
+        if (c->buf_len > c->buf_off) {
+            ssize_t rc = decode_step(r);
+            if (rc < 0)
+                return rc;
+            continue;
+        }
+        /* Everything buffered is consumed (and no data is pending in it). */
+        c->buf_off = c->buf_len = 0;
+        ssize_t n = socket_read(r, c->buf, s->buf_size);
+        if (n < 0)
+            return n;
+        c->buf_len = (uint32_t)n;
+        c->maybe_more = (size_t)n == s->buf_size;
+    }
+}
+
+ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
+    if (r->body_errno)
+        return r->body_errno;
+    if (r->body_done || len == 0)
+        return 0;
+    if (r->expect_pending)
+        return -EAGAIN; /* 100 Continue must go out first: that is I/O */
+    conn *c = r->c;
+    size_t avail = c->buf_len - c->buf_off;
+    if (r->head.framing == HTTP_BODY_CHUNKED) {
+        /* Decode only what is buffered; stop where I/O would be needed. */
+        while (!r->pend_len && !http_chunked_done(&r->chunked) && c->buf_len > c->buf_off) {
+            ssize_t rc = decode_step(r);
+            if (rc < 0)
+                return rc;
+        }
+        if (r->pend_len || http_chunked_done(&r->chunked))
+            return read_chunked(r, buf, len); /* served from memory, no I/O */
+        return -EAGAIN;
+    }
+    if (!avail)
+        return -EAGAIN;
+    return read_length(r, buf, len);
+}
+
+ssize_t sp_read(sp_req *r, void *buf, size_t len) {
+    if (r->body_errno)
+        return r->body_errno;
+    if (r->body_done || len == 0)
+        return 0;
+    if (r->expect_pending) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        r->expect_pending = 0;
+        ssize_t n = net_write(r->srv->l, &r->c->w, cont, sizeof cont - 1,
+                              server_deadline(r->srv, r->srv->opt.send_timeout_ms));
+        if (n < 0)
+            return body_fail(r, (int)n, 400);
+    }
+    if (r->head.framing == HTTP_BODY_CHUNKED)
+        return read_chunked(r, buf, len);
+    return read_length(r, buf, len);
+}
+
+int req_defer(sp_req *r, void (*fn)(void *arg), void *arg) {
+    if (r->ndefer == REQ_MAX_DEFER)
+        return -ENOSPC;
+    r->defer[r->ndefer].fn = fn;
+    r->defer[r->ndefer].arg = arg;
+    r->ndefer++;
+    return 0;
+}
+
+void *req_deferred(const sp_req *r, void (*fn)(void *arg)) {
+    for (int i = 0; i < r->ndefer; i++)
+        if (r->defer[i].fn == fn)
+            return r->defer[i].arg;
+    return NULL;
+}
+
+void req_run_deferred(sp_req *r) {
+    while (r->ndefer > 0) {
+        r->ndefer--;
+        r->defer[r->ndefer].fn(r->defer[r->ndefer].arg);
+    }
+}
+
+int req_drain(sp_req *r, uint64_t max) {
+    char scratch[4096];
+    uint64_t dropped = 0;
+    while (!r->body_done && dropped <= max) {
+        ssize_t n = sp_read(r, scratch, sizeof scratch);
+        if (n <= 0)
+            break;
+        dropped += (uint64_t)n;
+    }
+    return r->body_done && !r->body_errno;
+}

@@ -1,0 +1,313 @@
+/* response.c — the handler's response: status and headers kept until the
+ * first write, then the head goes out in the same writev as the first body
+ * bytes; Content-Length when declared (or when the whole body is given to
+ * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
+#include "server/server.h"
+
+#include "http/http_chars.h"
+#include "server/ws/ws.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HEAD_CAP (RES_FIELD_BYTES + 1024)
+
+void res_clear_head(sp_res *res) {
+    res->nfields = 0;
+    res->field_bytes = 0;
+    res->declared = -1;
+}
+
+void res_init(sp_res *res, sp_req *req, conn *c) {
+    res->req = req;
+    res->c = c;
+    res->status = 200;
+    res_clear_head(res);
+    res->written = 0;
+    res->head_sent = res->finished = res->failed = res->force_close = res->taken_over = 0;
+    res->out = (http_out){0};
+}
+
+void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
+    /* Nothing of HTTP is sent from now on: the sp_res_* calls see a
+     * finished response, and the driver closes after the handler. */
+    res->taken_over = 1;
+    res->head_sent = 1;
+    res->finished = 1;
+    res->release = release;
+    res->release_arg = arg;
+}
+
+int sp_res_status(sp_res *r, int status) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (status < 100 || status > 599)
+        return -EINVAL;
+    r->status = status;
+    return 0;
+}
+
+static int owned_by_server(const char *name, size_t n) {
+    return http_ieq(name, n, "content-length", 14) || http_ieq(name, n, "transfer-encoding", 17) ||
+           http_ieq(name, n, "date", 4) || http_ieq(name, n, "connection", 10);
+}
+
+/* Checks the value and stores name: value (name already checked). */
+static int add_field(sp_res *r, const char *name, size_t nl, const char *value) {
+    if (r->head_sent)
+        return -EALREADY;
+    size_t vl = strlen(value);
+    for (size_t i = 0; i < vl; i++)
+        if (!http_is((unsigned char)value[i], HTTP_C_VALUE))
+            return -EINVAL; /* CR, LF, NUL or another control: injection */
+    if (vl &&
+        (value[0] == ' ' || value[0] == '\t' || value[vl - 1] == ' ' || value[vl - 1] == '\t'))
+        return -EINVAL;
+    if (r->nfields == RES_MAX_FIELDS || r->field_bytes + nl + vl > RES_FIELD_BYTES)
+        return -ENOSPC;
+    char *p = r->store + r->field_bytes;
+    memcpy(p, name, nl);
+    memcpy(p + nl, value, vl);
+    r->fields[r->nfields++] = (http_field){p, nl, p + nl, vl};
+    r->field_bytes += nl + vl;
+    return 0;
+}
+
+int sp_res_header(sp_res *r, const char *name, const char *value) {
+    if (r->head_sent)
+        return -EALREADY;
+    size_t nl = strlen(name);
+    if (nl == 0 || owned_by_server(name, nl))
+        return -EINVAL;
+    for (size_t i = 0; i < nl; i++)
+        if (!http_is((unsigned char)name[i], HTTP_C_TCHAR))
+            return -EINVAL;
+    return add_field(r, name, nl, value);
+}
+
+int sp_res_length(sp_res *r, uint64_t len) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (len > INT64_MAX)
+        return -EINVAL;
+    r->declared = (int64_t)len;
+    return 0;
+}
+
+/* Whether the head may promise keep-alive: not when we already know the
+ * connection will close after this response. */
+static int want_keep_alive(const sp_res *r) {
+    const sp_req *q = r->req;
+    const sp_server *s = q->srv;
+    if (!q->head.keep_alive || r->force_close || s->stopping)
+        return 0;
+    if (!q->body_done) {
+        if (q->expect_pending || q->body_errno)
+            return 0; /* a refused body is never parsed as a request */
+        if (q->head.framing == HTTP_BODY_LENGTH && q->body_left > s->opt.drain_max)
+            return 0;
+    }
+    return 1;
+}
+
+/* Marks the response failed when a write fails: the client is gone or not
+ * reading, and the connection is closed. Returns rc. */
+static int failed_if(sp_res *r, ssize_t rc) {
+    if (rc < 0)
+        r->failed = 1;
+    return rc < 0 ? (int)rc : 0;
+}
+
+static int64_t send_deadline(const sp_res *r) {
+    return server_deadline(r->req->srv, r->req->srv->opt.send_timeout_ms);
+}
+
+/* Bytes that already carry their framing (a last chunk, a chunk line). */
+static int send_raw(sp_res *r, const void *p, size_t len) {
+    return failed_if(r, net_write(r->req->srv->l, &r->c->w, p, len, send_deadline(r)));
+}
+
+/* SEND_LAST: data is the whole response (hold it for the FIN if the
+ * connection closes next). Other flags go to sendmsg (MSG_MORE when a
+ * sendfile follows). */
+#define SEND_LAST (1 << 30)
+
+/* Sends the head if it is not out yet, then data framed as the head says:
+ * a chunk when chunked, as is for a length or a close-delimited body,
+ * nothing for HEAD, 204 and 304 — all in one writev. The framing is decided
+ * once, by the writer, when the head is made. */
+static int send_data(sp_res *r, const void *data, size_t len, int flags) {
+    char head[HEAD_CAP];
+    char line[HTTP_CHUNK_LINE_MAX];
+    struct iovec iov[4];
+    int n = 0;
+    if (!r->head_sent) {
+        sp_req *q = r->req;
+        http_response hr = {
+            .status = r->status,
+            .minor_version = q->head.minor_version,
+            .head_request = q->head.method_id == HTTP_M_HEAD,
+            .keep_alive = want_keep_alive(r),
+            .content_length = r->declared,
+            .fields = r->fields,
+            .nfields = r->nfields,
+            .date = server_date(q->srv),
+            .fields_checked = 1, /* sp_res_header validated each one */
+        };
+        int h = http_write_head(&hr, head, sizeof head, &r->out);
+        if (h < 0)
+            return h;
+        /* The whole response, and the connection closes next: hold it so
+         * close() sends it with the FIN, one segment fewer per connection. */
+        if ((flags & SEND_LAST) && !r->out.keep_alive)
+            flags |= MSG_MORE;
+        r->head_sent = 1;
+        iov[n++] = (struct iovec){head, (size_t)h};
+    }
+    flags &= ~SEND_LAST;
+    if (len && r->out.framing == HTTP_OUT_CHUNKED)
+        n += http_chunk_iov(line, data, len, iov + n);
+    else if (len && r->out.framing != HTTP_OUT_NONE)
+        iov[n++] = (struct iovec){(void *)data, len};
+    if (n == 0)
+        return 0;
+    return failed_if(r,
+                     net_writev_flags(r->req->srv->l, &r->c->w, iov, n, send_deadline(r), flags));
+}
+
+ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
+    if (r->failed)
+        return -EPIPE;
+    if (r->finished)
+        return -EALREADY;
+    if (r->declared >= 0 && r->written + len > (uint64_t)r->declared)
+        return -EFBIG;
+    int rc = send_data(r, buf, len, 0);
+    if (rc < 0)
+        return rc;
+    r->written += len;
+    return (ssize_t)len;
+}
+
+ssize_t sp_res_vprintf(sp_res *r, const char *fmt, va_list ap) {
+    char small[1024];
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    if (n < 0) {
+        va_end(ap2);
+        return -EINVAL;
+    }
+    if ((size_t)n < sizeof small) {
+        va_end(ap2);
+        return sp_res_write(r, small, (size_t)n);
+    }
+    char *big = malloc((size_t)n + 1);
+    if (!big) {
+        va_end(ap2);
+        return -ENOMEM;
+    }
+    vsnprintf(big, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    ssize_t rc = sp_res_write(r, big, (size_t)n);
+    free(big);
+    return rc;
+}
+
+ssize_t sp_res_printf(sp_res *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    ssize_t rc = sp_res_vprintf(r, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int sp_res_send(sp_res *r, int status, const char *content_type, const void *body, size_t len) {
+    if (r->head_sent)
+        return -EALREADY;
+    int rc = sp_res_status(r, status);
+    if (rc == 0 && content_type)
+        rc = add_field(r, "Content-Type", 12, content_type); /* the name is known good */
+    if (rc < 0)
+        return rc;
+    r->declared = (int64_t)len;
+    rc = send_data(r, body, len, SEND_LAST);
+    if (rc < 0)
+        return rc;
+    r->written = len;
+    r->finished = 1;
+    return 0;
+}
+
+int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
+    if (r->failed)
+        return -EPIPE;
+    if (r->finished)
+        return -EALREADY;
+    if (!r->head_sent && r->declared < 0)
+        r->declared = (int64_t)count;
+    if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
+        return -EFBIG;
+    int rc = send_data(r, NULL, 0, count ? MSG_MORE : 0);
+    if (rc < 0)
+        return rc;
+    if (r->out.framing == HTTP_OUT_NONE || count == 0) {
+        r->written += count;
+        return 0;
+    }
+    int chunked = r->out.framing == HTTP_OUT_CHUNKED;
+    char line[HTTP_CHUNK_LINE_MAX];
+    if (chunked && (rc = send_raw(r, line, http_chunk_line(line, count))) < 0)
+        return rc;
+    /* Large files: the send timeout is for progress, so renew it per piece. */
+    off_t pos = (off_t)off;
+    for (size_t left = count; left;) {
+        size_t piece = left < (1u << 20) ? left : (1u << 20);
+        rc =
+            failed_if(r, net_sendfile(r->req->srv->l, &r->c->w, fd, &pos, piece, send_deadline(r)));
+        if (rc < 0)
+            return rc;
+        left -= piece;
+    }
+    if (chunked && (rc = send_raw(r, "\r\n", 2)) < 0)
+        return rc;
+    r->written += count;
+    return 0;
+}
+
+int sp_res_finish(sp_res *r) {
+    if (r->finished)
+        return 0;
+    if (r->failed)
+        return -EPIPE;
+    int rc = 0;
+    if (!r->head_sent) {
+        if (r->declared < 0)
+            r->declared = 0; /* nothing was written: an empty body */
+        rc = send_data(r, NULL, 0, 0);
+    } else if (r->out.framing == HTTP_OUT_CHUNKED) {
+        rc = send_raw(r, HTTP_LAST_CHUNK, HTTP_LAST_CHUNK_LEN);
+    }
+    if (r->declared >= 0 && r->written < (uint64_t)r->declared && r->out.framing == HTTP_OUT_LENGTH)
+        r->force_close = 1; /* fewer bytes than promised: only closing says so */
+    if (r->out.framing == HTTP_OUT_CLOSE)
+        r->force_close = 1;
+    r->finished = 1;
+    return rc;
+}
+
+int res_send_error(sp_res *r, int status, int close, const char *allow) {
+    if (r->head_sent) {
+        r->force_close = 1;
+        return 0;
+    }
+    res_clear_head(r);
+    r->force_close = (uint8_t)close;
+    if (allow && allow[0])
+        sp_res_header(r, "Allow", allow);
+    char body[64];
+    int n = snprintf(body, sizeof body, "%d %s\n", status, http_reason(status));
+    return sp_res_send(r, status, "text/plain", body, (size_t)n);
+}

@@ -1,0 +1,480 @@
+/* server.c — a server on one loop: options, listeners, bounded accept
+ * batches, the connection table (one slot per fd), idle keep-alive
+ * connections (no coroutine, no buffer: a watch callback and a timer), and
+ * pausing accept at max_connections so excess clients wait in the backlog. */
+#include "server/server.h"
+
+#include "server/access_log.h"
+#include "base/log.h"
+#include "server/session/session.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+void sp_server_options_init(sp_server_options *o) {
+    *o = (sp_server_options){
+        .head_max = HTTP_HEAD_MAX_DEFAULT,
+        .target_max = HTTP_TARGET_MAX_DEFAULT,
+        .fields_max = HTTP_FIELDS_MAX_DEFAULT,
+        .body_max = 0,
+        .drain_max = 256 * 1024,
+        .header_timeout_ms = 10000,
+        .body_timeout_ms = 30000,
+        .send_timeout_ms = 30000,
+        .keepalive_timeout_ms = 5000,
+        .linger_timeout_ms = 2000,
+        .max_connections = 10000,
+        .backlog = 4096,
+        .pipeline_burst = 16,
+        .stack_size = 65536,
+    };
+}
+
+int server_set_options(sp_server *s, const sp_server_options *o) {
+    sp_server_options n, d;
+    if (o)
+        n = *o;
+    else
+        sp_server_options_init(&n);
+    sp_server_options_init(&d);
+    /* Zero means "the default" for every limit. */
+    if (!n.head_max)
+        n.head_max = d.head_max;
+    if (!n.target_max)
+        n.target_max = d.target_max;
+    if (!n.fields_max)
+        n.fields_max = d.fields_max;
+    if (!n.header_timeout_ms)
+        n.header_timeout_ms = d.header_timeout_ms;
+    if (!n.body_timeout_ms)
+        n.body_timeout_ms = d.body_timeout_ms;
+    if (!n.send_timeout_ms)
+        n.send_timeout_ms = d.send_timeout_ms;
+    if (!n.keepalive_timeout_ms)
+        n.keepalive_timeout_ms = d.keepalive_timeout_ms;
+    if (!n.linger_timeout_ms)
+        n.linger_timeout_ms = d.linger_timeout_ms;
+    if (!n.max_connections)
+        n.max_connections = d.max_connections;
+    if (!n.backlog)
+        n.backlog = d.backlog;
+    if (!n.pipeline_burst)
+        n.pipeline_burst = d.pipeline_burst;
+    if (!n.stack_size)
+        n.stack_size = d.stack_size;
+    if (n.fields_max > 1000)
+        n.fields_max = 1000;
+    s->ntrusted = 0;
+    s->trust_all = 0;
+    if (n.forwarded_allow_ips && forwarded_parse_nets(s, n.forwarded_allow_ips) < 0)
+        return -EINVAL;
+    n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
+    s->opt = n;
+    /* The buffer holds a whole head plus what follows it in the same read. */
+    s->buf_size = n.head_max < 16384 ? 16384 : n.head_max + 4096;
+    return 0;
+}
+
+sp_server *sp_server_new(const sp_server_options *o) {
+    sp_server *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    if (server_set_options(s, o) < 0) {
+        free(s);
+        errno = EINVAL;
+        return NULL;
+    }
+    return s;
+}
+
+int sp_server_listen(sp_server *s, const char *spec) {
+    if (s->nlisteners == SERVER_MAX_LISTENERS)
+        return -ENOSPC;
+    listener *li = &s->listeners[s->nlisteners];
+    int rc = net_parse_addr(spec, &li->addr);
+    if (rc < 0)
+        return rc;
+    int fd = net_listen(&li->addr, s->opt.backlog, 0);
+    if (fd < 0)
+        return fd;
+    /* Report the real port when asked for port 0. */
+    li->addr.len = sizeof li->addr.u;
+    getsockname(fd, &li->addr.u.sa, &li->addr.len);
+    li->w = (loop_watch){.fd = fd};
+    s->nlisteners++;
+    return 0;
+}
+
+int server_adopt_listener(sp_server *s, int fd) {
+    if (s->nlisteners == SERVER_MAX_LISTENERS)
+        return -ENOSPC;
+    listener *li = &s->listeners[s->nlisteners];
+    li->addr.len = sizeof li->addr.u;
+    if (getsockname(fd, &li->addr.u.sa, &li->addr.len) != 0)
+        return -errno;
+    li->w = (loop_watch){.fd = fd};
+    s->nlisteners++;
+    return 0;
+}
+
+int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud) {
+    for (int i = 0; i < s->non_stop; i++)
+        if (s->on_stop[i].fn == fn && s->on_stop[i].ud == ud)
+            return 0;
+    if (s->non_stop == 4)
+        return -ENOSPC;
+    s->on_stop[s->non_stop].fn = fn;
+    s->on_stop[s->non_stop].ud = ud;
+    s->non_stop++;
+    return 0;
+}
+
+int sp_server_on_worker_start(sp_server *s, int (*fn)(sp_server *s, void *ud), void *ud) {
+    if (s->non_start == 8)
+        return -ENOSPC;
+    s->on_start[s->non_start].fn = fn;
+    s->on_start[s->non_start].ud = ud;
+    s->non_start++;
+    return 0;
+}
+
+int sp_route(sp_server *s, const char *method, const char *pattern, sp_handler h, void *ud) {
+    return router_add(&s->routes, method, pattern, h, ud);
+}
+
+int64_t server_deadline(const sp_server *s, int timeout_ms) {
+    return loop_now(s->l) + timeout_ms;
+}
+
+const char *server_date(sp_server *s) {
+    time_t now = time(NULL);
+    if (now != s->date.sec)
+        http_date_update(&s->date, now);
+    return s->date.text;
+}
+
+/* ---- accepting ---------------------------------------------------------- */
+
+static void on_listener(loop *l, loop_watch *w, uint32_t events);
+
+static void listeners_pause(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++)
+        if (!s->listeners[i].paused) {
+            loop_watch_del(s->l, &s->listeners[i].w);
+            s->listeners[i].paused = 1;
+        }
+}
+
+static void listeners_resume(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++) {
+        listener *li = &s->listeners[i];
+        if (!li->paused || li->w.fd < 0)
+            continue;
+        li->w.cb = on_listener;
+        li->w.data = s;
+        if (loop_watch_add(s->l, &li->w,
+                           s->accept_exclusive ? BACKEND_LISTEN_EXCL : BACKEND_LISTEN) == 0)
+            li->paused = 0;
+    }
+}
+
+static void accept_retry(loop *l, loop_timer *t) {
+    sp_server *s = t->data;
+    s->accept_paused = 0;
+    if (!s->stopping && s->nconns < s->opt.max_connections)
+        listeners_resume(s);
+}
+
+static void on_idle_event(loop *l, loop_watch *w, uint32_t events);
+static void on_idle_timeout(loop *l, loop_timer *t);
+
+/* Waits for the connection's next bytes with no coroutine: a readiness
+ * callback (the watch registered now if it never was) and a timer. */
+static int idle_until(sp_server *s, conn *c, int64_t deadline) {
+    if (loop_watch_ensure(s->l, &c->w) < 0)
+        return -1;
+    c->state = CONN_IDLE;
+    loop_timer_arm(s->l, &c->idle_timer, deadline, on_idle_timeout, s);
+    return 0;
+}
+
+void server_conn_idle(sp_server *s, conn *c) {
+    if (c->buf) {
+        buf_pool_put(&s->bufs, c->buf);
+        c->buf = NULL;
+    }
+    c->buf_len = c->buf_off = 0;
+    /* A fresh connection keeps the deadline it got at accept. */
+    int64_t deadline =
+        c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms;
+    if (idle_until(s, c, deadline) < 0)
+        server_conn_close(s, c);
+}
+
+static void on_accept(int fd, const net_addr *peer, void *ud) {
+    sp_server *s = ud;
+    if (fd >= s->nconns_cap) {
+        /* The table covers RLIMIT_NOFILE at start; only a raised limit gets here. */
+        close(fd);
+        return;
+    }
+    conn *c = &s->conns[fd];
+    *c = (conn){.w = {.fd = fd, .cb = on_idle_event, .data = s}};
+    c->peer_family = (uint8_t)peer->u.sa.sa_family;
+    if (peer->u.sa.sa_family == AF_INET) {
+        memcpy(c->peer_ip, &peer->u.in.sin_addr, 4);
+        c->peer_port = ntohs(peer->u.in.sin_port);
+    } else if (peer->u.sa.sa_family == AF_INET6) {
+        memcpy(c->peer_ip, &peer->u.in6.sin6_addr, 16);
+        c->peer_port = ntohs(peer->u.in6.sin6_port);
+    }
+    c->peer_trusted = (uint8_t)forwarded_peer_trusted(s, c);
+    s->nconns++;
+    if (s->slot)
+        s->slot->st.conns_open = (uint64_t)s->nconns;
+    /* The whole first head must come within header_timeout of now. */
+    c->idle_timer.when = loop_now(s->l) + s->opt.header_timeout_ms;
+    /* Most clients send at once: try the read before paying for epoll.
+     * The coroutine reads once; with nothing there it goes back to idle
+     * (registering the watch then), holding no stack while it waits. */
+    loop_watch_lazy(&c->w, BACKEND_CONN);
+    c->state = CONN_ACTIVE;
+    if (loop_spawn(s->l, http_conn_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
+        server_conn_close(s, c);
+}
+
+int server_adopt_conn(sp_server *s, int fd) {
+    if (!s->conns || fd < 0 || fd >= s->nconns_cap)
+        return -EINVAL;
+    net_addr peer = {.len = sizeof(sa_family_t)};
+    peer.u.sa.sa_family = AF_UNIX;
+    int before = s->nconns;
+    on_accept(fd, &peer, s);
+    return s->nconns > before ? 0 : -EIO;
+}
+
+/* EPOLLEXCLUSIVE wakes the first idle worker, so a worker that keeps up
+ * would take every connection while the others idle. A worker already
+ * holding well over its share (from the counters in shared memory) steps
+ * aside for a moment, as nginx's accept_mutex does. */
+static int over_share(const sp_server *s) {
+    /* No worker can be over avg + avg/2 + 8 with 8 connections or fewer:
+     * the common case costs no scan of the shared slots. */
+    if (!s->accept_exclusive || !s->slot || s->nconns <= 8)
+        return 0;
+    uint64_t sum = 0;
+    int live = 0, used = server_slots_used(s);
+    for (int i = 0; i < used; i++)
+        if (s->slots_all[i].pid) {
+            sum += s->slots_all[i].st.conns_open;
+            live++;
+        }
+    if (live < 2)
+        return 0;
+    uint64_t avg = sum / (uint64_t)live;
+    return (uint64_t)s->nconns > avg + avg / 2 + 8;
+}
+
+static void on_listener(loop *l, loop_watch *w, uint32_t events) {
+    sp_server *s = w->data;
+    if (over_share(s)) {
+        listeners_pause(s);
+        s->accept_paused = 1;
+        loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
+        return;
+    }
+    int room = s->opt.max_connections - s->nconns;
+    /* Workers sharing a listener take a few connections per wake-up, so a
+     * burst spreads over them (EPOLLEXCLUSIVE wakes waiters in turn); alone,
+     * a larger batch saves wake-ups. */
+    int max = s->accept_exclusive ? SERVER_ACCEPT_BATCH_SHARED : SERVER_ACCEPT_BATCH;
+    int batch = room < max ? room : max;
+    if (batch > 0) {
+        int n = net_accept_batch(w->fd, batch, on_accept, s);
+        if (n < 0) {
+            /* Out of fds or memory: stop accepting for a moment; clients
+             * wait in the backlog meanwhile. */
+            log_ratelimited(&s->log_last, &s->log_suppressed, LOG_ERROR,
+                            "accept: %s; pausing accept for 100 ms (raise ulimit -n or lower "
+                            "--max-connections)",
+                            strerror(-n));
+            listeners_pause(s);
+            s->accept_paused = 1;
+            loop_timer_arm(l, &s->accept_timer, loop_now(l) + 100, accept_retry, s);
+            return;
+        }
+    }
+    if (s->nconns >= s->opt.max_connections)
+        listeners_pause(s);
+}
+
+/* ---- idle connections ---------------------------------------------------- */
+
+static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
+    conn *c = container_of(w, conn, w);
+    if (c->state != CONN_IDLE || !(events & (LOOP_READ | LOOP_RDHUP | LOOP_HUP)))
+        return; /* a writable edge while idle means nothing */
+    loop_timer_cancel(l, &c->idle_timer);
+    c->state = CONN_ACTIVE;
+    if (loop_spawn(l, http_conn_main, c) < 0)
+        server_conn_close(w->data, c); /* no stack could be mapped: shed this one */
+}
+
+static void on_idle_timeout(loop *l, loop_timer *t) {
+    /* Nothing in flight: a silent close, as RFC 9112 §9.5 allows. */
+    server_conn_close(t->data, container_of(t, conn, idle_timer));
+}
+
+void server_conn_close(sp_server *s, conn *c) {
+    loop_timer_cancel(s->l, &c->idle_timer);
+    net_close(s->l, &c->w);
+    if (c->buf) {
+        buf_pool_put(&s->bufs, c->buf);
+        c->buf = NULL;
+    }
+    c->state = CONN_FREE;
+    s->nconns--;
+    if (s->slot)
+        s->slot->st.conns_open = (uint64_t)s->nconns;
+    if (!s->stopping && !s->accept_paused && s->nconns < s->opt.max_connections)
+        listeners_resume(s);
+}
+
+/* ---- running ---------------------------------------------------------- */
+
+static void on_tick(loop *l, loop_timer *t) {
+    sp_server *s = t->data;
+    buf_pool_trim(&s->bufs, loop_now(l));
+    if (s->access_log)
+        access_log_flush(s->access_log); /* at most a second behind */
+    if (!s->stopping)
+        loop_timer_arm(l, t, loop_now(l) + 1000, on_tick, s);
+}
+
+int server_start(sp_server *s, loop *l) {
+    if (s->nlisteners == 0)
+        return -EDESTADDRREQ;
+    s->l = l;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1 << 22)
+        rl.rlim_cur = 1 << 16;
+    s->nconns_cap = (int)rl.rlim_cur;
+    /* Large calloc is mmap'ed: only the slots in use cost memory. */
+    s->conns = calloc((size_t)s->nconns_cap, sizeof *s->conns);
+    if (!s->conns)
+        return -ENOMEM;
+    if (s->opt.max_connections > s->nconns_cap - 32) {
+        int fit = s->nconns_cap - 32 > 1 ? s->nconns_cap - 32 : 1;
+        log_msg(LOG_WARNING,
+                "--max-connections %d is more than the open-files limit allows (ulimit -n %d); "
+                "using %d",
+                s->opt.max_connections, s->nconns_cap, fit);
+        s->opt.max_connections = fit;
+    }
+    buf_pool_init(&s->bufs, s->buf_size, 1024);
+    s->stopping = 0;
+    for (int i = 0; i < s->nlisteners; i++)
+        s->listeners[i].paused = 1;
+    listeners_resume(s);
+    loop_timer_arm(l, &s->tick, loop_now(l) + 1000, on_tick, s);
+    return 0;
+}
+
+int server_done(const sp_server *s) {
+    return s->stopping && s->nconns == 0;
+}
+
+void server_finish(sp_server *s) {
+    if (s->access_log)
+        access_log_flush(s->access_log);
+    loop_timer_cancel(s->l, &s->tick);
+    loop_timer_cancel(s->l, &s->accept_timer);
+    listeners_pause(s);
+    free(s->conns);
+    s->conns = NULL;
+    buf_pool_destroy(&s->bufs);
+    s->l = NULL;
+}
+
+int sp_server_run(sp_server *s) {
+    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
+    loop *l = loop_current();
+    int own_loop = 0;
+    if (!l) {
+        l = sp_loop_new(&lo);
+        if (!l)
+            return -errno;
+        own_loop = 1;
+    }
+    int rc = 0;
+    for (int i = 0; i < s->non_start && rc == 0; i++)
+        if (s->on_start[i].fn(s, s->on_start[i].ud) < 0) {
+            log_msg(LOG_CRITICAL, "a worker start-up hook failed; not serving");
+            rc = -ECANCELED;
+        }
+    if (rc < 0) {
+        /* reported above */
+    } else if (s->drive) {
+        rc = s->drive(s, s->drive_ud); /* e.g. the Python binding's hub */
+    } else {
+        rc = server_start(s, l);
+        while (rc >= 0 && !server_done(s))
+            rc = sp_poll(-1);
+        if (s->l)
+            server_finish(s);
+    }
+    if (own_loop)
+        sp_loop_free(l);
+    return rc < 0 ? rc : 0;
+}
+
+void sp_server_stop(sp_server *s) {
+    if (!s->l || s->stopping)
+        return;
+    /* Idle keep-alive connections are not closed under a client that may be
+     * sending: each is answered once more, with Connection: close, or ends
+     * at its keep-alive timeout. */
+    s->stopping = 1;
+    /* Take what already waits in the backlog (each gets its answer, with
+     * Connection: close), then close, not pause: once every process has
+     * closed its copy, new clients are refused at once instead of queueing
+     * for nobody and being reset. */
+    for (int i = 0; i < s->nlisteners; i++)
+        if (s->listeners[i].w.fd >= 0)
+            net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, s);
+    server_close_listeners(s);
+    for (int k = 0; k < s->non_stop; k++)
+        s->on_stop[k].fn(s, s->on_stop[k].ud);
+}
+
+void server_close_listeners(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++) {
+        listener *li = &s->listeners[i];
+        if (li->w.fd < 0)
+            continue;
+        if (s->l && !li->paused)
+            loop_watch_del(s->l, &li->w);
+        li->paused = 1;
+        close(li->w.fd);
+        li->w.fd = -1;
+    }
+}
+
+void sp_server_free(sp_server *s) {
+    if (!s)
+        return;
+    sess_server_forget(s);
+    for (int i = 0; i < s->nlisteners; i++) {
+        if (s->listeners[i].w.fd >= 0)
+            close(s->listeners[i].w.fd);
+        if (s->listeners[i].addr.u.sa.sa_family == AF_UNIX)
+            unlink(s->listeners[i].addr.u.un.sun_path);
+    }
+    router_free(&s->routes);
+    free(s);
+}

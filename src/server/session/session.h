@@ -1,0 +1,53 @@
+/* session.h — sessions' internal side, shared by session_config.c (the
+ * per-server configuration: store, signing key, worker start-up, calls on
+ * the thread pool) and session.c (sp_session_of and the handler's API). */
+#ifndef SPINDLE_SESSION_H
+#define SPINDLE_SESSION_H
+
+#include "server/session/session_store.h"
+#include "spindle.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SESS_COOKIE_NAME "spindle_sid"
+#define SESS_DEFAULT_TTL 86400 /* seconds: one day */
+
+typedef struct sess_cfg {
+    sess_store store;
+    uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
+    size_t key_len;
+    int64_t ttl; /* seconds */
+    /* Session objects of finished requests, for reuse (session.c). */
+    sp_session *spare;
+    size_t nspare;
+} sess_cfg;
+
+/* The configuration of server s, or NULL if it has none. */
+sess_cfg *sess_cfg_of(const sp_server *s);
+
+/* Frees a chain of spare session objects (session.c). */
+void sess_spare_free(sp_session *s);
+
+/* Forgets s's configuration (for sp_server_free: a later server at the
+ * same address must not inherit it). The spare session objects of this
+ * process go with it. */
+void sess_server_forget(sp_server *s);
+
+/* Store calls for a handler's coroutine: on the thread pool for a blocking
+ * store (opening it in this process first if needed), inline for memory.
+ * Return what the store's op returns (session_store.h). Yield. */
+int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_t *len);
+int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
+                    int64_t now);
+int sess_store_del(sess_cfg *c, const char *id);
+
+/* Parses a store spec: "memory", "sqlite:PATH", "redis://HOST:PORT" (port
+ * 6379 if omitted). Fills ops, where (malloc'd) and port. 0 or -EINVAL. */
+int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port);
+
+/* Reads a secret file into key: trailing whitespace is not part of it; at
+ * least 16 bytes must remain; longer than 64 is hashed. 0 or -errno. */
+int sess_key_from_file(const char *path, uint8_t key[64], size_t *key_len);
+
+#endif

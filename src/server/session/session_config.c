@@ -1,0 +1,249 @@
+/* session_config.c — which store and signing key a server's sessions use:
+ * sp_sessions_configure (in the master, before the fork, so every worker
+ * shares the key), the per-worker hook that opens the store after the
+ * fork, and store calls moved to the thread pool when the store may block. */
+#include "server/session/session.h"
+
+#include "base/log.h"
+#include "server/server.h"
+#include "server/session/session_hmac.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+sess_cfg *sess_cfg_of(const sp_server *s) {
+    return s->sessions;
+}
+
+int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port) {
+    *where = NULL;
+    *port = 0;
+    if (!strcmp(spec, "memory")) {
+        *ops = &sess_memory_ops;
+        return 0;
+    }
+    if (!strncmp(spec, "sqlite:", 7) && spec[7]) {
+        *ops = &sess_sqlite_ops;
+        *where = strdup(spec + 7);
+        return *where ? 0 : -ENOMEM;
+    }
+    if (!strncmp(spec, "redis://", 8) && spec[8]) {
+        const char *h = spec + 8, *colon = strrchr(h, ':');
+        size_t hl = colon ? (size_t)(colon - h) : strlen(h);
+        long p = 6379;
+        if (colon) {
+            char *end;
+            p = strtol(colon + 1, &end, 10);
+            if (*end || end == colon + 1 || p < 1 || p > 65535)
+                return -EINVAL;
+        }
+        if (!hl || memchr(h, '/', hl))
+            return -EINVAL;
+        *ops = &sess_redis_ops;
+        *where = strndup(h, hl);
+        *port = (int)p;
+        return *where ? 0 : -ENOMEM;
+    }
+    return -EINVAL;
+}
+
+int sess_key_from_file(const char *path, uint8_t key[64], size_t *key_len) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    char buf[4096];
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + n, sizeof buf - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = -errno;
+            close(fd);
+            return err;
+        }
+        if (r == 0 || (n += (size_t)r) == sizeof buf)
+            break;
+    }
+    close(fd);
+    while (n && strchr(" \t\r\n", buf[n - 1]))
+        n--;
+    if (n < 16) {
+        explicit_bzero(buf, sizeof buf);
+        return -EINVAL;
+    }
+    if (n > 64) {
+        sha256(buf, n, key); /* what HMAC would do with it anyway */
+        *key_len = SHA256_LEN;
+    } else {
+        memcpy(key, buf, n);
+        *key_len = n;
+    }
+    explicit_bzero(buf, sizeof buf);
+    return 0;
+}
+
+/* In this process: drop a handle inherited through fork (it belongs to the
+ * parent; SQLite and hiredis handles must not cross a fork), open if none. */
+static int ensure_open(sess_store *st) {
+    if (st->impl && st->pid != getpid())
+        st->impl = NULL;
+    if (st->impl)
+        return 0;
+    int rc = st->ops->open(st);
+    if (rc == 0)
+        st->pid = getpid();
+    return rc;
+}
+
+enum { OP_LOAD, OP_SAVE, OP_DEL };
+
+typedef struct job {
+    sess_store *st;
+    int op;
+    const char *id;
+    int64_t now, expiry;
+    const char *blob;
+    size_t len;
+    char *out;
+    size_t out_len;
+} job;
+
+static int run_job(void *arg) {
+    job *j = arg;
+    sess_store *st = j->st;
+    if (st->ops->blocking)
+        pthread_mutex_lock(&st->mu);
+    int rc = ensure_open(st);
+    if (rc == 0) {
+        if (j->op == OP_LOAD)
+            rc = st->ops->load(st, j->id, j->now, &j->out, &j->out_len);
+        else if (j->op == OP_SAVE)
+            rc = st->ops->save(st, j->id, j->blob, j->len, j->expiry, j->now);
+        else
+            rc = st->ops->del(st, j->id);
+    }
+    if (st->ops->blocking)
+        pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+static int call(sess_cfg *c, job *j) {
+    j->st = &c->store;
+    return c->store.ops->blocking ? sp_run_blocking(run_job, j) : run_job(j);
+}
+
+int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_t *len) {
+    job j = {.op = OP_LOAD, .id = id, .now = now};
+    int rc = call(c, &j);
+    *blob = j.out;
+    *len = j.out_len;
+    return rc;
+}
+
+int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
+                    int64_t now) {
+    job j = {.op = OP_SAVE, .id = id, .blob = blob, .len = len, .expiry = expiry, .now = now};
+    return call(c, &j);
+}
+
+int sess_store_del(sess_cfg *c, const char *id) {
+    job j = {.op = OP_DEL, .id = id};
+    return call(c, &j);
+}
+
+/* In each worker, before it serves: open the store now so that a database
+ * that cannot be opened stops the worker with a clear message rather than
+ * failing every request. Redis may come up later: only a warning. */
+static int on_worker_start(sp_server *s, void *ud) {
+    sess_cfg *c = sess_cfg_of(s);
+    if (!c)
+        return 0;
+    pthread_mutex_lock(&c->store.mu);
+    int rc = ensure_open(&c->store);
+    pthread_mutex_unlock(&c->store.mu);
+    if (rc < 0 && c->store.ops == &sess_redis_ops) {
+        log_msg(LOG_WARNING, "sessions: cannot reach Redis at %s:%d yet (%s); will retry",
+                c->store.where, c->store.port, strerror(-rc));
+        return 0;
+    }
+    if (rc < 0)
+        log_msg(LOG_ERROR, "sessions: cannot open the %s store %s: %s", c->store.ops->name,
+                c->store.where ? c->store.where : "", strerror(-rc));
+    return rc;
+}
+
+static void cfg_free(sess_cfg *c) {
+    if (!c)
+        return;
+    sess_spare_free(c->spare);
+    if (c->store.impl && c->store.pid == getpid())
+        c->store.ops->close(&c->store);
+    pthread_mutex_destroy(&c->store.mu);
+    free(c->store.where);
+    explicit_bzero(c->key, sizeof c->key);
+    free(c);
+}
+
+void sess_server_forget(sp_server *s) {
+    cfg_free(s->sessions);
+    s->sessions = NULL;
+}
+
+int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file) {
+    if (!s)
+        return -EINVAL;
+    sess_cfg *c = calloc(1, sizeof *c);
+    if (!c)
+        return -ENOMEM;
+    c->ttl = SESS_DEFAULT_TTL;
+    pthread_mutex_init(&c->store.mu, NULL);
+    int rc =
+        sess_store_parse(store ? store : "memory", &c->store.ops, &c->store.where, &c->store.port);
+    if (rc < 0) {
+        log_msg(LOG_ERROR,
+                "sessions: unknown store \"%s\" (memory, sqlite:PATH or redis://HOST:PORT)", store);
+        goto fail;
+    }
+    if (secret_file) {
+        rc = sess_key_from_file(secret_file, c->key, &c->key_len);
+        if (rc < 0) {
+            log_msg(LOG_ERROR, "sessions: cannot use the secret file %s: %s", secret_file,
+                    rc == -EINVAL ? "it must hold at least 16 bytes" : strerror(-rc));
+            goto fail;
+        }
+    } else {
+        if (getrandom(c->key, 32, 0) != 32) {
+            rc = -errno;
+            goto fail;
+        }
+        c->key_len = 32;
+        log_msg(LOG_WARNING, "sessions: no secret file: signing with a random key made at "
+                             "start, so sessions will not survive a restart");
+    }
+    if (c->store.ops == &sess_sqlite_ops) {
+        /* Try it here, in the master, so a bad path is reported once, at
+         * start; closed again: a connection must not cross the fork. */
+        rc = c->store.ops->open(&c->store);
+        if (rc < 0) {
+            log_msg(LOG_ERROR, "sessions: cannot open the SQLite database %s: %s", c->store.where,
+                    strerror(-rc));
+            goto fail;
+        }
+        c->store.ops->close(&c->store);
+    }
+    if (!s->sessions && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
+        goto fail;
+    cfg_free(s->sessions);
+    s->sessions = c;
+    log_msg(LOG_INFO, "sessions: %s store%s%s", c->store.ops->name, c->store.where ? " " : "",
+            c->store.where ? c->store.where : "");
+    return 0;
+fail:
+    cfg_free(c);
+    return rc;
+}

@@ -1,0 +1,497 @@
+/* ws.c — WebSockets over a connection taken over from HTTP: the upgrade
+ * handshake, whole messages reassembled from frames read through the
+ * connection's own buffer (ws_frame.c checks them), pings answered, the
+ * closing handshake, whole frames sent under a writer lock so several
+ * coroutines may send, and a 1001 close for every WebSocket when the
+ * server stops. */
+#include "server/ws/ws.h"
+
+#include "http/http_chars.h"
+#include "loop/sync.h"
+#include "server/ws/ws_frame.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define WS_MAX_MESSAGE_DEFAULT (1u << 20)
+#define WS_CLOSE_TIMEOUT       2000
+#define WS_DIRECT_READ         4096 /* payload left above which we read past the buffer */
+
+enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
+
+struct sp_ws {
+    sp_server *s;
+    conn *c;
+    loop *l;
+    ws_parser p;
+    uint64_t max_message;
+    int close_timeout_ms;
+    int state;
+    int close_code; /* what ended it: the peer's code, ours on failure, 1006 */
+    int in_frame;   /* a frame head was parsed, its payload is being read */
+    int delivered;  /* msg was handed out: drop it at the next recv */
+    uint8_t *msg;   /* the data message being reassembled */
+    size_t msg_len, msg_cap;
+    uint8_t ctl[WS_CONTROL_MAX + 1];
+    size_t ctl_len;
+    int senders;     /* coroutines in sp_ws_send (or waiting for the lock) */
+    task *recv_task; /* parked reading, told when the server stops */
+    task *releaser;  /* the handler's return, waiting for senders to leave */
+    struct sp_mutex wlock;
+    struct sp_ws *reg_prev, *reg_next;
+};
+
+/* ---- WebSockets of this thread, told when their server stops -----------
+ * The server calls back when it begins to stop; the receivers of its
+ * WebSockets are then woken with -ESHUTDOWN. */
+
+static _Thread_local sp_ws *reg_head;
+
+static void on_server_stop(sp_server *s, void *ud) {
+    for (sp_ws *ws = reg_head; ws; ws = ws->reg_next)
+        if (ws->s == s && ws->recv_task)
+            loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
+}
+
+static void reg_add(sp_ws *ws) {
+    ws->reg_prev = NULL;
+    ws->reg_next = reg_head;
+    if (reg_head)
+        reg_head->reg_prev = ws;
+    reg_head = ws;
+    server_on_stop(ws->s, on_server_stop, NULL);
+}
+
+static void reg_remove(sp_ws *ws) {
+    if (ws->reg_prev)
+        ws->reg_prev->reg_next = ws->reg_next;
+    else
+        reg_head = ws->reg_next;
+    if (ws->reg_next)
+        ws->reg_next->reg_prev = ws->reg_prev;
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+static int64_t send_deadline(const sp_ws *ws) {
+    return server_deadline(ws->s, ws->s->opt.send_timeout_ms);
+}
+
+/* Sends one whole frame under the writer lock, only while WS_OPEN; a close
+ * frame moves the state to WS_CLOSE_SENT, a failed write to WS_DONE. */
+static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
+    if (!loop_task(ws->l))
+        return -EPERM;
+    ws->senders++;
+    int rc = mutex_lock(ws->l, &ws->wlock, LOOP_NO_DEADLINE, NULL);
+    if (rc < 0)
+        goto out;
+    if (ws->state != WS_OPEN) {
+        rc = -EPIPE;
+        goto unlock;
+    }
+    uint8_t head[WS_HEAD_MAX];
+    struct iovec iov[2] = {{head, ws_write_head(head, 1, opcode, len, NULL)}, {(void *)data, len}};
+    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, send_deadline(ws));
+    if (opcode == WS_OP_CLOSE)
+        ws->state = WS_CLOSE_SENT;
+    if (n < 0) {
+        /* A frame may be half out: nothing more can follow it. */
+        ws->state = WS_DONE;
+        if (!ws->close_code)
+            ws->close_code = WS_CLOSE_ABNORMAL;
+        rc = (int)n;
+    }
+unlock:
+    mutex_unlock(ws->l, &ws->wlock);
+out:
+    ws->senders--;
+    if (ws->releaser && ws->senders == 0)
+        loop_wake(ws->l, ws->releaser, 0);
+    return rc;
+}
+
+static int send_close(sp_ws *ws, uint16_t code, const char *reason, size_t rlen) {
+    uint8_t payload[WS_CONTROL_MAX];
+    size_t n = 0;
+    if (code) {
+        payload[0] = (uint8_t)(code >> 8);
+        payload[1] = (uint8_t)code;
+        if (rlen)
+            memcpy(payload + 2, reason, rlen);
+        n = 2 + rlen;
+    }
+    return send_frame(ws, WS_OP_CLOSE, payload, n);
+}
+
+int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
+    switch (opcode) {
+    case SP_WS_TEXT:
+        if (!ws_utf8_valid(data, len))
+            return -EILSEQ;
+        break;
+    case SP_WS_BINARY:
+        break;
+    case SP_WS_PING:
+    case SP_WS_PONG:
+        if (len > WS_CONTROL_MAX)
+            return -EMSGSIZE;
+        break;
+    default:
+        return -EINVAL;
+    }
+    if (ws->state != WS_OPEN)
+        return -EPIPE;
+    return send_frame(ws, opcode, data, len);
+}
+
+/* ---- ending ------------------------------------------------------------- */
+
+/* Fails the connection (RFC 6455 §7.1.7): a close with code, our side shut,
+ * then what the peer still sends is dropped until it closes or the close
+ * timeout passes, so it reads our close rather than a reset. */
+static int fail(sp_ws *ws, int code, int err) {
+    int sent = ws->state != WS_OPEN || send_close(ws, (uint16_t)code, NULL, 0) == 0;
+    ws->state = WS_DONE;
+    if (!ws->close_code)
+        ws->close_code = code;
+    if (sent && shutdown(ws->c->w.fd, SHUT_WR) == 0) {
+        int64_t deadline = loop_clock_ms() + ws->close_timeout_ms;
+        char scratch[4096];
+        while (net_read(ws->l, &ws->c->w, scratch, sizeof scratch, deadline) > 0)
+            ;
+    }
+    return err;
+}
+
+static int code_errno(int code) {
+    switch (code) {
+    case WS_CLOSE_BAD_DATA:
+        return -EILSEQ;
+    case WS_CLOSE_TOO_BIG:
+        return -EMSGSIZE;
+    default:
+        return -EPROTO;
+    }
+}
+
+int sp_ws_close_code(const sp_ws *ws) {
+    return ws->close_code;
+}
+
+/* ---- receiving ------------------------------------------------------------ */
+
+/* Reads more bytes into the connection buffer. > 0, or a negative errno
+ * (end of stream is -ECONNRESET: it came without a close frame). */
+static ssize_t fill(sp_ws *ws, int64_t deadline) {
+    conn *c = ws->c;
+    if (c->buf_off == c->buf_len) {
+        c->buf_off = c->buf_len = 0;
+    } else if (c->buf_off) {
+        memmove(c->buf, c->buf + c->buf_off, c->buf_len - c->buf_off);
+        c->buf_len -= c->buf_off;
+        c->buf_off = 0;
+    }
+    ws->recv_task = loop_task(ws->l);
+    ssize_t n = net_read(ws->l, &c->w, c->buf + c->buf_len, ws->s->buf_size - c->buf_len, deadline);
+    ws->recv_task = NULL;
+    if (n > 0)
+        c->buf_len += (uint32_t)n;
+    return n == 0 ? -ECONNRESET : n;
+}
+
+/* Makes room for len more message bytes (and a NUL). */
+static int reserve(sp_ws *ws, uint64_t len) {
+    size_t need = ws->msg_len + (size_t)len + 1;
+    if (need <= ws->msg_cap)
+        return 0;
+    size_t cap = ws->msg_cap ? ws->msg_cap : 4096;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *m = realloc(ws->msg, cap);
+    if (!m)
+        return -ENOMEM;
+    ws->msg = m;
+    ws->msg_cap = cap;
+    return 0;
+}
+
+/* A control frame has arrived whole. 1 to go on reading, or what recv
+ * returns. */
+static int on_control(sp_ws *ws) {
+    switch (ws->p.cur_opcode) {
+    case WS_OP_PING:
+        if (ws->state == WS_OPEN) {
+            int rc = send_frame(ws, WS_OP_PONG, ws->ctl, ws->ctl_len);
+            if (rc < 0 && rc != -EPIPE)
+                return rc;
+        }
+        return 1;
+    case WS_OP_PONG:
+        return 1;
+    default: { /* close */
+        uint16_t code;
+        int rc = ws_parse_close(ws->ctl, ws->ctl_len, &code);
+        if (rc < 0)
+            return fail(ws, -rc, code_errno(-rc));
+        ws->close_code = code;
+        if (ws->state == WS_OPEN) {
+            /* Echo the code (RFC 6455 §5.5.1); none if none came. */
+            send_close(ws, code == WS_CLOSE_NO_STATUS ? 0 : code, NULL, 0);
+        }
+        ws->state = WS_DONE;
+        return -EPIPE;
+    }
+    }
+}
+
+/* Reads until a whole data message or a control frame that ends the
+ * conversation. 0 with the message in ws->msg, or -errno. */
+static int read_message(sp_ws *ws, int64_t deadline) {
+    conn *c = ws->c;
+    for (;;) {
+        if (!ws->in_frame) {
+            ws_frame f;
+            int rc =
+                ws_parse_head(&ws->p, (uint8_t *)c->buf + c->buf_off, c->buf_len - c->buf_off, &f);
+            if (rc < 0)
+                return fail(ws, -rc, code_errno(-rc));
+            if (rc == 0) {
+                ssize_t n = fill(ws, deadline);
+                if (n < 0)
+                    return (int)n;
+                continue;
+            }
+            c->buf_off += (uint32_t)rc;
+            ws->in_frame = 1;
+            if (f.opcode >= 8)
+                ws->ctl_len = 0;
+            else if (reserve(ws, f.len) < 0)
+                return fail(ws, WS_CLOSE_TOO_BIG, -EMSGSIZE);
+        }
+        int control = ws->p.cur_opcode >= 8;
+        while (ws->p.left) {
+            uint8_t *dst = control ? ws->ctl + ws->ctl_len : ws->msg + ws->msg_len;
+            size_t avail = c->buf_len - c->buf_off;
+            size_t take;
+            if (avail) {
+                take = avail < ws->p.left ? avail : (size_t)ws->p.left;
+                memcpy(dst, c->buf + c->buf_off, take);
+                c->buf_off += (uint32_t)take;
+            } else if (!control && ws->p.left >= WS_DIRECT_READ) {
+                /* A large payload: straight into the message, no copy. */
+                ws->recv_task = loop_task(ws->l);
+                ssize_t n = net_read(ws->l, &c->w, dst, (size_t)ws->p.left, deadline);
+                ws->recv_task = NULL;
+                if (n <= 0)
+                    return n == 0 ? -ECONNRESET : (int)n;
+                take = (size_t)n;
+            } else {
+                ssize_t n = fill(ws, deadline);
+                if (n < 0)
+                    return (int)n;
+                continue;
+            }
+            int rc = ws_parse_payload(&ws->p, dst, take);
+            if (control)
+                ws->ctl_len += take;
+            else
+                ws->msg_len += take;
+            if (rc < 0)
+                return fail(ws, -rc, code_errno(-rc));
+        }
+        ws->in_frame = 0;
+        if (control) {
+            int rc = on_control(ws);
+            if (rc <= 0)
+                return rc;
+            continue;
+        }
+        if (ws->p.cur_fin)
+            return 0;
+    }
+}
+
+static int recv_error(sp_ws *ws, int rc) {
+    switch (rc) {
+    case -ETIMEDOUT:
+        return rc; /* still usable */
+    case -ESHUTDOWN:
+        return fail(ws, WS_CLOSE_GOING_AWAY, -ESHUTDOWN);
+    case -EPIPE:
+    case -EPROTO:
+    case -EILSEQ:
+    case -EMSGSIZE:
+        return rc; /* ended already, with the closing handshake */
+    default:
+        /* The TCP connection failed or ended without a close frame. */
+        ws->state = WS_DONE;
+        if (!ws->close_code)
+            ws->close_code = WS_CLOSE_ABNORMAL;
+        return -ECONNRESET;
+    }
+}
+
+int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
+    if (ws->delivered) {
+        ws->msg_len = 0;
+        ws->delivered = 0;
+    }
+    if (ws->state == WS_DONE)
+        return -EPIPE;
+    if (!loop_task(ws->l))
+        return -EPERM;
+    if (ws->s->stopping)
+        return fail(ws, WS_CLOSE_GOING_AWAY, -ESHUTDOWN);
+    int rc = read_message(ws, sync_deadline(timeout_ms));
+    if (rc < 0)
+        return recv_error(ws, rc);
+    ws->msg[ws->msg_len] = '\0';
+    ws->delivered = 1;
+    *out = (sp_ws_msg){.opcode = ws->p.cur_opcode, .data = ws->msg, .len = ws->msg_len};
+    return 0;
+}
+
+int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason) {
+    size_t rlen = reason ? strlen(reason) : 0;
+    if (code && (!ws_close_code_valid(code) || rlen > WS_CONTROL_MAX - 2 ||
+                 !ws_utf8_valid((const uint8_t *)reason, rlen)))
+        return -EINVAL;
+    if (ws->state != WS_OPEN)
+        return -EPIPE;
+    int rc = send_close(ws, code, reason, code ? rlen : 0);
+    if (rc < 0)
+        return rc;
+    /* Drop what still comes until the peer's close answers ours. */
+    int64_t deadline = loop_clock_ms() + ws->close_timeout_ms;
+    for (;;) {
+        if (ws->delivered) {
+            ws->msg_len = 0;
+            ws->delivered = 0;
+        }
+        int r = read_message(ws, deadline);
+        if (r == 0) {
+            ws->delivered = 1;
+            continue;
+        }
+        if (r != -EPIPE) {
+            ws->state = WS_DONE;
+            if (!ws->close_code)
+                ws->close_code = WS_CLOSE_ABNORMAL;
+        }
+        return 0;
+    }
+}
+
+/* ---- the handshake --------------------------------------------------------- */
+
+/* 1 if the comma-separated header value has the token (lower-case; the
+ * value is compared ignoring case). */
+static int has_token(sp_str v, const char *tok) {
+    size_t tl = strlen(tok), i = 0;
+    while (v.ptr && i < v.len) {
+        while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < v.len && v.ptr[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t'))
+            end--;
+        if (http_ieq(v.ptr + start, end - start, tok, tl))
+            return 1;
+    }
+    return 0;
+}
+
+/* Like has_token, over every instance of a repeated header (name in lower
+ * case). */
+static int header_has_token(const sp_req *req, const char *name, const char *tok) {
+    sp_str n, v;
+    for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
+        if (http_ieq(n.ptr, n.len, name, strlen(name)) && has_token(v, tok))
+            return 1;
+    return 0;
+}
+
+static void release(void *arg) {
+    sp_ws *ws = arg;
+    ws->state = WS_DONE;
+    if (ws->senders) {
+        /* Senders parked on a full socket give up now; those waiting for
+         * the lock find the state WS_DONE when they get it. */
+        if (ws->c->w.writer)
+            loop_wake(ws->l, ws->c->w.writer, -EPIPE);
+        ws->releaser = loop_task(ws->l);
+        while (ws->senders)
+            loop_park(ws->l, LOOP_NO_DEADLINE, NULL);
+    }
+    reg_remove(ws);
+    free(ws->msg);
+    free(ws);
+}
+
+static sp_ws *upgrade_fail(int err) {
+    errno = err;
+    return NULL;
+}
+
+sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
+    if (res->head_sent)
+        return upgrade_fail(EALREADY);
+    sp_str ver = sp_req_header(req, "Sec-WebSocket-Version");
+    sp_str key = sp_req_header(req, "Sec-WebSocket-Key");
+    if (req->head.method_id != HTTP_M_GET || req->head.minor_version < 1 || !req->body_done ||
+        !header_has_token(req, "upgrade", "websocket") ||
+        !header_has_token(req, "connection", "upgrade") || !key.ptr ||
+        !ws_key_valid(key.ptr, key.len))
+        return upgrade_fail(EINVAL);
+    if (!ver.ptr || ver.len != 2 || memcmp(ver.ptr, "13", 2) != 0) {
+        sp_res_header(res, "Sec-WebSocket-Version", "13");
+        return upgrade_fail(EINVAL);
+    }
+    sp_ws *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return upgrade_fail(ENOMEM);
+    ws->s = req->srv;
+    ws->c = req->c;
+    ws->l = req->srv->l;
+    ws->max_message = opt && opt->max_message ? opt->max_message : WS_MAX_MESSAGE_DEFAULT;
+    ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
+    ws_parser_init(&ws->p, 1, ws->max_message);
+
+    char accept[WS_ACCEPT_LEN + 1];
+    ws_accept_key(key.ptr, key.len, accept);
+    char head[RES_FIELD_BYTES + 512];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
+                     accept);
+    size_t len = (size_t)n;
+    for (size_t i = 0; i < res->nfields; i++) {
+        const http_field *f = &res->fields[i];
+        if (len + f->name_len + f->value_len + 6 > sizeof head)
+            break; /* cannot happen: the fields fit RES_FIELD_BYTES */
+        memcpy(head + len, f->name, f->name_len);
+        len += f->name_len;
+        memcpy(head + len, ": ", 2);
+        memcpy(head + len + 2, f->value, f->value_len);
+        len += 2 + f->value_len;
+        memcpy(head + len, "\r\n", 2);
+        len += 2;
+    }
+    memcpy(head + len, "\r\n", 2);
+    len += 2;
+
+    res_take_over(res, release, ws);
+    reg_add(ws);
+    ssize_t w = net_write(ws->l, &ws->c->w, head, len, send_deadline(ws));
+    if (w < 0) {
+        ws->state = WS_DONE; /* freed by release when the handler returns */
+        return upgrade_fail((int)-w);
+    }
+    return ws;
+}
