@@ -1,6 +1,6 @@
 /* binding.h — the WSGI binding's shared declarations. The binding drives
  * the server's loop itself (a hub greenlet on the worker's main stack), so
- * it needs the server's internal side (src/server.h: server_start/done/
+ * it needs the embedding side of the server (src/server/embed.h: server_start/done/
  * finish, the drive and fork hooks, req_read_buffered) beside the public
  * API; nothing else reaches inside. Python never runs on a coroutine stack:
  * a request's coroutine hands the call to the hub and parks; the app runs in
@@ -11,7 +11,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
-#include "server/server.h"
+#include "server/embed.h"
 
 /* What a greenlet asks its request's coroutine to do. */
 typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH } job_op;

@@ -9,6 +9,7 @@
 #include "http/http_chars.h"
 #include "http/path_norm.h"
 
+#include <sys/socket.h>
 #include <string.h>
 
 #define KEY_CACHE_SLOTS 512

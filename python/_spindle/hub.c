@@ -254,7 +254,7 @@ int hub_drive(sp_server *s, void *ud) {
         Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
         Py_END_ALLOW_THREADS
     }
-    if (s->l)
+    if (server_loop(s))
         server_finish(s);
     /* Pooled greenlets are dropped: greenlet throws GreenletExit into each
      * as it is collected, ending greenlet_main. */

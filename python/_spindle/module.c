@@ -130,12 +130,9 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
         goto out_server;
     c.mo.reload = cli_reload;
     c.mo.reload_ud = &c;
-    s->drive = hub_drive;
-    s->drive_ud = h;
-    s->worker_init = worker_init;
-    s->worker_init_ud = h;
-    s->fork_hook = fork_hook;
-    s->fork_hook_ud = h;
+    server_set_drive(s, hub_drive, h);
+    server_set_worker_init(s, worker_init, h);
+    server_set_fork_hook(s, fork_hook, h);
     status = master_run(s, &c.mo);
 out_server:
     sp_server_free(s);

@@ -5,7 +5,6 @@
 
 #include "server/access_log.h"
 #include "process/listen_fds.h"
-#include "server/stats.h"
 #include "base/log.h"
 #include "server/server.h"
 
@@ -604,17 +603,16 @@ int cli_setup_server(const cli_config *c, sp_server *s) {
             return -1;
         }
     }
-    s->access_log_path = c->access_log;
-    s->access_log_format = c->access_log_format;
+    server_set_access_log(s, c->access_log, c->access_log_format);
     if (c->stats) {
-        int rc = c->stats[0] == '/' ? stats_add_route(s, c->stats) : -EINVAL;
+        int rc = c->stats[0] == '/' ? stats_page_add_route(s, c->stats, &c->mo.board) : -EINVAL;
         if (rc < 0) {
             fprintf(stderr, "spindle: --stats %s: %s\n", c->stats,
                     rc == -EINVAL ? "want a path starting with /" : strerror(-rc));
             return -1;
         }
     }
-    s->timed = c->access_log || c->stats;
+    server_set_timed(s, c->access_log || c->stats);
     return 0;
 }
 
@@ -687,6 +685,10 @@ int cli_reload(sp_server *s, master_options *mo, void *ud) {
     cli_config old = *c;
     *c = *fresh;
     c->mo.pid_file = old.mo.pid_file;
+    /* What the master set up stays: the shared slots and the reload hook. */
+    c->mo.board = old.mo.board;
+    c->mo.reload = old.mo.reload;
+    c->mo.reload_ud = old.mo.reload_ud;
     free(fresh);
     (void)old; /* its owned strings may still be referenced: kept, a small leak per reload */
     return 0;

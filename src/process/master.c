@@ -103,16 +103,16 @@ static const int handled[] = {SIGCHLD, SIGTERM, SIGINT,  SIGQUIT, SIGALRM,
 
 /* Gives a worker its own SO_REUSEPORT sockets (--reuse-port). */
 static int own_listeners(sp_server *s) {
-    for (int i = 0; i < s->nlisteners; i++) {
-        listener *li = &s->listeners[i];
-        int fd = net_listen(&li->addr, s->opt.backlog, NET_REUSEPORT);
+    for (int i = 0; i < server_nlisteners(s); i++) {
+        const net_addr *addr = server_listener_addr(s, i);
+        int fd = net_listen(addr, server_options(s)->backlog, NET_REUSEPORT);
         if (fd < 0) {
             char a[128];
-            net_format_addr(&li->addr, a, sizeof a);
+            net_format_addr(addr, a, sizeof a);
             log_msg(LOG_CRITICAL, "worker cannot listen on %s: %s", a, strerror(-fd));
             return -1;
         }
-        li->w.fd = fd;
+        server_set_listener_fd(s, i, fd);
     }
     return 0;
 }
@@ -121,16 +121,13 @@ static pid_t spawn(master *m, int i) {
     sp_server *s = m->s;
     worker_slot *slot = &m->slots[i];
     pid_t parent = getpid();
-    if (s->fork_hook)
-        s->fork_hook(FORK_BEFORE, s->fork_hook_ud);
+    server_fork_hook(s, FORK_BEFORE);
     pid_t pid = fork();
     if (pid != 0) {
-        if (s->fork_hook)
-            s->fork_hook(FORK_PARENT, s->fork_hook_ud);
+        server_fork_hook(s, FORK_PARENT);
         return pid;
     }
-    if (s->fork_hook)
-        s->fork_hook(FORK_CHILD, s->fork_hook_ud);
+    server_fork_hook(s, FORK_CHILD);
     /* The worker: default dispositions, its own signal handling (worker.c),
      * and it stops if the master dies without telling it. */
     for (int k = 0; k < NHANDLED; k++)
@@ -154,16 +151,16 @@ static pid_t spawn(master *m, int i) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
-    s->accept_exclusive = !m->mo->reuse_port;
+    server_set_accept_shared(s, !m->mo->reuse_port);
     if (m->mo->reuse_port && own_listeners(s) < 0)
         _exit(MASTER_BOOT_FAILED);
     if (m->mo->max_requests) {
         int jitter = m->mo->max_requests_jitter;
         srand((unsigned)getpid());
-        s->max_requests =
-            (uint64_t)m->mo->max_requests + (uint64_t)(jitter ? rand() % (jitter + 1) : 0);
+        server_set_max_requests(s, (uint64_t)m->mo->max_requests +
+                                       (uint64_t)(jitter ? rand() % (jitter + 1) : 0));
     }
-    int rc = worker_run(s, slot, m->mo->graceful_timeout_ms);
+    int rc = worker_run(s, slot, &m->mo->board, m->mo->graceful_timeout_ms);
     log_msg(LOG_INFO, "worker %d exiting after %llu requests", (int)getpid(),
             (unsigned long long)slot->requests);
     _exit(rc);
@@ -207,8 +204,8 @@ static int free_slot(const master *m) {
 
 static void start_worker(master *m, int i, int64_t now) {
     child *k = &m->kids[i];
-    if (*m->s->slots_used < i + 1)
-        *m->s->slots_used = i + 1;
+    if (*m->mo->board.slots_used < i + 1)
+        *m->mo->board.slots_used = i + 1;
     k->gen = m->gen;
     k->started = now;
     k->restart_at = 0;
@@ -311,10 +308,10 @@ static void upgrade(master *m) {
     }
     char fds[256] = "", self[32];
     size_t len = 0;
-    for (int i = 0; i < m->s->nlisteners; i++)
-        if (m->s->listeners[i].w.fd >= 0)
+    for (int i = 0; i < server_nlisteners(m->s); i++)
+        if (server_listener_fd(m->s, i) >= 0)
             len += (size_t)snprintf(fds + len, sizeof fds - len, "%s%d", len ? "," : "",
-                                    m->s->listeners[i].w.fd);
+                                    server_listener_fd(m->s, i));
     snprintf(self, sizeof self, "%d", (int)getpid());
     pid_t pid = fork();
     if (pid == 0) {
@@ -323,8 +320,8 @@ static void upgrade(master *m) {
         struct itimerval off = {{0, 0}, {0, 0}};
         setitimer(ITIMER_REAL, &off, NULL);
         sigprocmask(SIG_SETMASK, &m->orig, NULL);
-        for (int i = 0; i < m->s->nlisteners; i++) {
-            int fd = m->s->listeners[i].w.fd;
+        for (int i = 0; i < server_nlisteners(m->s); i++) {
+            int fd = server_listener_fd(m->s, i);
             if (fd >= 0)
                 fcntl(fd, F_SETFD, 0); /* the new binary inherits the sockets */
         }
@@ -422,7 +419,7 @@ static void reap(master *m, int64_t now) {
                 continue;
             k->pid = 0;
             /* Its counters live on in the totals, so sums never go back. */
-            worker_stats_fold(m->s->retired, (const worker_stats *)&m->slots[i].st);
+            worker_stats_fold(m->mo->board.retired, (const worker_stats *)&m->slots[i].st);
             m->slots[i].pid = 0;
             memset((void *)&m->slots[i].st, 0, sizeof m->slots[i].st);
             if (m->stopping || k->gen != m->gen) {
@@ -510,7 +507,7 @@ int master_run(sp_server *s, master_options *mo) {
     if (mo->workers <= 0) {
         write_pid_file(mo->pid_file);
         sd_notify_send("READY=1");
-        int rc = worker_run(s, NULL, mo->graceful_timeout_ms);
+        int rc = worker_run(s, NULL, &mo->board, mo->graceful_timeout_ms);
         remove_pid_file(mo->pid_file);
         return rc;
     }
@@ -537,10 +534,11 @@ int master_run(sp_server *s, master_options *mo) {
         free(m);
         return 1;
     }
-    s->slots_all = m->slots;
-    s->nslots = MAX_WORKERS;
-    s->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
-    s->slots_used = (volatile int *)(void *)(s->retired + 1);
+    worker_board *b = &mo->board;
+    b->slots = m->slots;
+    b->nslots = MAX_WORKERS;
+    b->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
+    b->slots_used = (volatile int *)(void *)(b->retired + 1);
     if (mo->reuse_port)
         server_close_listeners(s); /* each worker binds its own; none left here */
 

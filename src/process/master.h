@@ -3,6 +3,7 @@
 #ifndef SPINDLE_MASTER_H
 #define SPINDLE_MASTER_H
 
+#include "process/worker_slot.h"
 #include "spindle.h"
 
 typedef struct master_options {
@@ -17,6 +18,9 @@ typedef struct master_options {
      * new workers fork. 0, or -1 to keep the running workers. */
     int (*reload)(sp_server *s, struct master_options *mo, void *ud);
     void *reload_ud;
+    /* Every worker's slot, filled by master_run (read by the --stats page,
+     * which may be added before: stats_page_add_route). */
+    worker_board board;
 } master_options;
 
 /* Serves s (listeners bound, routes added) until a stop signal. Returns the
@@ -28,7 +32,18 @@ int master_run(sp_server *s, master_options *mo);
 /* A worker's exit status when its application could not be loaded. */
 #define MASTER_BOOT_FAILED 3
 
-struct worker_slot;
-int worker_run(sp_server *s, struct worker_slot *slot, int graceful_timeout_ms);
+int worker_run(sp_server *s, worker_slot *slot, worker_board *board, int graceful_timeout_ms);
+
+/* What a worker's server tells its slot (worker_slot.c): installed as the
+ * server's observer for as long as the worker serves. */
+typedef struct worker_watch {
+    worker_slot *slot;
+    worker_board *board;
+} worker_watch;
+void worker_watch_install(sp_server *s, worker_watch *ww);
+
+/* The --stats endpoint (stats_page.c): Prometheus text summed over every
+ * slot of board, or at PATH?html a page that draws it. 0 or -errno. */
+int stats_page_add_route(sp_server *s, const char *path, const worker_board *board);
 
 #endif

@@ -4,7 +4,6 @@
  * timeout that ends a drain that takes too long. */
 #include "process/master.h"
 
-#include "server/access_log.h"
 #include "base/log.h"
 #include "server/server.h"
 
@@ -16,27 +15,14 @@
 
 typedef struct worker {
     sp_server *s;
-    worker_slot *slot;
+    worker_slot *slot; /* the master's, or NULL with --workers 0 */
+    worker_watch watch;
     loop_watch sigw;
     loop_timer heartbeat;
     loop_timer graceful;
     int graceful_timeout_ms;
     int stops; /* stop signals seen */
 } worker;
-
-void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
-                       size_t tlen) {
-    size_t cap = sizeof w->request - 1;
-    size_t m = mlen < cap ? mlen : cap;
-    memcpy(w->request, method, m);
-    size_t n = m;
-    if (n < cap)
-        w->request[n++] = ' ';
-    size_t t = tlen < cap - n ? tlen : cap - n;
-    memcpy(w->request + n, target, t);
-    w->request[n + t] = '\0';
-    w->busy = 1;
-}
 
 static void on_heartbeat(loop *l, loop_timer *t) {
     worker *w = t->data;
@@ -49,9 +35,8 @@ static void on_graceful_timeout(loop *l, loop_timer *t) {
     log_msg(LOG_WARNING,
             "graceful timeout: %d connection(s) still open after %d ms; closing them "
             "(raise --graceful-timeout to give slow requests longer)",
-            w->s->nconns, w->graceful_timeout_ms);
-    if (w->s->access_log)
-        access_log_flush(w->s->access_log);
+            server_nconns(w->s), w->graceful_timeout_ms);
+    server_flush_access_log(w->s);
     _exit(0);
 }
 
@@ -63,8 +48,8 @@ static void on_signal(loop *l, loop_watch *lw, uint32_t events) {
         if (sig == SIGQUIT || (sig == SIGINT && w->stops > 0)) {
             _exit(0); /* immediate stop: in-flight requests are cut */
         }
-        if (sig == SIGUSR1 && w->s->access_log) {
-            access_log_reopen(w->s->access_log); /* logrotate moved the file */
+        if (sig == SIGUSR1) {
+            server_reopen_access_log(w->s); /* logrotate moved the file */
             continue;
         }
         if (sig == SIGTERM || sig == SIGINT) {
@@ -77,7 +62,7 @@ static void on_signal(loop *l, loop_watch *lw, uint32_t events) {
     }
 }
 
-int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
+int worker_run(sp_server *s, worker_slot *slot, worker_board *board, int graceful_timeout_ms) {
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
@@ -91,7 +76,8 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
         log_msg(LOG_ERROR, "signalfd: %s", strerror(errno));
         return 1;
     }
-    sp_loop_options lo = {.stack_size = s->opt.stack_size, .no_guard_pages = s->opt.no_guard_pages};
+    const sp_server_options *so = server_options(s);
+    sp_loop_options lo = {.stack_size = so->stack_size, .no_guard_pages = so->no_guard_pages};
     loop *l = sp_loop_new(&lo);
     if (!l) {
         log_msg(LOG_ERROR, "cannot create the event loop: %s", strerror(errno));
@@ -100,26 +86,25 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
     }
     w.sigw = (loop_watch){.fd = sfd, .cb = on_signal, .data = &w};
     loop_watch_add(l, &w.sigw, BACKEND_READ_LEVEL);
-    static worker_slot own; /* --workers 0: counters for --stats all the same */
-    s->slot = slot ? slot : &own;
-    if (!s->slots_all) {
-        s->slots_all = s->slot;
-        s->nslots = 1;
+    /* --workers 0: a slot of our own, so --stats counts all the same. */
+    w.watch = (worker_watch){.slot = slot ? slot : &board->own, .board = board};
+    if (!board->slots) {
+        board->slots = &board->own;
+        board->nslots = 1;
     }
-    own.pid = getpid();
-    if (s->access_log_path) {
-        s->access_log = access_log_open(s->access_log_path, s->access_log_format);
-        if (!s->access_log) {
-            log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path,
-                    strerror(errno));
-            loop_watch_del(l, &w.sigw);
-            close(sfd);
-            sp_loop_free(l);
-            return MASTER_BOOT_FAILED;
-        }
+    board->own.pid = getpid();
+    worker_watch_install(s, &w.watch);
+    int rc = server_open_access_log(s); /* says why it failed */
+    if (rc < 0) {
+        server_set_observer(s, NULL);
+        loop_watch_del(l, &w.sigw);
+        close(sfd);
+        sp_loop_free(l);
+        return MASTER_BOOT_FAILED;
     }
-    if (s->worker_init && s->worker_init(s, s->worker_init_ud) < 0) {
+    if (server_worker_init(s) < 0) {
         log_msg(LOG_ERROR, "worker %d could not start its application; exiting", (int)getpid());
+        server_set_observer(s, NULL);
         loop_watch_del(l, &w.sigw);
         close(sfd);
         sp_loop_free(l);
@@ -129,7 +114,8 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
         slot->heartbeat_ms = loop_clock_ms();
         loop_timer_arm(l, &w.heartbeat, loop_now(l) + 1000, on_heartbeat, &w);
     }
-    int rc = sp_server_run(s);
+    rc = sp_server_run(s);
+    server_set_observer(s, NULL); /* w.watch goes with this frame */
     if (rc == -ECANCELED) {
         loop_timer_cancel(l, &w.heartbeat);
         return MASTER_BOOT_FAILED; /* a start-up hook failed: restarting will not help */
@@ -138,8 +124,7 @@ int worker_run(sp_server *s, worker_slot *slot, int graceful_timeout_ms) {
         log_msg(LOG_ERROR, "worker stopped: %s", strerror(-rc));
     loop_timer_cancel(l, &w.heartbeat);
     loop_timer_cancel(l, &w.graceful);
-    access_log_close(s->access_log);
-    s->access_log = NULL;
+    server_close_access_log(s);
     loop_watch_del(l, &w.sigw);
     close(sfd);
     sp_loop_free(l);

@@ -31,6 +31,21 @@ typedef struct worker_slot {
     worker_stats st;
 } worker_slot;
 
+/* Every worker's slot, as the --stats page reads them: in the master's
+ * shared memory, or one slot of this process's own with --workers 0. */
+typedef struct worker_board {
+    worker_slot *slots;
+    int nslots;
+    volatile int *slots_used; /* slots ever used (<= nslots), or NULL: all */
+    worker_stats *retired;    /* dead workers' counters, folded by the master */
+    worker_slot own;          /* --workers 0 */
+} worker_board;
+
+/* How many of the board's slots are worth scanning. */
+static inline int worker_board_used(const worker_board *b) {
+    return b->slots_used ? *b->slots_used : b->nslots;
+}
+
 /* Adds a retired worker's counters into total. */
 void worker_stats_fold(worker_stats *total, const worker_stats *w);
 

@@ -168,11 +168,11 @@ static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
                           allow, sizeof allow);
     if (st == 0) {
         req->match = &m;
-        if (s->slot)
-            worker_slot_begin(s->slot, h->method, h->method_len, h->target, h->target_len);
+        if (s->obs.request_begin)
+            s->obs.request_begin(s->obs.ud, h);
         int rc = m.r->fn(req, res, m.r->ud);
-        if (s->slot)
-            worker_slot_end(s->slot);
+        if (s->obs.request_end)
+            s->obs.request_end(s->obs.ud);
         req->match = NULL;
         return rc;
     }

@@ -5,7 +5,6 @@
 #include "server/server.h"
 
 #include "http/http_chars.h"
-#include "server/ws/ws.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -4,9 +4,8 @@
  * pausing accept at max_connections so excess clients wait in the backlog. */
 #include "server/server.h"
 
-#include "server/access_log.h"
 #include "base/log.h"
-#include "server/session/session.h"
+#include "server/access_log.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -122,6 +121,113 @@ int server_adopt_listener(sp_server *s, int fd) {
     return 0;
 }
 
+/* ---- setters and getters (server.h, handler.h, embed.h) ---------------- */
+
+loop *server_loop(const sp_server *s) {
+    return s->l;
+}
+
+int server_stopping(const sp_server *s) {
+    return s->stopping;
+}
+
+const sp_server_options *server_options(const sp_server *s) {
+    return &s->opt;
+}
+
+size_t server_buf_size(const sp_server *s) {
+    return s->buf_size;
+}
+
+int server_nconns(const sp_server *s) {
+    return s->nconns;
+}
+
+void server_set_observer(sp_server *s, const server_observer *o) {
+    s->obs = o ? *o : (server_observer){0};
+}
+
+void server_set_accept_shared(sp_server *s, int shared) {
+    s->accept_exclusive = shared;
+}
+
+void server_set_max_requests(sp_server *s, uint64_t n) {
+    s->max_requests = n;
+}
+
+void server_set_drive(sp_server *s, int (*drive)(sp_server *s, void *ud), void *ud) {
+    s->drive = drive;
+    s->drive_ud = ud;
+}
+
+void server_set_worker_init(sp_server *s, int (*fn)(sp_server *s, void *ud), void *ud) {
+    s->worker_init = fn;
+    s->worker_init_ud = ud;
+}
+
+int server_worker_init(sp_server *s) {
+    return s->worker_init ? s->worker_init(s, s->worker_init_ud) : 0;
+}
+
+void server_set_fork_hook(sp_server *s, void (*fn)(int phase, void *ud), void *ud) {
+    s->fork_hook = fn;
+    s->fork_hook_ud = ud;
+}
+
+void server_fork_hook(sp_server *s, int phase) {
+    if (s->fork_hook)
+        s->fork_hook(phase, s->fork_hook_ud);
+}
+
+int server_nlisteners(const sp_server *s) {
+    return s->nlisteners;
+}
+
+int server_listener_fd(const sp_server *s, int i) {
+    return s->listeners[i].w.fd;
+}
+
+const net_addr *server_listener_addr(const sp_server *s, int i) {
+    return &s->listeners[i].addr;
+}
+
+void server_set_listener_fd(sp_server *s, int i, int fd) {
+    s->listeners[i].w.fd = fd;
+}
+
+int server_ext_set(sp_server *s, const void *key, void *data, void (*free_fn)(void *data)) {
+    int slot = -1;
+    for (int i = 0; i < SERVER_MAX_EXT; i++) {
+        if (s->ext[i].key == key) {
+            if (s->ext[i].free_fn && s->ext[i].data && s->ext[i].data != data)
+                s->ext[i].free_fn(s->ext[i].data);
+            slot = i;
+            break;
+        }
+        if (slot < 0 && !s->ext[i].key)
+            slot = i;
+    }
+    if (slot < 0)
+        return data ? -ENOSPC : 0;
+    if (!data) {
+        s->ext[slot].key = NULL;
+        s->ext[slot].data = NULL;
+        s->ext[slot].free_fn = NULL;
+        return 0;
+    }
+    s->ext[slot].key = key;
+    s->ext[slot].data = data;
+    s->ext[slot].free_fn = free_fn;
+    return 0;
+}
+
+void *server_ext_get(const sp_server *s, const void *key) {
+    for (int i = 0; i < SERVER_MAX_EXT; i++)
+        if (s->ext[i].key == key)
+            return s->ext[i].data;
+    return NULL;
+}
+
 int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud) {
     for (int i = 0; i < s->non_stop; i++)
         if (s->on_stop[i].fn == fn && s->on_stop[i].ud == ud)
@@ -235,8 +341,8 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
     }
     c->peer_trusted = (uint8_t)forwarded_peer_trusted(s, c);
     s->nconns++;
-    if (s->slot)
-        s->slot->st.conns_open = (uint64_t)s->nconns;
+    if (s->obs.conns_open)
+        s->obs.conns_open(s->obs.ud, s->nconns);
     /* The whole first head must come within header_timeout of now. */
     c->idle_timer.when = loop_now(s->l) + s->opt.header_timeout_ms;
     /* Most clients send at once: try the read before paying for epoll.
@@ -259,25 +365,13 @@ int server_adopt_conn(sp_server *s, int fd) {
 }
 
 /* EPOLLEXCLUSIVE wakes the first idle worker, so a worker that keeps up
- * would take every connection while the others idle. A worker already
- * holding well over its share (from the counters in shared memory) steps
- * aside for a moment, as nginx's accept_mutex does. */
+ * would take every connection while the others idle: the supervisor's
+ * policy may tell one holding well over its share to step aside for a
+ * moment, as nginx's accept_mutex does. No worker can be over its share
+ * with 8 connections or fewer, so the common case asks nothing. */
 static int over_share(const sp_server *s) {
-    /* No worker can be over avg + avg/2 + 8 with 8 connections or fewer:
-     * the common case costs no scan of the shared slots. */
-    if (!s->accept_exclusive || !s->slot || s->nconns <= 8)
-        return 0;
-    uint64_t sum = 0;
-    int live = 0, used = server_slots_used(s);
-    for (int i = 0; i < used; i++)
-        if (s->slots_all[i].pid) {
-            sum += s->slots_all[i].st.conns_open;
-            live++;
-        }
-    if (live < 2)
-        return 0;
-    uint64_t avg = sum / (uint64_t)live;
-    return (uint64_t)s->nconns > avg + avg / 2 + 8;
+    return s->accept_exclusive && s->nconns > 8 && s->obs.accept_step_aside &&
+           s->obs.accept_step_aside(s->obs.ud, s->nconns);
 }
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
@@ -339,8 +433,8 @@ void server_conn_close(sp_server *s, conn *c) {
     }
     c->state = CONN_FREE;
     s->nconns--;
-    if (s->slot)
-        s->slot->st.conns_open = (uint64_t)s->nconns;
+    if (s->obs.conns_open)
+        s->obs.conns_open(s->obs.ud, s->nconns);
     if (!s->stopping && !s->accept_paused && s->nconns < s->opt.max_connections)
         listeners_resume(s);
 }
@@ -350,8 +444,7 @@ void server_conn_close(sp_server *s, conn *c) {
 static void on_tick(loop *l, loop_timer *t) {
     sp_server *s = t->data;
     buf_pool_trim(&s->bufs, loop_now(l));
-    if (s->access_log)
-        access_log_flush(s->access_log); /* at most a second behind */
+    server_flush_access_log(s); /* at most a second behind */
     if (!s->stopping)
         loop_timer_arm(l, t, loop_now(l) + 1000, on_tick, s);
 }
@@ -390,8 +483,7 @@ int server_done(const sp_server *s) {
 }
 
 void server_finish(sp_server *s) {
-    if (s->access_log)
-        access_log_flush(s->access_log);
+    server_flush_access_log(s);
     loop_timer_cancel(s->l, &s->tick);
     loop_timer_cancel(s->l, &s->accept_timer);
     listeners_pause(s);
@@ -468,7 +560,9 @@ void server_close_listeners(sp_server *s) {
 void sp_server_free(sp_server *s) {
     if (!s)
         return;
-    sess_server_forget(s);
+    for (int i = 0; i < SERVER_MAX_EXT; i++)
+        if (s->ext[i].key && s->ext[i].free_fn)
+            s->ext[i].free_fn(s->ext[i].data);
     for (int i = 0; i < s->nlisteners; i++) {
         if (s->listeners[i].w.fd >= 0)
             close(s->listeners[i].w.fd);

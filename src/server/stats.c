@@ -1,19 +1,15 @@
-/* stats.c — request accounting and the --stats endpoint. Each worker adds
- * to its own slot in the master's shared memory (no locks: one writer per
- * slot); the endpoint, served by whichever worker the client reached, sums
- * every slot plus the retired workers' totals, so any worker answers for
- * the whole server. */
+/* stats.c — accounting of each answered request: its time, what the
+ * supervisor's observer is told (the process layer keeps the counters the
+ * --stats page sums), and the access log line; and the access log's life
+ * in a worker (opened after the fork, reopened on USR1, flushed). */
 #include "server/stats.h"
 
+#include "base/log.h"
 #include "server/access_log.h"
 
-#include <stdio.h>
+#include <errno.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
-const uint64_t stats_bucket_us[STATS_BUCKETS] = {500,   1000,  2500,   5000,   10000,
-                                                 25000, 50000, 100000, 500000, 1000000};
 
 uint64_t stats_clock_ns(void) {
     struct timespec ts;
@@ -21,33 +17,11 @@ uint64_t stats_clock_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void worker_stats_fold(worker_stats *total, const worker_stats *w) {
-    for (int i = 0; i < 6; i++)
-        total->by_class[i] += w->by_class[i];
-    total->bytes_in += w->bytes_in;
-    total->bytes_out += w->bytes_out;
-    total->latency_sum_us += w->latency_sum_us;
-    for (int i = 0; i <= STATS_BUCKETS; i++)
-        total->latency[i] += w->latency[i];
-}
-
 void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in,
                   uint64_t bytes_out, uint64_t t0_ns) {
-    worker_slot *slot = s->slot;
     uint64_t us = t0_ns ? (stats_clock_ns() - t0_ns) / 1000 : 0;
-    if (slot) {
-        worker_stats *st = &slot->st;
-        st->by_class[status >= 100 && status < 600 ? status / 100 : 0]++;
-        st->bytes_in += bytes_in;
-        st->bytes_out += bytes_out;
-        if (t0_ns) {
-            int b = 0;
-            while (b < STATS_BUCKETS && us > stats_bucket_us[b])
-                b++;
-            st->latency[b]++;
-            st->latency_sum_us += us;
-        }
-    }
+    if (s->obs.request_done)
+        s->obs.request_done(s->obs.ud, status, bytes_in, bytes_out, us, t0_ns != 0);
     if (s->access_log) {
         const http_request *h = &req->head;
         sp_str ref = sp_req_header(req, "Referer"), ua = sp_req_header(req, "User-Agent");
@@ -68,121 +42,37 @@ void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in
     }
 }
 
-/* ---- the endpoint ------------------------------------------------------- */
-
-typedef struct totals {
-    worker_stats sum;
-    uint64_t open;
-    int workers;
-} totals;
-
-static void gather(const sp_server *s, totals *t) {
-    memset(t, 0, sizeof *t);
-    if (s->retired)
-        worker_stats_fold(&t->sum, s->retired);
-    for (int i = 0; i < server_slots_used(s); i++) {
-        const worker_slot *w = &s->slots_all[i];
-        if (!w->pid)
-            continue;
-        worker_stats_fold(&t->sum, (const worker_stats *)&w->st);
-        t->open += w->st.conns_open;
-        t->workers++;
-    }
+void server_set_access_log(sp_server *s, const char *path, const char *format) {
+    s->access_log_path = path;
+    s->access_log_format = format;
 }
 
-#define OUT_CAP 16384
-
-static int prometheus(sp_server *s, sp_res *res) {
-    static char out[OUT_CAP]; /* per worker process; handlers run one at a time here */
-    totals t;
-    gather(s, &t);
-    size_t n = 0;
-#define P(...) n += (size_t)snprintf(out + n, n < OUT_CAP ? OUT_CAP - n : 0, __VA_ARGS__)
-    P("# HELP spindle_requests_total Requests answered, by status class.\n"
-      "# TYPE spindle_requests_total counter\n");
-    static const char *const cls[] = {"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
-    for (int i = 0; i < 6; i++)
-        P("spindle_requests_total{class=\"%s\"} %llu\n", cls[i],
-          (unsigned long long)t.sum.by_class[i]);
-    P("# HELP spindle_received_bytes_total Request bytes read (heads and bodies).\n"
-      "# TYPE spindle_received_bytes_total counter\nspindle_received_bytes_total %llu\n",
-      (unsigned long long)t.sum.bytes_in);
-    P("# HELP spindle_sent_bytes_total Response body bytes sent.\n"
-      "# TYPE spindle_sent_bytes_total counter\nspindle_sent_bytes_total %llu\n",
-      (unsigned long long)t.sum.bytes_out);
-    P("# HELP spindle_open_connections Connections open now, all workers.\n"
-      "# TYPE spindle_open_connections gauge\nspindle_open_connections %llu\n",
-      (unsigned long long)t.open);
-    P("# HELP spindle_workers Workers running.\n# TYPE spindle_workers gauge\nspindle_workers %d\n",
-      t.workers);
-    P("# HELP spindle_worker_requests_total Requests served, per worker.\n"
-      "# TYPE spindle_worker_requests_total counter\n");
-    for (int i = 0; i < server_slots_used(s); i++)
-        if (s->slots_all[i].pid)
-            P("spindle_worker_requests_total{pid=\"%d\"} %llu\n", (int)s->slots_all[i].pid,
-              (unsigned long long)s->slots_all[i].requests);
-    P("# HELP spindle_request_duration_seconds Time from a complete head to the end of the "
-      "response.\n# TYPE spindle_request_duration_seconds histogram\n");
-    uint64_t cum = 0;
-    for (int b = 0; b < STATS_BUCKETS; b++) {
-        cum += t.sum.latency[b];
-        P("spindle_request_duration_seconds_bucket{le=\"%g\"} %llu\n",
-          (double)stats_bucket_us[b] / 1e6, (unsigned long long)cum);
-    }
-    cum += t.sum.latency[STATS_BUCKETS];
-    P("spindle_request_duration_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-    P("spindle_request_duration_seconds_sum %.6f\n", (double)t.sum.latency_sum_us / 1e6);
-    P("spindle_request_duration_seconds_count %llu\n", (unsigned long long)cum);
-#undef P
-    if (n >= OUT_CAP)
-        n = OUT_CAP - 1;
-    sp_res_header(res, "Cache-Control", "no-store");
-    return sp_res_send(res, 200, "text/plain; version=0.0.4", out, n);
+void server_set_timed(sp_server *s, int timed) {
+    s->timed = timed;
 }
 
-/* A page a person can open: it fetches the counters every two seconds and
- * draws them; plain HTML and a little JavaScript, nothing from elsewhere. */
-static const char status_page[] =
-    "<!doctype html><html><head><meta charset=\"utf-8\"><title>spindle status</title>\n"
-    "<style>body{font:14px system-ui,sans-serif;margin:2em;color:#222}"
-    "table{border-collapse:collapse}td,th{padding:4px 12px;border-bottom:1px solid #ddd;"
-    "text-align:right}th{text-align:left}h1{font-size:20px}#err{color:#b00}</style></head>\n"
-    "<body><h1>spindle status</h1><p id=\"when\">loading&hellip;</p><p id=\"err\"></p>\n"
-    "<table id=\"t\"></table>\n<script>\n"
-    "const url=location.pathname;let prev=null,prevT=0;\n"
-    "function parse(txt){const m={};for(const l of txt.split('\\n')){if(!l||l[0]==='#')continue;"
-    "const i=l.lastIndexOf(' ');m[l.slice(0,i)]=parseFloat(l.slice(i+1));}return m;}\n"
-    "function row(k,v){return '<tr><th>'+k+'</th><td>'+v+'</td></tr>';}\n"
-    "async function tick(){try{const r=await fetch(url,{cache:'no-store'});const m=parse(await "
-    "r.text());const now=Date.now();let total=0;for(const c of ['1xx','2xx','3xx','4xx','5xx'])"
-    "total+=m['spindle_requests_total{class=\"'+c+'\"}']||0;\n"
-    "const rate=prev?((total-prev)*1000/(now-prevT)).toFixed(1):'-';prev=total;prevT=now;\n"
-    "let h=row('requests',total)+row('requests/s',rate);\n"
-    "for(const c of ['2xx','3xx','4xx','5xx'])h+=row(c,m['spindle_requests_total{class=\"'+c+"
-    "'\"}']||0);\n"
-    "h+=row('open connections',m['spindle_open_connections'])+row('workers',m['spindle_workers'])"
-    "+row('bytes in',m['spindle_received_bytes_total'])+row('bytes out',"
-    "m['spindle_sent_bytes_total']);\n"
-    "const cnt=m['spindle_request_duration_seconds_count'];if(cnt)h+=row('mean latency (ms)',"
-    "(m['spindle_request_duration_seconds_sum']*1000/cnt).toFixed(3));\n"
-    "for(const k in m)if(k.startsWith('spindle_worker_requests_total'))h+=row('worker '+"
-    "k.split('\"')[1],m[k]);\n"
-    "document.getElementById('t').innerHTML=h;document.getElementById('err').textContent='';\n"
-    "document.getElementById('when').textContent='updated '+new Date().toLocaleTimeString();}\n"
-    "catch(e){document.getElementById('err').textContent='cannot reach the server: '+e;}}\n"
-    "tick();setInterval(tick,2000);\n</script></body></html>\n";
-
-static int stats_handler(sp_req *req, sp_res *res, void *ud) {
-    sp_server *s = ud;
-    sp_str q = sp_req_query(req);
-    if (q.len >= 4 && memcmp(q.ptr, "html", 4) == 0 && (q.len == 4 || q.ptr[4] == '&')) {
-        sp_res_header(res, "Cache-Control", "no-store");
-        return sp_res_send(res, 200, "text/html; charset=utf-8", status_page,
-                           sizeof status_page - 1);
-    }
-    return prometheus(s, res);
+int server_open_access_log(sp_server *s) {
+    if (!s->access_log_path || s->access_log)
+        return 0;
+    s->access_log = access_log_open(s->access_log_path, s->access_log_format);
+    if (s->access_log)
+        return 0;
+    int rc = -errno;
+    log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path, strerror(-rc));
+    return rc;
 }
 
-int stats_add_route(sp_server *s, const char *path) {
-    return sp_route(s, "GET", path, stats_handler, s);
+void server_reopen_access_log(sp_server *s) {
+    if (s->access_log)
+        access_log_reopen(s->access_log); /* logrotate moved the file */
+}
+
+void server_flush_access_log(sp_server *s) {
+    if (s->access_log)
+        access_log_flush(s->access_log);
+}
+
+void server_close_access_log(sp_server *s) {
+    access_log_close(s->access_log);
+    s->access_log = NULL;
 }

@@ -1,7 +1,5 @@
-/* stats.h — per-request accounting (status class, bytes, latency) into the
- * worker's shared-memory slot, the access log line, and the --stats
- * endpoint that sums every worker's slot (Prometheus text, or an HTML page
- * that refreshes itself). */
+/* stats.h — per-request accounting (stats.c): the time of each request,
+ * what the server's observer is told, and the access log line. */
 #ifndef SPINDLE_STATS_H
 #define SPINDLE_STATS_H
 
@@ -12,8 +10,5 @@
 void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in,
                   uint64_t bytes_out, uint64_t t0_ns);
 uint64_t stats_clock_ns(void);
-
-/* Adds the GET route serving the counters at path. 0 or -errno. */
-int stats_add_route(sp_server *s, const char *path);
 
 #endif

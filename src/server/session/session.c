@@ -4,7 +4,7 @@
  * once (so the response can never overtake the data it reports). */
 #include "server/session/session.h"
 
-#include "server/server.h"
+#include "server/handler.h"
 #include "server/session/session_cookie.h"
 #include "server/session/session_data.h"
 

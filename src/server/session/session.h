@@ -29,11 +29,6 @@ sess_cfg *sess_cfg_of(const sp_server *s);
 /* Frees a chain of spare session objects (session.c). */
 void sess_spare_free(sp_session *s);
 
-/* Forgets s's configuration (for sp_server_free: a later server at the
- * same address must not inherit it). The spare session objects of this
- * process go with it. */
-void sess_server_forget(sp_server *s);
-
 /* Store calls for a handler's coroutine: on the thread pool for a blocking
  * store (opening it in this process first if needed), inline for memory.
  * Return what the store's op returns (session_store.h). Yield. */

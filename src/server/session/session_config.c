@@ -5,7 +5,7 @@
 #include "server/session/session.h"
 
 #include "base/log.h"
-#include "server/server.h"
+#include "server/handler.h"
 #include "server/session/session_hmac.h"
 
 #include <errno.h>
@@ -15,8 +15,12 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+/* Sessions live in their own slot of the server (handler.h): the server
+ * core knows nothing of them, and frees the slot with cfg_free. */
+static const char cfg_key;
+
 sess_cfg *sess_cfg_of(const sp_server *s) {
-    return s->sessions;
+    return server_ext_get(s, &cfg_key);
 }
 
 int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port) {
@@ -177,7 +181,8 @@ static int on_worker_start(sp_server *s, void *ud) {
     return rc;
 }
 
-static void cfg_free(sess_cfg *c) {
+static void cfg_free(void *arg) {
+    sess_cfg *c = arg;
     if (!c)
         return;
     sess_spare_free(c->spare);
@@ -187,11 +192,6 @@ static void cfg_free(sess_cfg *c) {
     free(c->store.where);
     explicit_bzero(c->key, sizeof c->key);
     free(c);
-}
-
-void sess_server_forget(sp_server *s) {
-    cfg_free(s->sessions);
-    s->sessions = NULL;
 }
 
 int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file) {
@@ -236,10 +236,10 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
         }
         c->store.ops->close(&c->store);
     }
-    if (!s->sessions && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
+    if (!sess_cfg_of(s) && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
         goto fail;
-    cfg_free(s->sessions);
-    s->sessions = c;
+    if ((rc = server_ext_set(s, &cfg_key, c, cfg_free)) < 0) /* frees the old one */
+        goto fail;
     log_msg(LOG_INFO, "sessions: %s store%s%s", c->store.ops->name, c->store.where ? " " : "",
             c->store.where ? c->store.where : "");
     return 0;

@@ -2,7 +2,7 @@
  * GET and HEAD with sendfile, single byte ranges (RFC 9110 §14), validators
  * and conditional requests (§8.8, §13), index.html, and precompressed .gz
  * variants. Files are opened beneath the root fd only (static_open.c). */
-#include "server/server.h"
+#include "server/handler.h"
 
 #include "server/static/static_http.h"
 #include "server/static/static_mime.h"

@@ -4,10 +4,10 @@
  * closing handshake, whole frames sent under a writer lock so several
  * coroutines may send, and a 1001 close for every WebSocket when the
  * server stops. */
-#include "server/ws/ws.h"
-
 #include "http/http_chars.h"
 #include "loop/sync.h"
+#include "net/net.h"
+#include "server/handler.h"
 #include "server/ws/ws_frame.h"
 
 #include <errno.h>
@@ -42,42 +42,66 @@ struct sp_ws {
     task *releaser;  /* the handler's return, waiting for senders to leave */
     struct sp_mutex wlock;
     struct sp_ws *reg_prev, *reg_next;
+    struct ws_registry *reg; /* the list this one is on, or NULL */
 };
 
-/* ---- WebSockets of this thread, told when their server stops -----------
- * The server calls back when it begins to stop; the receivers of its
- * WebSockets are then woken with -ESHUTDOWN. */
+/* ---- the server's WebSockets, told when it stops -----------------------
+ * Each server keeps its open WebSockets in a list in its feature slot; when
+ * it begins to stop, their receivers are woken with -ESHUTDOWN. */
 
-static _Thread_local sp_ws *reg_head;
+typedef struct ws_registry {
+    sp_ws *head;
+} ws_registry;
+
+static const char registry_key; /* this module's slot in the server */
 
 static void on_server_stop(sp_server *s, void *ud) {
-    for (sp_ws *ws = reg_head; ws; ws = ws->reg_next)
-        if (ws->s == s && ws->recv_task)
+    ws_registry *reg = ud;
+    for (sp_ws *ws = reg->head; ws; ws = ws->reg_next)
+        if (ws->recv_task)
             loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
 }
 
-static void reg_add(sp_ws *ws) {
+static ws_registry *registry_of(sp_server *s) {
+    ws_registry *reg = server_ext_get(s, &registry_key);
+    if (reg)
+        return reg;
+    if (!(reg = calloc(1, sizeof *reg)))
+        return NULL;
+    if (server_ext_set(s, &registry_key, reg, free) < 0 ||
+        server_on_stop(s, on_server_stop, reg) < 0) {
+        server_ext_set(s, &registry_key, NULL, NULL);
+        free(reg);
+        return NULL;
+    }
+    return reg;
+}
+
+static void reg_add(ws_registry *reg, sp_ws *ws) {
+    ws->reg = reg;
     ws->reg_prev = NULL;
-    ws->reg_next = reg_head;
-    if (reg_head)
-        reg_head->reg_prev = ws;
-    reg_head = ws;
-    server_on_stop(ws->s, on_server_stop, NULL);
+    ws->reg_next = reg->head;
+    if (reg->head)
+        reg->head->reg_prev = ws;
+    reg->head = ws;
 }
 
 static void reg_remove(sp_ws *ws) {
+    if (!ws->reg)
+        return;
     if (ws->reg_prev)
         ws->reg_prev->reg_next = ws->reg_next;
     else
-        reg_head = ws->reg_next;
+        ws->reg->head = ws->reg_next;
     if (ws->reg_next)
         ws->reg_next->reg_prev = ws->reg_prev;
+    ws->reg = NULL;
 }
 
 /* ---- sending ---------------------------------------------------------- */
 
 static int64_t send_deadline(const sp_ws *ws) {
-    return server_deadline(ws->s, ws->s->opt.send_timeout_ms);
+    return server_deadline(ws->s, server_options(ws->s)->send_timeout_ms);
 }
 
 /* Sends one whole frame under the writer lock, only while WS_OPEN; a close
@@ -196,7 +220,8 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
         c->buf_off = 0;
     }
     ws->recv_task = loop_task(ws->l);
-    ssize_t n = net_read(ws->l, &c->w, c->buf + c->buf_len, ws->s->buf_size - c->buf_len, deadline);
+    ssize_t n =
+        net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
     ws->recv_task = NULL;
     if (n > 0)
         c->buf_len += (uint32_t)n;
@@ -344,7 +369,7 @@ int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
         return -EPIPE;
     if (!loop_task(ws->l))
         return -EPERM;
-    if (ws->s->stopping)
+    if (server_stopping(ws->s))
         return fail(ws, WS_CLOSE_GOING_AWAY, -ESHUTDOWN);
     int rc = read_message(ws, sync_deadline(timeout_ms));
     if (rc < 0)
@@ -453,12 +478,13 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         sp_res_header(res, "Sec-WebSocket-Version", "13");
         return upgrade_fail(EINVAL);
     }
-    sp_ws *ws = calloc(1, sizeof *ws);
+    ws_registry *reg = registry_of(req->srv);
+    sp_ws *ws = reg ? calloc(1, sizeof *ws) : NULL;
     if (!ws)
         return upgrade_fail(ENOMEM);
     ws->s = req->srv;
     ws->c = req->c;
-    ws->l = req->srv->l;
+    ws->l = server_loop(req->srv);
     ws->max_message = opt && opt->max_message ? opt->max_message : WS_MAX_MESSAGE_DEFAULT;
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);
@@ -487,7 +513,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     len += 2;
 
     res_take_over(res, release, ws);
-    reg_add(ws);
+    reg_add(reg, ws);
     ssize_t w = net_write(ws->l, &ws->c->w, head, len, send_deadline(ws));
     if (w < 0) {
         ws->state = WS_DONE; /* freed by release when the handler returns */

@@ -1,0 +1,96 @@
+/* worker_slot.c — a worker's side of its slot in the master's shared
+ * memory: the request it serves, the counters of answered requests and
+ * open connections (the server's observer, installed by worker.c), the
+ * accept-balancing policy that reads every slot, and folding a dead
+ * worker's counters into the retired totals. One writer per slot: no locks. */
+#include "process/worker_slot.h"
+
+#include "process/master.h"
+#include "server/server.h"
+
+#include <string.h>
+
+const uint64_t stats_bucket_us[STATS_BUCKETS] = {500,   1000,  2500,   5000,   10000,
+                                                 25000, 50000, 100000, 500000, 1000000};
+
+void worker_stats_fold(worker_stats *total, const worker_stats *w) {
+    for (int i = 0; i < 6; i++)
+        total->by_class[i] += w->by_class[i];
+    total->bytes_in += w->bytes_in;
+    total->bytes_out += w->bytes_out;
+    total->latency_sum_us += w->latency_sum_us;
+    for (int i = 0; i <= STATS_BUCKETS; i++)
+        total->latency[i] += w->latency[i];
+}
+
+void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
+                       size_t tlen) {
+    size_t cap = sizeof w->request - 1;
+    size_t m = mlen < cap ? mlen : cap;
+    memcpy(w->request, method, m);
+    size_t n = m;
+    if (n < cap)
+        w->request[n++] = ' ';
+    size_t t = tlen < cap - n ? tlen : cap - n;
+    memcpy(w->request + n, target, t);
+    w->request[n + t] = '\0';
+    w->busy = 1;
+}
+
+/* ---- the server's observer (server.h), ud: the worker_watch ------------ */
+
+static void on_conns_open(void *ud, int nconns) {
+    worker_watch *ww = ud;
+    ww->slot->st.conns_open = (uint64_t)nconns;
+}
+
+/* A worker holding well over its share (average + half + 8, from the
+ * counters in shared memory) steps aside for a moment. */
+static int on_accept_step_aside(void *ud, int nconns) {
+    const worker_board *b = ((worker_watch *)ud)->board;
+    uint64_t sum = 0;
+    int live = 0, used = worker_board_used(b);
+    for (int i = 0; i < used; i++)
+        if (b->slots[i].pid) {
+            sum += b->slots[i].st.conns_open;
+            live++;
+        }
+    if (live < 2)
+        return 0;
+    uint64_t avg = sum / (uint64_t)live;
+    return (uint64_t)nconns > avg + avg / 2 + 8;
+}
+
+static void on_request_begin(void *ud, const http_request *h) {
+    worker_slot_begin(((worker_watch *)ud)->slot, h->method, h->method_len, h->target,
+                      h->target_len);
+}
+
+static void on_request_end(void *ud) {
+    worker_slot_end(((worker_watch *)ud)->slot);
+}
+
+static void on_request_done(void *ud, int status, uint64_t bytes_in, uint64_t bytes_out,
+                            uint64_t us, int timed) {
+    worker_stats *st = &((worker_watch *)ud)->slot->st;
+    st->by_class[status >= 100 && status < 600 ? status / 100 : 0]++;
+    st->bytes_in += bytes_in;
+    st->bytes_out += bytes_out;
+    if (timed) {
+        int b = 0;
+        while (b < STATS_BUCKETS && us > stats_bucket_us[b])
+            b++;
+        st->latency[b]++;
+        st->latency_sum_us += us;
+    }
+}
+
+void worker_watch_install(sp_server *s, worker_watch *ww) {
+    server_observer o = {.conns_open = on_conns_open,
+                         .accept_step_aside = on_accept_step_aside,
+                         .request_begin = on_request_begin,
+                         .request_end = on_request_end,
+                         .request_done = on_request_done,
+                         .ud = ww};
+    server_set_observer(s, &o);
+}

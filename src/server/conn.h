@@ -1,0 +1,38 @@
+/* conn.h — one client connection as the server keeps it: a slot in the
+ * table indexed by fd, small on purpose (an idle keep-alive connection costs
+ * this and its kernel socket, nothing more). Read by the driver, and by a
+ * feature that takes a connection over (WebSockets). */
+#ifndef SPINDLE_CONN_H
+#define SPINDLE_CONN_H
+
+#include "loop/loop.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+typedef enum conn_state {
+    CONN_FREE = 0, /* table slot unused */
+    CONN_IDLE,     /* open, no coroutine, no buffer: waiting for bytes */
+    CONN_ACTIVE,   /* a coroutine serves it */
+} conn_state;
+
+typedef struct conn {
+    loop_watch w;          /* w.data is the server */
+    loop_timer idle_timer; /* keep-alive / first-request timeout; data: the server */
+    char *buf;             /* read buffer from the pool, only while active */
+    uint32_t buf_len;      /* bytes in buf */
+    uint32_t buf_off;      /* first unconsumed byte */
+    uint32_t nreq;         /* requests served */
+    uint8_t state;
+    uint8_t maybe_more; /* the last read filled the buffer: the socket may hold
+                           more that no new edge will announce */
+    uint8_t peer_family;
+    uint8_t peer_trusted; /* forwarded_allow_ips matched the peer */
+    uint16_t peer_port;
+    uint8_t peer_ip[16];
+} conn;
+_Static_assert(sizeof(conn) <= 160, "conn is in a table of one per fd: keep it small");
+
+#endif

@@ -1,0 +1,123 @@
+/* handler.h — what a feature module built on the handler API may use
+ * (static files, WebSockets, sessions): the request and response as the
+ * driver keeps them, request-scoped cleanups, a per-server slot, a stop
+ * hook, and taking a connection over. Features include this, never
+ * server.h, and the server core never includes a feature. */
+#ifndef SPINDLE_HANDLER_H
+#define SPINDLE_HANDLER_H
+
+#include "http/http_chunked.h"
+#include "http/http_parse.h"
+#include "http/http_write.h"
+#include "server/conn.h"
+#include "server/router.h"
+#include "spindle.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RES_MAX_FIELDS  64
+#define RES_FIELD_BYTES 8192
+#define REQ_MAX_DEFER   4
+
+/* ---- the request and response, on the serving coroutine's stack ------- */
+struct sp_req {
+    sp_server *srv;
+    conn *c;
+    http_request head;
+    sp_str path, query;
+    const route_match *match;
+    /* body */
+    uint64_t body_left;   /* Content-Length framing: bytes still to come */
+    http_chunked chunked; /* chunked framing */
+    const char *pend;     /* decoded chunk data not yet handed out */
+    size_t pend_len;
+    uint8_t body_done;
+    uint8_t expect_pending; /* 100-continue not yet sent */
+    int body_error;         /* status a failed body read calls for */
+    int body_errno;         /* what sp_read returned then */
+    char peer_text[64];
+    char client_text[64];
+    /* run when the request is over, last registered first (req_defer) */
+    struct {
+        void (*fn)(void *arg);
+        void *arg;
+    } defer[REQ_MAX_DEFER];
+    int ndefer;
+};
+
+struct sp_res {
+    sp_req *req;
+    conn *c;
+    int status;
+    http_field fields[RES_MAX_FIELDS];
+    size_t nfields;
+    size_t field_bytes;
+    int64_t declared; /* Content-Length given, or -1 */
+    uint64_t written;
+    uint8_t head_sent, finished, failed;
+    uint8_t force_close; /* the connection must close after this response */
+    uint8_t taken_over;  /* a handler owns the connection now (WebSocket) */
+    void (*release)(void *arg);
+    void *release_arg;
+    http_out out;
+    char store[RES_FIELD_BYTES];
+};
+
+/* ---- the server, as a feature sees it (server.c) ------------------------ */
+
+/* The loop s serves on (NULL before server_start), whether it is stopping,
+ * its options, the size of a connection's read buffer. */
+loop *server_loop(const sp_server *s);
+int server_stopping(const sp_server *s);
+const sp_server_options *server_options(const sp_server *s);
+size_t server_buf_size(const sp_server *s);
+int64_t server_deadline(const sp_server *s, int timeout_ms);
+
+/* A feature's own per-server state, found by key (the address of a static
+ * object of the module, so keys never clash). Setting a key again replaces
+ * the data, freeing the old with its free_fn; sp_server_free frees them
+ * all. data NULL removes the key. 0, or -ENOSPC beyond SERVER_MAX_EXT. */
+#define SERVER_MAX_EXT 8
+int server_ext_set(sp_server *s, const void *key, void *data, void (*free_fn)(void *data));
+void *server_ext_get(const sp_server *s, const void *key);
+
+/* Calls fn(s, ud) when s begins to stop (sp_server_stop), for modules that
+ * hold connections the driver does not see (WebSockets). Registering the
+ * same fn and ud again is a no-op. 0, or -ENOSPC beyond 4. */
+int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud);
+
+/* ---- the request (request.c) -------------------------------------------- */
+
+/* Runs fn(arg) when the request is over, whatever the handler did: the
+ * request-scoped cleanups of modules built on the API (sessions). 0, or
+ * -ENOSPC beyond REQ_MAX_DEFER. */
+int req_defer(sp_req *r, void (*fn)(void *arg), void *arg);
+/* The arg of the first cleanup registered with fn, or NULL: a module finds
+ * the object it made for this request. */
+void *req_deferred(const sp_req *r, void (*fn)(void *arg));
+/* sp_read without I/O: what the buffer holds (count), 0 at the end of the
+ * body, -EAGAIN when reading would need the socket, or the body error. */
+ssize_t req_read_buffered(sp_req *r, void *buf, size_t len);
+
+/* ---- the response (response.c) ------------------------------------------ */
+
+/* Forgets the header fields and declared length set so far (the head is
+ * not out yet): an error answer or a WSGI start_response replaces them. */
+void res_clear_head(sp_res *res);
+/* A complete error response (text body), with Connection: close when asked. */
+int res_send_error(sp_res *res, int status, int close, const char *allow);
+
+/* Called by a handler before it writes anything on the connection itself
+ * (the head not yet sent). From then on:
+ *  - the sp_res_* functions on res do nothing but return -EALREADY, and
+ *    the driver neither sends nor finishes a response nor drains a body;
+ *  - the caller owns the connection's read buffer (c->buf, with the bytes
+ *    from c->buf_off to c->buf_len still unconsumed; it may read into it
+ *    and move buf_off/buf_len) and writes on c->w itself;
+ *  - when the handler returns, whatever it returns, the driver calls
+ *    release(arg) on the handler's coroutine (it may park), then closes
+ *    the connection at once (server_conn_close: no lingering, no reuse). */
+void res_take_over(sp_res *res, void (*release)(void *arg), void *arg);
+
+#endif
