@@ -10,6 +10,7 @@
 #include "http/http_write.h"
 #include "loop/loop.h"
 #include "net/net.h"
+#include "server/forwarded.h"
 #include "server/router.h"
 #include "process/worker_slot.h"
 #include "spindle.h"
@@ -24,7 +25,6 @@
 #define SERVER_ACCEPT_BATCH_SHARED 4
 #define RES_MAX_FIELDS             64
 #define RES_FIELD_BYTES            8192
-#define FORWARD_MAX_NETS           32
 #define REQ_MAX_DEFER              4
 
 typedef enum conn_state {
@@ -58,12 +58,6 @@ typedef struct listener {
     int paused;
 } listener;
 
-typedef struct ip_net {
-    int family;
-    uint8_t addr[16];
-    int prefix;
-} ip_net;
-
 struct sp_server {
     sp_server_options opt;
     router routes;
@@ -80,9 +74,7 @@ struct sp_server {
     buf_pool bufs;
     size_t buf_size;
     http_date_cache date;
-    ip_net trusted[FORWARD_MAX_NETS];
-    int ntrusted;
-    int trust_all;
+    fwd_nets fwd; /* forwarded_allow_ips, parsed */
     int64_t log_last;
     uint64_t log_suppressed;
     int accept_exclusive;  /* several workers share the listeners: EPOLLEXCLUSIVE */
@@ -231,10 +223,5 @@ void res_init(sp_res *res, sp_req *req, conn *c);
 void res_clear_head(sp_res *res);
 /* A complete error response (text body), with Connection: close when asked. */
 int res_send_error(sp_res *res, int status, int close, const char *allow);
-
-/* forwarded.c */
-int forwarded_parse_nets(sp_server *s, const char *list);
-int forwarded_peer_trusted(const sp_server *s, const conn *c);
-void forwarded_client(const sp_req *r, char *out, size_t cap);
 
 #endif
