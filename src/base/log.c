@@ -2,7 +2,7 @@
  * several workers sharing stderr never interleave mid-line. */
 #include "base/log.h"
 
-#include "loop/loop.h"
+#include "base/clock.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -54,7 +54,7 @@ void log_msg(log_level level, const char *fmt, ...) {
 void log_ratelimited(int64_t *last, uint64_t *suppressed, log_level level, const char *fmt, ...) {
     if (level < min_level)
         return;
-    int64_t now = loop_clock_ms();
+    int64_t now = clock_mono_ms();
     if (*last && now - *last < 1000) {
         (*suppressed)++;
         return;

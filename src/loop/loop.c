@@ -4,6 +4,7 @@
  * thread's loop is found through a thread-local pointer (per-worker state). */
 #include "loop/loop.h"
 
+#include "base/clock.h"
 #include "loop/blocking_pool.h"
 
 #include <errno.h>
@@ -47,9 +48,7 @@ struct sp_loop {
 static _Thread_local loop *tls_loop;
 
 int64_t loop_clock_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return clock_mono_ms();
 }
 
 int64_t loop_now(const loop *l) {

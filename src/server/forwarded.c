@@ -1,9 +1,9 @@
-/* forwarded.c — trusting a proxy in front (--forwarded-allow-ips): which
- * peers are trusted, and the client address they report in Forwarded (RFC
- * 7239) or X-Forwarded-For. Walking the list from the right and stopping at
+/* forwarded.c — trusting a proxy in front (--forwarded-allow-ips), see
+ * forwarded.h: which peers are trusted, and the client address they report
+ * in Forwarded (RFC 7239) or X-Forwarded-For. Walking the list from the right and stopping at
  * the first untrusted hop means a client cannot forge its address by
  * sending its own X-Forwarded-For through the proxy. */
-#include "server/server.h"
+#include "server/forwarded.h"
 
 #include "http/http_chars.h"
 
@@ -30,7 +30,7 @@ static int parse_ip(const char *s, size_t n, int *family, uint8_t addr[16]) {
     return 0;
 }
 
-int forwarded_parse_nets(sp_server *s, const char *list) {
+int fwd_parse_nets(fwd_nets *nets, const char *list) {
     const char *p = list;
     while (*p) {
         while (*p == ' ' || *p == ',')
@@ -41,11 +41,11 @@ int forwarded_parse_nets(sp_server *s, const char *list) {
         while (*end && *end != ',' && *end != ' ')
             end++;
         if (end - p == 1 && *p == '*') {
-            s->trust_all = 1;
+            nets->trust_all = 1;
         } else {
-            if (s->ntrusted == FORWARD_MAX_NETS)
+            if (nets->ntrusted == FORWARD_MAX_NETS)
                 return -ENOSPC;
-            ip_net *net = &s->trusted[s->ntrusted];
+            ip_net *net = &nets->trusted[nets->ntrusted];
             const char *slash = memchr(p, '/', (size_t)(end - p));
             const char *ip_end = slash ? slash : end;
             if (!parse_ip(p, (size_t)(ip_end - p), &net->family, net->addr))
@@ -59,7 +59,7 @@ int forwarded_parse_nets(sp_server *s, const char *list) {
                     return -EINVAL;
                 net->prefix = (int)v;
             }
-            s->ntrusted++;
+            nets->ntrusted++;
         }
         p = end;
     }
@@ -79,20 +79,19 @@ static int in_net(const ip_net *n, int family, const uint8_t *addr) {
     return 1;
 }
 
-static int trusted(const sp_server *s, int family, const uint8_t *addr) {
-    if (s->trust_all)
+static int trusted(const fwd_nets *nets, int family, const uint8_t *addr) {
+    if (nets->trust_all)
         return 1;
-    for (int i = 0; i < s->ntrusted; i++)
-        if (in_net(&s->trusted[i], family, addr))
+    for (int i = 0; i < nets->ntrusted; i++)
+        if (in_net(&nets->trusted[i], family, addr))
             return 1;
     return 0;
 }
 
-int forwarded_peer_trusted(const sp_server *s, const conn *c) {
-    if (c->peer_family == AF_UNIX)
-        return s->trust_all || s->ntrusted > 0; /* a local proxy on a unix socket */
-    return (c->peer_family == AF_INET || c->peer_family == AF_INET6) &&
-           trusted(s, c->peer_family, c->peer_ip);
+int fwd_peer_trusted(const fwd_nets *nets, int family, const uint8_t ip[16]) {
+    if (family == AF_UNIX)
+        return nets->trust_all || nets->ntrusted > 0; /* a local proxy on a unix socket */
+    return (family == AF_INET || family == AF_INET6) && trusted(nets, family, ip);
 }
 
 /* Strips quotes, brackets and a port from one Forwarded for= or XFF item. */
@@ -127,13 +126,13 @@ static int item_ip(const char *p, size_t n, int *family, uint8_t addr[16], const
 }
 
 /* The "for=" values of a Forwarded header, right to left. */
-static int from_forwarded(const sp_server *s, sp_str v, char *out, size_t cap) {
-    size_t end = v.len;
+static int from_forwarded(const fwd_nets *nets, const http_field *v, char *out, size_t cap) {
+    size_t end = v->value_len;
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && v.ptr[start - 1] != ',')
+        while (start > 0 && v->value[start - 1] != ',')
             start--;
-        const char *elem = v.ptr + start;
+        const char *elem = v->value + start;
         size_t elen = end - start;
         const char *f = NULL;
         for (size_t i = 0; i + 4 <= elen; i++)
@@ -151,7 +150,7 @@ static int from_forwarded(const sp_server *s, sp_str v, char *out, size_t cap) {
             size_t ip_len;
             if (!item_ip(f, fl, &family, addr, &ip, &ip_len))
                 return 0; /* "unknown" or obfuscated: stop trusting */
-            if (!trusted(s, family, addr)) {
+            if (!trusted(nets, family, addr)) {
                 snprintf(out, cap, "%.*s", (int)ip_len, ip);
                 return 1;
             }
@@ -161,19 +160,19 @@ static int from_forwarded(const sp_server *s, sp_str v, char *out, size_t cap) {
     return 0;
 }
 
-static int from_xff(const sp_server *s, sp_str v, char *out, size_t cap) {
-    size_t end = v.len;
+static int from_xff(const fwd_nets *nets, const http_field *v, char *out, size_t cap) {
+    size_t end = v->value_len;
     while (end > 0) {
         size_t start = end;
-        while (start > 0 && v.ptr[start - 1] != ',')
+        while (start > 0 && v->value[start - 1] != ',')
             start--;
         int family;
         uint8_t addr[16];
         const char *ip;
         size_t ip_len;
-        if (!item_ip(v.ptr + start, end - start, &family, addr, &ip, &ip_len))
+        if (!item_ip(v->value + start, end - start, &family, addr, &ip, &ip_len))
             return 0;
-        if (!trusted(s, family, addr) || start == 0) {
+        if (!trusted(nets, family, addr) || start == 0) {
             snprintf(out, cap, "%.*s", (int)ip_len, ip);
             return 1;
         }
@@ -182,12 +181,20 @@ static int from_xff(const sp_server *s, sp_str v, char *out, size_t cap) {
     return 0;
 }
 
-void forwarded_client(const sp_req *r, char *out, size_t cap) {
+/* The first field line named lname (lower case), as sp_req_header finds it. */
+static const http_field *field(const http_request *head, const char *lname) {
+    size_t n = strlen(lname);
+    for (size_t i = 0; i < head->nfields; i++)
+        if (http_ieq(head->fields[i].name, head->fields[i].name_len, lname, n))
+            return &head->fields[i];
+    return NULL;
+}
+
+int fwd_client(const http_request *head, const fwd_nets *nets, char *out, size_t cap) {
     out[0] = '\0';
-    sp_str fwd = sp_req_header(r, "Forwarded");
-    if (fwd.ptr && from_forwarded(r->srv, fwd, out, cap))
-        return;
-    sp_str xff = sp_req_header(r, "X-Forwarded-For");
-    if (xff.ptr)
-        from_xff(r->srv, xff, out, cap);
+    const http_field *fwd = field(head, "forwarded");
+    if (fwd && from_forwarded(nets, fwd, out, cap))
+        return 1;
+    const http_field *xff = field(head, "x-forwarded-for");
+    return xff && from_xff(nets, xff, out, cap);
 }

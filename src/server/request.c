@@ -145,7 +145,7 @@ const char *sp_req_client_addr(const sp_req *r) {
     sp_req *m = (sp_req *)r;
     if (!m->client_text[0]) {
         if (r->c->peer_trusted)
-            forwarded_client(r, m->client_text, sizeof m->client_text);
+            fwd_client(&r->head, &r->srv->fwd, m->client_text, sizeof m->client_text);
         if (!m->client_text[0])
             format_ip(r->c, m->client_text, sizeof m->client_text, 0);
     }

@@ -68,9 +68,9 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.stack_size = d.stack_size;
     if (n.fields_max > 1000)
         n.fields_max = 1000;
-    s->ntrusted = 0;
-    s->trust_all = 0;
-    if (n.forwarded_allow_ips && forwarded_parse_nets(s, n.forwarded_allow_ips) < 0)
+    s->fwd.ntrusted = 0;
+    s->fwd.trust_all = 0;
+    if (n.forwarded_allow_ips && fwd_parse_nets(&s->fwd, n.forwarded_allow_ips) < 0)
         return -EINVAL;
     n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
     s->opt = n;
@@ -339,7 +339,7 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
         memcpy(c->peer_ip, &peer->u.in6.sin6_addr, 16);
         c->peer_port = ntohs(peer->u.in6.sin6_port);
     }
-    c->peer_trusted = (uint8_t)forwarded_peer_trusted(s, c);
+    c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
     s->nconns++;
     if (s->obs.conns_open)
         s->obs.conns_open(s->obs.ud, s->nconns);

@@ -10,6 +10,7 @@
 #include "loop/loop.h"
 #include "net/net.h"
 #include "server/embed.h"
+#include "server/forwarded.h"
 #include "server/handler.h"
 #include "server/router.h"
 #include "spindle.h"
@@ -20,19 +21,12 @@
 #define SERVER_MAX_LISTENERS       16
 #define SERVER_ACCEPT_BATCH        64
 #define SERVER_ACCEPT_BATCH_SHARED 4
-#define FORWARD_MAX_NETS           32
 
 typedef struct listener {
     loop_watch w;
     net_addr addr;
     int paused;
 } listener;
-
-typedef struct ip_net {
-    int family;
-    uint8_t addr[16];
-    int prefix;
-} ip_net;
 
 /* What the server tells whoever supervises it (the process layer's shared
  * counters and accept balancing), without knowing who that is. Every
@@ -58,9 +52,7 @@ struct sp_server {
     sp_server_options opt;
     size_t buf_size;
     router routes;
-    ip_net trusted[FORWARD_MAX_NETS];
-    int ntrusted;
-    int trust_all;
+    fwd_nets fwd; /* forwarded_allow_ips, parsed */
     /* listening and accepting (server.c) */
     listener listeners[SERVER_MAX_LISTENERS];
     int nlisteners;
@@ -164,10 +156,5 @@ int req_drain(sp_req *r, uint64_t max);
 
 /* response.c */
 void res_init(sp_res *res, sp_req *req, conn *c);
-
-/* forwarded.c */
-int forwarded_parse_nets(sp_server *s, const char *list);
-int forwarded_peer_trusted(const sp_server *s, const conn *c);
-void forwarded_client(const sp_req *r, char *out, size_t cap);
 
 #endif

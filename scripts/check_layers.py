@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""check_layers.py — the include rules between spindle's layers.
+
+Reads every .c/.h/.S under src/, python/_spindle/ and include/, takes each
+quoted `#include "..."` (system headers in <...> are not ours and are not
+checked), resolves it the way the compiler does (-Iinclude -Isrc, plus the
+including file's own folder for the binding) and checks it against the rules
+below. Prints `FILE:LINE: includes "X" (layer L) — LAYER may include only ...`
+for each violation and exits 1; else prints a one-line summary and exits 0.
+
+Layers (a folder of src/), and what each may include besides itself:
+
+  base           nothing of ours (leaf helpers: log, buf_pool, sha1, sha256, clock)
+  coro           base
+  loop           coro, base, spindle.h
+  net            loop, coro, base, spindle.h
+  http           base (pure byte codecs: no socket, no loop, no spindle.h)
+  server         http, net, loop, coro, base, spindle.h — a file directly in
+                 src/server/ never includes a feature folder src/server/*/
+  server/<feat>  (every subfolder of src/server/: static, ws, session) the
+                 server core and everything it may include; never another
+                 feature
+  process        server (the core, not its features) and below, spindle.h
+  cli            everything in src/, spindle.h
+  python         (python/_spindle) anything in src/ and spindle.h, and the
+                 external greenlet.h / Python.h (found on -I paths outside
+                 the tree)
+  api            (include/spindle.h, the public API) nothing of ours
+
+"spindle.h" (include/) is allowed from loop upwards: loop.h aliases the
+public sp_loop; base, coro and http (the pure layers) must not need it.
+Nothing in src/ includes python/. A same-folder include is always fine.
+
+Every include must resolve to an existing file. In src/ it must be written
+folder-qualified from src/ ("http/http_parse.h"): one that only resolves
+relative to the including file's folder, or not at all, is reported.
+
+Usage: check_layers.py [--root DIR]   (DIR: the tree, default this repo)
+"""
+
+import argparse
+import os
+import re
+import sys
+
+# Ordered from the bottom up; "server/*" stands for each feature folder.
+BELOW_SERVER = ["http", "net", "loop", "coro", "base", "spindle.h"]
+RULES = {
+    "base": [],
+    "coro": ["base"],
+    "loop": ["coro", "base", "spindle.h"],
+    "net": ["loop", "coro", "base", "spindle.h"],
+    "http": ["base"],
+    "server": BELOW_SERVER,
+    "server/*": ["server"] + BELOW_SERVER,
+    "process": ["server"] + BELOW_SERVER,
+    "cli": ["process", "server", "server/*"] + BELOW_SERVER,
+    "python": ["cli", "process", "server", "server/*"] + BELOW_SERVER,
+    "api": [],
+}
+# Quoted includes of headers outside the tree, per layer.
+EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
+SOURCE_EXT = (".c", ".h", ".S")
+INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
+
+
+def strip_comments(text):
+    """Blanks C comments (keeping newlines, so line numbers hold), stepping
+    over string and character literals ("*/*" is not a comment)."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "/" and text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append(re.sub(r"[^\n]", " ", text[i:j]))
+            i = j
+        elif c == "/" and text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            j = min(j + 1, n)
+            out.append(text[i:j])
+            i = j
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def layer_of(rel):
+    """The layer of a path relative to the root, or None if in no layer."""
+    parts = rel.split("/")
+    if parts[0] == "include":
+        return "api"
+    if parts[0] == "python":
+        return "python"
+    if parts[0] != "src" or len(parts) < 3:
+        return None
+    if parts[1] == "server" and len(parts) >= 4:
+        return "server/" + parts[2]
+    return parts[1]
+
+
+def rule_key(layer):
+    return "server/*" if layer.startswith("server/") else layer
+
+
+def allowed(frm, to):
+    if frm == to:
+        return True
+    rule = RULES.get(rule_key(frm))
+    if rule is None:
+        return False
+    if to.startswith("server/"):
+        return "server/*" in rule
+    return to in rule
+
+
+def describe(layer):
+    rule = RULES.get(rule_key(layer))
+    if rule is None:
+        return "%s is not a known layer: add it to scripts/check_layers.py" % layer
+    if not rule:
+        return "%s may include only itself (and system headers)" % layer
+    names = ["server/<feature>" if r == "server/*" else r for r in rule]
+    return "%s may include only %s (and itself)" % (layer, ", ".join(names))
+
+
+def sources(root):
+    for top in ("src", "python/_spindle", "include"):
+        base = os.path.join(root, top)
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames.sort()
+            for f in sorted(filenames):
+                if f.endswith(SOURCE_EXT):
+                    yield os.path.relpath(os.path.join(dirpath, f), root).replace(os.sep, "/")
+
+
+def resolve(root, rel, name, layer):
+    """(target path relative to root or None, problem text or None)."""
+    here = os.path.dirname(rel)
+    search = ["include", "src"]
+    if layer == "python":
+        search = [here] + search  # the binding's own headers, unqualified
+    for d in search:
+        cand = os.path.normpath(os.path.join(d, name)).replace(os.sep, "/")
+        if os.path.isfile(os.path.join(root, cand)):
+            return cand, None
+    if name in EXTERNAL.get(layer, ()):
+        return None, None
+    local = os.path.normpath(os.path.join(here, name)).replace(os.sep, "/")
+    if os.path.isfile(os.path.join(root, local)):
+        return None, ('includes "%s", which resolves only next to the including file: '
+                      'write it folder-qualified from src/ ("%s")' % (name, local[len("src/"):]))
+    return None, 'includes "%s", which resolves to no file under include/ or src/' % name
+
+
+def check(root):
+    violations = []
+    nfiles = nincludes = 0
+    for rel in sources(root):
+        nfiles += 1
+        frm = layer_of(rel)
+        with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+            text = strip_comments(f.read())
+        for m in INCLUDE_RE.finditer(text):
+            nincludes += 1
+            line = text.count("\n", 0, m.start()) + 1
+            name = m.group(1)
+            where = "%s:%d: " % (rel, line)
+            if frm is None:
+                violations.append(where + 'includes "%s" from a file in no layer: '
+                                  'sources live in a folder of src/' % name)
+                continue
+            target, problem = resolve(root, rel, name, frm)
+            if problem:
+                violations.append(where + problem)
+                continue
+            if target is None:  # an allowed external header
+                continue
+            if os.path.dirname(target) == os.path.dirname(rel):
+                continue  # same folder: always fine
+            to = "spindle.h" if target == "include/spindle.h" else layer_of(target)
+            if to is None:
+                to = target
+            if to == "python" and frm != "python":
+                violations.append(where + 'includes "%s" (layer python) — nothing in src/ '
+                                  'includes python/' % name)
+            elif not allowed(frm, to):
+                violations.append(where + 'includes "%s" (layer %s) — %s' %
+                                  (name, to, describe(frm)))
+    return violations, nfiles, nincludes
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Checks the include rules between spindle's layers.")
+    ap.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."),
+                    help="the tree to check (holding src/, include/, python/_spindle/)")
+    args = ap.parse_args()
+    root = os.path.abspath(args.root)
+    if not os.path.isdir(os.path.join(root, "src")):
+        print("check_layers: %s has no src/" % root, file=sys.stderr)
+        return 2
+    violations, nfiles, nincludes = check(root)
+    for v in violations:
+        print(v)
+    if violations:
+        print("check_layers: %d violation%s in %d includes of %d files" %
+              (len(violations), "" if len(violations) == 1 else "s", nincludes, nfiles))
+        return 1
+    print("check_layers: %d includes in %d files, every one within the layer rules" %
+          (nincludes, nfiles))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

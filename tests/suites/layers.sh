@@ -1,0 +1,76 @@
+#!/bin/bash
+# layers.sh — the include rules between the layers (scripts/check_layers.py):
+# the real tree must keep them, and the checker must catch what it exists
+# for: planted into a copy of the tree, an upward include (http -> server),
+# a server-core -> feature include, a feature -> other feature include and
+# a stale un-qualified include each fail it, naming the file and line; a
+# downward include adds nothing. Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+PY=/usr/bin/python3
+CHECK=scripts/check_layers.py
+pass=0
+fail=0
+ok() { echo "ok: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# 1. The real tree.
+if out=$("$PY" $CHECK 2>&1); then
+  ok "the tree keeps the layer rules: $out"
+else
+  echo "$out"
+  bad "the tree breaks the layer rules (the lines above)"
+fi
+
+# copy: a fresh copy of the tree in $work/t.
+copy() {
+  rm -rf "$work/t"
+  mkdir -p "$work/t/python"
+  cp -r src include "$work/t/" && cp -r python/_spindle "$work/t/python/"
+}
+
+# plant NAME FILE INCLUDE: appends `#include "INCLUDE"` to FILE of a fresh
+# copy; the checker must fail and name FILE:LINE and INCLUDE.
+plant() {
+  local name=$1 file=$2 inc=$3
+  copy
+  local line=$(($(wc -l <"$work/t/$file") + 1))
+  echo "#include \"$inc\"" >>"$work/t/$file"
+  local out rc
+  out=$("$PY" $CHECK --root "$work/t" 2>&1)
+  rc=$?
+  if [ $rc -eq 1 ] && grep -qF "$file:$line: includes \"$inc\"" <<<"$out"; then
+    ok "$name: $(grep -F "$file:$line:" <<<"$out")"
+  else
+    echo "$out"
+    bad "$name: the checker (exit $rc) did not report $file:$line including \"$inc\""
+  fi
+}
+
+# 2. An upward include: http (pure codecs) including the server.
+plant "upward include" src/http/http_chars.c server/server.h
+# 3. The server core including a feature.
+plant "server core -> feature" src/server/router.c server/static/static_http.h
+# 4. One feature including another.
+plant "feature -> feature" src/server/static/static.c server/ws/ws.h
+# 5. A stale un-qualified include (the layout before the folders).
+plant "un-qualified include" src/server/router.c http_chars.h
+
+# 6. A downward include is no violation: the output is what it was.
+copy
+before=$("$PY" $CHECK --root "$work/t" 2>&1 | grep -v '^check_layers:')
+echo '#include "base/log.h"' >>"$work/t/src/http/http_chars.c"
+after=$("$PY" $CHECK --root "$work/t" 2>&1 | grep -v '^check_layers:')
+if [ "$before" = "$after" ]; then
+  ok "a downward include (http -> base) adds no violation"
+else
+  diff <(echo "$before") <(echo "$after")
+  bad "a downward include (http -> base) was reported"
+fi
+
+echo "layers: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
