@@ -191,6 +191,95 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
     stats_record(s, req, res->head_sent ? res->status : 0, head_len + body_in, res->written, t0);
 }
 
+/* The request's path, query and body framing, from its parsed head. 0, or
+ * the status to refuse it with. pb holds at least target_len + 1 bytes. */
+static int prepare_request(sp_server *s, sp_req *req, char *pb) {
+    const http_request *h = &req->head;
+    const char *q;
+    size_t qlen;
+    long plen = path_normalize(h->target, h->target_len, pb, h->target_len + 1, &q, &qlen);
+    if (plen < 0)
+        return 400;
+    req->path = (sp_str){pb, (size_t)plen};
+    req->query = (sp_str){q, qlen};
+    switch (h->framing) {
+    case HTTP_BODY_LENGTH:
+        if (s->opt.body_max && h->content_length > s->opt.body_max)
+            return 413;
+        req->body_left = h->content_length;
+        req->body_done = h->content_length == 0;
+        break;
+    case HTTP_BODY_CHUNKED:
+        http_chunked_init(&req->chunked, s->opt.body_max ? s->opt.body_max : UINT64_MAX, 0, 0);
+        break;
+    default:
+        req->body_done = 1;
+    }
+    /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
+    req->expect_pending = h->expect_continue && !req->body_done && h->minor_version >= 1;
+    return 0;
+}
+
+/* Closes after a request: lingering while an unread body may still come. */
+static void close_after(sp_server *s, conn *c, const sp_req *req) {
+    if (!req->body_done)
+        http_conn_linger_close(s, c);
+    else
+        server_conn_close(s, c);
+}
+
+/* Ends the exchange after the handler returned rc: an error answer, the
+ * end of the response, the accounting, and whether the connection stays.
+ * 1 to keep it, 0 when it has been closed. */
+static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc, uint32_t head_len,
+                        uint64_t t0) {
+    const http_request *h = &req->head;
+    if (res->taken_over) {
+        /* A WebSocket (or another protocol) had the connection: let it
+         * clean up, then close; it is never reused for HTTP. */
+        if (res->release)
+            res->release(res->release_arg);
+        record(s, req, res, head_len, t0);
+        server_conn_close(s, c);
+        return 0;
+    }
+    if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req->body_error) {
+        /* The handler gave up because the client hung up while it waited:
+         * nobody to answer, and no error to report. */
+        record(s, req, res, head_len, t0);
+        server_conn_close(s, c);
+        return 0;
+    }
+    if (rc < 0 && !res->head_sent && !res->failed) {
+        int status = req->body_error ? req->body_error : 500;
+        if (!req->body_error)
+            log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
+                    h->method, (int)h->target_len, h->target, strerror(-rc));
+        res_send_error(res, status, req->body_error != 0, NULL);
+    } else if (rc < 0 && !res->failed) {
+        /* The response started and cannot be completed: closing is the only
+         * honest end (a last chunk would make a cut body look complete). */
+        record(s, req, res, head_len, t0);
+        close_after(s, c, req);
+        return 0;
+    }
+    if (!res->finished && !res->failed)
+        sp_res_finish(res);
+    record(s, req, res, head_len, t0);
+    if (res->failed) {
+        server_conn_close(s, c); /* the client is gone or not reading */
+        return 0;
+    }
+    if (res->out.framing == HTTP_OUT_LENGTH && res->written < (uint64_t)res->declared)
+        res->force_close = 1;
+    int keep = res->out.keep_alive && !res->force_close && !s->stopping;
+    if (keep && !req->body_done)
+        keep = !req->expect_pending && req_drain(req, s->opt.drain_max);
+    if (!keep)
+        close_after(s, c, req);
+    return keep;
+}
+
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
  * to keep the connection, 0 when it has been closed, -1 when no request
  * came and the connection went back to idle. */
@@ -229,96 +318,20 @@ static int serve_one(sp_server *s, conn *c) {
     c->buf_off += (uint32_t)rc;
     uint32_t head_len = (uint32_t)rc;
     uint64_t t0 = s->timed ? stats_clock_ns() : 0;
-
-    const http_request *h = &req.head;
-    if (h->target_len >= sizeof pathbuf) {
-        pb = malloc(h->target_len + 1);
-        if (!pb) {
-            refuse(s, c, &req, 503);
-            goto out;
-        }
-    }
-    const char *q;
-    size_t qlen;
-    long plen = path_normalize(h->target, h->target_len, pb, h->target_len + 1, &q, &qlen);
-    if (plen < 0) {
-        refuse(s, c, &req, 400);
+    if (req.head.target_len >= sizeof pathbuf && !(pb = malloc(req.head.target_len + 1))) {
+        pb = pathbuf;
+        refuse(s, c, &req, 503);
         goto out;
     }
-    req.path = (sp_str){pb, (size_t)plen};
-    req.query = (sp_str){q, qlen};
-
-    switch (h->framing) {
-    case HTTP_BODY_LENGTH:
-        if (s->opt.body_max && h->content_length > s->opt.body_max) {
-            refuse(s, c, &req, 413);
-            goto out;
-        }
-        req.body_left = h->content_length;
-        req.body_done = h->content_length == 0;
-        break;
-    case HTTP_BODY_CHUNKED:
-        http_chunked_init(&req.chunked, s->opt.body_max ? s->opt.body_max : UINT64_MAX, 0, 0);
-        break;
-    default:
-        req.body_done = 1;
+    int status = prepare_request(s, &req, pb);
+    if (status) {
+        refuse(s, c, &req, status);
+        goto out;
     }
-    /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
-    req.expect_pending = h->expect_continue && !req.body_done && h->minor_version >= 1;
-
     sp_res res;
     res_init(&res, &req, c);
     rc = dispatch(s, &req, &res);
-    if (res.taken_over) {
-        /* A WebSocket (or another protocol) had the connection: let it
-         * clean up, then close; it is never reused for HTTP. */
-        if (res.release)
-            res.release(res.release_arg);
-        record(s, &req, &res, head_len, t0);
-        server_conn_close(s, c);
-        goto out;
-    }
-    if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req.body_error) {
-        /* The handler gave up because the client hung up while it waited:
-         * nobody to answer, and no error to report. */
-        record(s, &req, &res, head_len, t0);
-        server_conn_close(s, c);
-        goto out;
-    }
-    if (rc < 0 && !res.head_sent && !res.failed) {
-        int status = req.body_error ? req.body_error : 500;
-        if (!req.body_error)
-            log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
-                    h->method, (int)h->target_len, h->target, strerror(-rc));
-        res_send_error(&res, status, req.body_error != 0, NULL);
-    } else if (rc < 0 && !res.failed) {
-        /* The response started and cannot be completed: closing is the only
-         * honest end (a last chunk would make a cut body look complete). */
-        record(s, &req, &res, head_len, t0);
-        if (!req.body_done)
-            http_conn_linger_close(s, c);
-        else
-            server_conn_close(s, c);
-        goto out;
-    }
-    if (!res.finished && !res.failed)
-        sp_res_finish(&res);
-    record(s, &req, &res, head_len, t0);
-    if (res.failed) {
-        server_conn_close(s, c); /* the client is gone or not reading */
-        goto out;
-    }
-    if (res.out.framing == HTTP_OUT_LENGTH && res.written < (uint64_t)res.declared)
-        res.force_close = 1;
-    keep = res.out.keep_alive && !res.force_close && !s->stopping;
-    if (keep && !req.body_done)
-        keep = !req.expect_pending && req_drain(&req, s->opt.drain_max);
-    if (!keep) {
-        if (!req.body_done)
-            http_conn_linger_close(s, c);
-        else
-            server_conn_close(s, c);
-    }
+    keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);
     if (pb != pathbuf)
