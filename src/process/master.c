@@ -5,7 +5,7 @@
  * turning (--worker-timeout), reloads (HUP: new workers first, then the old
  * ones drain), upgrades the binary (USR2), adds and removes workers
  * (TTIN/TTOU), and forwards TERM/INT/QUIT. */
-#include "process/master.h"
+#include "process/master_int.h"
 
 #include "base/log.h"
 #include "loop/loop.h"
@@ -24,38 +24,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define MAX_WORKERS    256
-#define TICK_MS        200
-#define BACKOFF_MAX_MS 10000
-#define RETIRING       (-1) /* a child's generation once told to stop */
-
-typedef struct child {
-    pid_t pid;          /* 0: slot free or waiting to restart */
-    int gen;            /* the generation it serves, or RETIRING */
-    int64_t started;    /* ms */
-    int64_t restart_at; /* when to start it again (0: not waiting) */
-    int fails;          /* quick deaths in a row, for the backoff */
-} child;
-
-typedef struct master {
-    sp_server *s;
-    master_options *mo;
-    worker_slot *slots;
-    child kids[MAX_WORKERS];
-    int target; /* workers wanted (TTIN/TTOU change it) */
-    int gen;
-    sigset_t orig;
-    int stopping; /* 1 graceful, 2 immediate */
-    int boot_failed;
-    int64_t stop_deadline;
-    pid_t upgrade_pid;  /* the new master of a binary upgrade in flight */
-    pid_t old_master;   /* the master we replace (we are its upgrade) */
-    int announced;      /* readiness told (pid file, old master, systemd) */
-    char exe[PATH_MAX]; /* our binary, for USR2 */
-    char *cmdline;      /* our argv, NUL-separated, for USR2 */
-    size_t cmdline_len;
-} master;
 
 static volatile sig_atomic_t got_chld, got_term, got_int, got_quit, got_tick, got_hup, got_usr1,
     got_usr2, got_ttin, got_ttou;
@@ -97,9 +65,8 @@ static void on_signal(int sig) {
     }
 }
 
-static const int handled[] = {SIGCHLD, SIGTERM, SIGINT,  SIGQUIT, SIGALRM,
-                              SIGHUP,  SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU};
-#define NHANDLED (int)(sizeof handled / sizeof handled[0])
+const int master_signals[NHANDLED] = {SIGCHLD, SIGTERM, SIGINT,  SIGQUIT, SIGALRM,
+                                      SIGHUP,  SIGUSR1, SIGUSR2, SIGTTIN, SIGTTOU};
 
 /* Gives a worker its own SO_REUSEPORT sockets (--reuse-port). */
 static int own_listeners(sp_server *s) {
@@ -131,7 +98,7 @@ static pid_t spawn(master *m, int i) {
     /* The worker: default dispositions, its own signal handling (worker.c),
      * and it stops if the master dies without telling it. */
     for (int k = 0; k < NHANDLED; k++)
-        signal(handled[k], SIG_DFL);
+        signal(master_signals[k], SIG_DFL);
     signal(SIGHUP, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     signal(SIGTTIN, SIG_IGN);
@@ -166,7 +133,7 @@ static pid_t spawn(master *m, int i) {
     _exit(rc);
 }
 
-static void describe_exit(int status, char *out, size_t cap) {
+void master_describe_exit(int status, char *out, size_t cap) {
     if (WIFSIGNALED(status))
         snprintf(out, cap, "was killed by signal %d (%s)%s", WTERMSIG(status),
                  strsignal(WTERMSIG(status)), WCOREDUMP(status) ? ", core dumped" : "");
@@ -237,30 +204,6 @@ static void keep_count(master *m, int64_t now) {
     }
 }
 
-static void write_pid_file(const char *path) {
-    if (!path)
-        return;
-    char tmp[PATH_MAX + 8];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0 || rename(tmp, path) != 0)
-        log_msg(LOG_ERROR, "cannot write the pid file %s: %s", path, strerror(errno));
-}
-
-static void remove_pid_file(const char *path) {
-    if (!path)
-        return;
-    FILE *f = fopen(path, "r");
-    int pid = 0;
-    if (f) {
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-    }
-    if (pid == (int)getpid())
-        unlink(path);
-}
-
 /* ---- reload and upgrade -------------------------------------------------- */
 
 static void reload(master *m, int64_t now) {
@@ -290,79 +233,6 @@ static void reload(master *m, int64_t now) {
     sd_notify_send("READY=1");
 }
 
-static void upgrade(master *m) {
-    if (m->upgrade_pid > 0) {
-        log_msg(LOG_WARNING, "USR2: an upgrade (pid %d) is already under way", (int)m->upgrade_pid);
-        return;
-    }
-    if (!m->cmdline) {
-        log_msg(LOG_ERROR, "USR2: this master could not read its command line; cannot upgrade");
-        return;
-    }
-    const char *pidf = m->mo->pid_file;
-    char old[PATH_MAX + 8];
-    if (pidf) {
-        snprintf(old, sizeof old, "%s.oldbin", pidf);
-        if (rename(pidf, old) != 0)
-            log_msg(LOG_WARNING, "USR2: cannot move %s to %s: %s", pidf, old, strerror(errno));
-    }
-    char fds[256] = "", self[32];
-    size_t len = 0;
-    for (int i = 0; i < server_nlisteners(m->s); i++)
-        if (server_listener_fd(m->s, i) >= 0)
-            len += (size_t)snprintf(fds + len, sizeof fds - len, "%s%d", len ? "," : "",
-                                    server_listener_fd(m->s, i));
-    snprintf(self, sizeof self, "%d", (int)getpid());
-    pid_t pid = fork();
-    if (pid == 0) {
-        for (int k = 0; k < NHANDLED; k++)
-            signal(handled[k], SIG_DFL);
-        struct itimerval off = {{0, 0}, {0, 0}};
-        setitimer(ITIMER_REAL, &off, NULL);
-        sigprocmask(SIG_SETMASK, &m->orig, NULL);
-        for (int i = 0; i < server_nlisteners(m->s); i++) {
-            int fd = server_listener_fd(m->s, i);
-            if (fd >= 0)
-                fcntl(fd, F_SETFD, 0); /* the new binary inherits the sockets */
-        }
-        setenv("SPINDLE_LISTEN_FDS", fds, 1);
-        setenv("SPINDLE_OLD_MASTER", self, 1);
-        char *argv[256];
-        int argc = 0;
-        for (size_t off2 = 0; off2 < m->cmdline_len && argc < 255;) {
-            argv[argc++] = m->cmdline + off2;
-            off2 += strlen(m->cmdline + off2) + 1;
-        }
-        argv[argc] = NULL;
-        execv(m->exe, argv);
-        log_msg(LOG_ERROR, "USR2: cannot run %s: %s", m->exe, strerror(errno));
-        _exit(127);
-    }
-    if (pid < 0) {
-        log_msg(LOG_ERROR, "USR2: fork: %s", strerror(errno));
-        if (pidf)
-            rename(old, pidf);
-        return;
-    }
-    m->upgrade_pid = pid;
-    log_msg(LOG_INFO, "USR2: started the new master %d from %s; this one drains once it is ready",
-            (int)pid, m->exe);
-}
-
-/* The new master failed before taking over: keep serving, restore the pid file. */
-static void upgrade_failed(master *m, int status) {
-    char how[96];
-    describe_exit(status, how, sizeof how);
-    log_msg(LOG_ERROR, "USR2: the new master %d %s; this master keeps serving", (int)m->upgrade_pid,
-            how);
-    m->upgrade_pid = 0;
-    if (m->mo->pid_file) {
-        char old[PATH_MAX + 8];
-        snprintf(old, sizeof old, "%s.oldbin", m->mo->pid_file);
-        rename(old, m->mo->pid_file);
-    }
-}
-
 /* Once every worker has started its loop: the pid file, systemd, and the
  * old master (if we are an upgrade) are told we serve. */
 static void announce_when_ready(master *m) {
@@ -372,7 +242,7 @@ static void announce_when_ready(master *m) {
         if (m->kids[i].gen == m->gen && m->kids[i].pid > 0 && !m->slots[i].heartbeat_ms)
             return;
     m->announced = 1;
-    write_pid_file(m->mo->pid_file);
+    pid_file_write(m->mo->pid_file);
     char msg[64];
     snprintf(msg, sizeof msg, "MAINPID=%d\nREADY=1", (int)getpid());
     sd_notify_send(msg);
@@ -384,25 +254,6 @@ static void announce_when_ready(master *m) {
     }
 }
 
-static void read_self(master *m) {
-    ssize_t n = readlink("/proc/self/exe", m->exe, sizeof m->exe - 1);
-    m->exe[n > 0 ? n : 0] = '\0';
-    int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    size_t cap = 65536;
-    m->cmdline = malloc(cap);
-    ssize_t r = m->cmdline ? read(fd, m->cmdline, cap - 1) : -1;
-    close(fd);
-    if (r <= 0) {
-        free(m->cmdline);
-        m->cmdline = NULL;
-        return;
-    }
-    m->cmdline[r] = '\0';
-    m->cmdline_len = (size_t)r;
-}
-
 /* ---- the supervision loop ------------------------------------------------ */
 
 static void reap(master *m, int64_t now) {
@@ -410,7 +261,7 @@ static void reap(master *m, int64_t now) {
     pid_t pid;
     while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
         if (pid == m->upgrade_pid) {
-            upgrade_failed(m, status);
+            master_upgrade_failed(m, status);
             continue;
         }
         for (int i = 0; i < MAX_WORKERS; i++) {
@@ -445,7 +296,7 @@ static void reap(master *m, int64_t now) {
                 break;
             }
             char how[96];
-            describe_exit(status, how, sizeof how);
+            master_describe_exit(status, how, sizeof how);
             log_msg(LOG_ERROR, "worker %d %s %s '%s'; starting a new one", (int)pid, how,
                     sl->busy ? "while serving" : "after serving",
                     sl->request[0] ? sl->request : "no request yet");
@@ -503,14 +354,111 @@ static void begin_stop(master *m, int how, int64_t now) {
     sd_notify_send("STOPPING=1");
 }
 
-int master_run(sp_server *s, master_options *mo) {
-    if (mo->workers <= 0) {
-        write_pid_file(mo->pid_file);
-        sd_notify_send("READY=1");
-        int rc = worker_run(s, NULL, &mo->board, mo->graceful_timeout_ms);
-        remove_pid_file(mo->pid_file);
-        return rc;
+/* --workers 0: this process serves, with no master. */
+static int serve_alone(sp_server *s, master_options *mo) {
+    pid_file_write(mo->pid_file);
+    sd_notify_send("READY=1");
+    int rc = worker_run(s, NULL, &mo->board, mo->graceful_timeout_ms);
+    pid_file_remove(mo->pid_file);
+    return rc;
+}
+
+/* The slots, then the retired workers' folded counters, then how many
+ * slots have ever been used (slots are taken lowest first, so readers
+ * scan only those), in memory the workers share. 0, or -1 logged. */
+#define SHM_BYTES (sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) + sizeof(int))
+static int map_board(master *m) {
+    m->slots = mmap(NULL, SHM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m->slots == MAP_FAILED) {
+        log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
+        return -1;
     }
+    worker_board *b = &m->mo->board;
+    b->slots = m->slots;
+    b->nslots = MAX_WORKERS;
+    b->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
+    b->slots_used = (volatile int *)(void *)(b->retired + 1);
+    return 0;
+}
+
+/* The handled signals are blocked except inside sigsuspend(wait_mask),
+ * with the 200 ms tick; saved keeps what was there before. */
+static void signals_install(master *m, struct sigaction saved[NHANDLED], sigset_t *wait_mask) {
+    sigset_t block;
+    sigemptyset(&block);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaddset(&block, master_signals[i]);
+    sigprocmask(SIG_BLOCK, &block, &m->orig);
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaction(master_signals[i], &sa, &saved[i]);
+    signal(SIGPIPE, SIG_IGN);
+    *wait_mask = m->orig;
+    for (int i = 0; i < NHANDLED; i++)
+        sigdelset(wait_mask, master_signals[i]);
+    struct itimerval tk = {{0, TICK_MS * 1000}, {0, TICK_MS * 1000}};
+    setitimer(ITIMER_REAL, &tk, NULL);
+}
+
+static void signals_restore(master *m, const struct sigaction saved[NHANDLED]) {
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    /* A tick may already be pending (blocked since the last sigsuspend).
+     * Ignoring SIGALRM discards it; otherwise the default disposition
+     * restored below would kill the process with it on unblock (seen as
+     * an exit by signal 14 after a clean "master stopped"). */
+    signal(SIGALRM, SIG_IGN);
+    for (int i = 0; i < NHANDLED; i++)
+        sigaction(master_signals[i], &saved[i], NULL);
+    sigprocmask(SIG_SETMASK, &m->orig, NULL);
+}
+
+/* Acts on the flags the handlers set since the last wake-up. */
+static void on_flags(master *m, int64_t now) {
+    if (got_chld) {
+        got_chld = 0;
+        reap(m, now);
+    }
+    if (got_quit || got_int >= 2) {
+        got_quit = 0;
+        begin_stop(m, 2, now);
+    } else if ((got_term || got_int) && !m->stopping) {
+        got_term = 0;
+        begin_stop(m, 1, now);
+    }
+    if (got_hup) {
+        got_hup = 0;
+        if (!m->stopping)
+            reload(m, now);
+    }
+    if (got_usr1) {
+        got_usr1 = 0;
+        signal_all(m, SIGUSR1); /* each worker reopens its access log */
+    }
+    if (got_usr2) {
+        got_usr2 = 0;
+        if (!m->stopping)
+            master_upgrade(m);
+    }
+    if (got_ttin || got_ttou) {
+        int d = got_ttin - got_ttou;
+        got_ttin = got_ttou = 0;
+        int want = m->target + d;
+        m->target = want < 1 ? 1 : want > MAX_WORKERS ? MAX_WORKERS : want;
+        log_msg(LOG_INFO, "now %d worker(s)", m->target);
+        if (!m->stopping)
+            keep_count(m, now);
+    }
+    if (got_tick) {
+        got_tick = 0;
+        tick(m, now);
+    }
+}
+
+int master_run(sp_server *s, master_options *mo) {
+    if (mo->workers <= 0)
+        return serve_alone(s, mo);
     master *m = calloc(1, sizeof *m);
     if (!m)
         return 1;
@@ -518,90 +466,29 @@ int master_run(sp_server *s, master_options *mo) {
     m->mo = mo;
     m->target = mo->workers > MAX_WORKERS ? MAX_WORKERS : mo->workers;
     m->gen = 1;
-    read_self(m);
+    master_read_self(m);
     const char *old = getenv("SPINDLE_OLD_MASTER");
     if (old) {
         m->old_master = (pid_t)atoi(old);
         unsetenv("SPINDLE_OLD_MASTER");
     }
-    /* The slots, then the retired workers' folded counters, then how many
-     * slots have ever been used (slots are taken lowest first, so readers
-     * scan only those). */
-    size_t shm = sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) + sizeof(int);
-    m->slots = mmap(NULL, shm, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (m->slots == MAP_FAILED) {
-        log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
+    if (map_board(m) < 0) {
+        free(m->cmdline);
         free(m);
         return 1;
     }
-    worker_board *b = &mo->board;
-    b->slots = m->slots;
-    b->nslots = MAX_WORKERS;
-    b->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
-    b->slots_used = (volatile int *)(void *)(b->retired + 1);
     if (mo->reuse_port)
         server_close_listeners(s); /* each worker binds its own; none left here */
-
-    sigset_t block, wait_mask;
-    sigemptyset(&block);
-    for (int i = 0; i < NHANDLED; i++)
-        sigaddset(&block, handled[i]);
-    sigprocmask(SIG_BLOCK, &block, &m->orig);
-    struct sigaction sa = {.sa_handler = on_signal}, saved[NHANDLED];
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NHANDLED; i++)
-        sigaction(handled[i], &sa, &saved[i]);
-    signal(SIGPIPE, SIG_IGN);
-    wait_mask = m->orig;
-    for (int i = 0; i < NHANDLED; i++)
-        sigdelset(&wait_mask, handled[i]);
-    struct itimerval tk = {{0, TICK_MS * 1000}, {0, TICK_MS * 1000}};
-    setitimer(ITIMER_REAL, &tk, NULL);
+    struct sigaction saved[NHANDLED];
+    sigset_t wait_mask;
+    signals_install(m, saved, &wait_mask);
 
     keep_count(m, loop_clock_ms());
     log_msg(LOG_INFO, "master %d started %d worker(s)", (int)getpid(), m->target);
-
     for (;;) {
         sigsuspend(&wait_mask);
         int64_t now = loop_clock_ms();
-        if (got_chld) {
-            got_chld = 0;
-            reap(m, now);
-        }
-        if (got_quit || got_int >= 2) {
-            got_quit = 0;
-            begin_stop(m, 2, now);
-        } else if ((got_term || got_int) && !m->stopping) {
-            got_term = 0;
-            begin_stop(m, 1, now);
-        }
-        if (got_hup) {
-            got_hup = 0;
-            if (!m->stopping)
-                reload(m, now);
-        }
-        if (got_usr1) {
-            got_usr1 = 0;
-            signal_all(m, SIGUSR1); /* each worker reopens its access log */
-        }
-        if (got_usr2) {
-            got_usr2 = 0;
-            if (!m->stopping)
-                upgrade(m);
-        }
-        if (got_ttin || got_ttou) {
-            int d = got_ttin - got_ttou;
-            got_ttin = got_ttou = 0;
-            int want = m->target + d;
-            m->target = want < 1 ? 1 : want > MAX_WORKERS ? MAX_WORKERS : want;
-            log_msg(LOG_INFO, "now %d worker(s)", m->target);
-            if (!m->stopping)
-                keep_count(m, now);
-        }
-        if (got_tick) {
-            got_tick = 0;
-            tick(m, now);
-        }
+        on_flags(m, now);
         if (m->stopping && alive(m) == 0)
             break;
         if (m->stopping && now > m->stop_deadline) {
@@ -611,25 +498,16 @@ int master_run(sp_server *s, master_options *mo) {
         }
     }
     log_msg(LOG_INFO, "master %d stopped", (int)getpid());
-    remove_pid_file(mo->pid_file);
+    pid_file_remove(mo->pid_file);
     if (mo->pid_file) {
         /* After an upgrade our pid is in FILE.oldbin: ours to remove. */
         char oldbin[PATH_MAX + 8];
         snprintf(oldbin, sizeof oldbin, "%s.oldbin", mo->pid_file);
-        remove_pid_file(oldbin);
+        pid_file_remove(oldbin);
     }
-    struct itimerval off = {{0, 0}, {0, 0}};
-    setitimer(ITIMER_REAL, &off, NULL);
-    /* A tick may already be pending (blocked since the last sigsuspend).
-     * Ignoring SIGALRM discards it; otherwise the default disposition
-     * restored below would kill the process with it on unblock (seen as
-     * an exit by signal 14 after a clean "master stopped"). */
-    signal(SIGALRM, SIG_IGN);
-    for (int i = 0; i < NHANDLED; i++)
-        sigaction(handled[i], &saved[i], NULL);
-    sigprocmask(SIG_SETMASK, &m->orig, NULL);
+    signals_restore(m, saved);
     int rc = m->boot_failed ? 1 : 0;
-    munmap(m->slots, shm);
+    munmap(m->slots, SHM_BYTES);
     free(m->cmdline);
     free(m);
     return rc;
