@@ -381,83 +381,37 @@ static int try_sendfile(hub *h, sr_obj *sr, PyObject *result) {
     return 1;
 }
 
-void wsgi_run(hub *h, pyjob *j) {
-    PyObject *input = input_new(j);
-    sr_obj *sr = PyObject_New(sr_obj, &sr_type);
-    PyObject *env = NULL, *result = NULL, *iter = NULL, *item = NULL;
-    if (!input || !sr)
-        goto error;
-    sr->j = j;
-    sr->status = sr->headers = NULL;
-    sr->called = 0;
-    sr->content_length = -1;
-    sr->sent = 0;
-    env = environ_build(h, j, input);
-    if (!env)
-        goto error;
-    result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
-    if (!result)
-        goto error;
-
-    /* One bytes item and nothing written yet: measure it, one writev. */
-    if ((PyList_CheckExact(result) || PyTuple_CheckExact(result)) &&
-        PySequence_Fast_GET_SIZE(result) == 1 && !j->res->head_sent && sr->sent == 0) {
-        PyObject *only = PySequence_Fast_GET_ITEM(result, 0);
-        if (!PyBytes_Check(only)) {
-            PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
-                         Py_TYPE(only)->tp_name);
-            goto error;
-        }
-        if (commit_head(sr, PyBytes_GET_SIZE(only)) < 0)
-            goto error;
-        j->data = PyBytes_AS_STRING(only);
-        j->len = allowed(sr, (size_t)PyBytes_GET_SIZE(only));
-        goto last_write; /* (lists have no close()) */
-    }
+/* The body from an iterable of bytes (or a file_wrapper through
+ * sendfile), chunk by chunk, stopping once a promised length is out. 0, or
+ * -1 with a Python error set. */
+static int send_iterable(hub *h, sr_obj *sr, PyObject *result) {
     int sent_file = try_sendfile(h, sr, result);
-    if (sent_file < 0)
-        goto error;
-    if (!sent_file) {
-        iter = PyObject_GetIter(result);
-        if (!iter)
-            goto error;
-        while ((item = PyIter_Next(iter))) {
-            if (!PyBytes_Check(item)) {
-                PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
-                             Py_TYPE(item)->tp_name);
-                goto error;
-            }
-            if (PyBytes_GET_SIZE(item) &&
-                send_chunk(sr, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0)
-                goto error;
-            Py_CLEAR(item);
-            if (sr->content_length >= 0 && sr->sent >= (uint64_t)sr->content_length)
-                break; /* the promised length is out: stop asking for more */
+    if (sent_file != 0)
+        return sent_file < 0 ? -1 : 0;
+    PyObject *iter = PyObject_GetIter(result), *item;
+    if (!iter)
+        return -1;
+    int rc = 0;
+    while ((item = PyIter_Next(iter))) {
+        if (!PyBytes_Check(item)) {
+            PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
+                         Py_TYPE(item)->tp_name);
+            rc = -1;
+        } else if (PyBytes_GET_SIZE(item) &&
+                   send_chunk(sr, PyBytes_AS_STRING(item), (size_t)PyBytes_GET_SIZE(item)) < 0) {
+            rc = -1;
         }
-        if (PyErr_Occurred())
-            goto error;
+        Py_DECREF(item);
+        if (rc < 0 || (sr->content_length >= 0 && sr->sent >= (uint64_t)sr->content_length))
+            break; /* an error, or the promised length is out: stop asking for more */
     }
-    if (!j->res->head_sent && commit_head(sr, sr->content_length >= 0 ? -1 : 0) < 0)
-        goto error;
-    if (call_close(result) < 0) {
-        log_app_error(j);
-        j->app_rc = -EIO;
-    }
-    j->data = NULL;
-    j->len = 0;
-    input_detach(input);
-    sr->j = NULL;
-    hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
-    goto out;
+    Py_DECREF(iter);
+    return rc < 0 || PyErr_Occurred() ? -1 : 0;
+}
 
-last_write:
-    input_detach(input);
-    sr->j = NULL;
-    /* The bytes object stays alive until the coroutine has sent it. */
-    hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
-    goto out;
-
-error:
+/* The app failed (exception set): log it, then a 500 if nothing was sent,
+ * else close (a started response cannot be completed honestly). */
+static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr_obj *sr) {
     if (j->res->failed) {
         /* The client went away mid-response: not the application's fault. */
         PyErr_Clear();
@@ -483,14 +437,75 @@ error:
         j->len = sizeof error_body - 1;
         hub_op_last(j, OP_WRITE, NULL);
     } else {
-        /* The response started and cannot be completed: close. */
         j->app_rc = -EIO;
         j->app_done = 1;
         loop_wake(h->l, j->t, 0);
     }
+}
+
+/* One bytes item and nothing written yet: measure it, one writev. 1 when
+ * it is that case (the body is in j->data), 0 when not, -1 on error. */
+static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
+    if (!(PyList_CheckExact(result) || PyTuple_CheckExact(result)) ||
+        PySequence_Fast_GET_SIZE(result) != 1 || j->res->head_sent || sr->sent != 0)
+        return 0;
+    PyObject *only = PySequence_Fast_GET_ITEM(result, 0);
+    if (!PyBytes_Check(only)) {
+        PyErr_Format(PyExc_TypeError, "WSGI response items must be bytes, not %.100s",
+                     Py_TYPE(only)->tp_name);
+        return -1;
+    }
+    if (commit_head(sr, PyBytes_GET_SIZE(only)) < 0)
+        return -1;
+    j->data = PyBytes_AS_STRING(only);
+    j->len = allowed(sr, (size_t)PyBytes_GET_SIZE(only));
+    return 1;
+}
+
+void wsgi_run(hub *h, pyjob *j) {
+    PyObject *input = input_new(j);
+    sr_obj *sr = PyObject_New(sr_obj, &sr_type);
+    PyObject *env = NULL, *result = NULL;
+    int single = 0;
+    if (!input || !sr)
+        goto error;
+    sr->j = j;
+    sr->status = sr->headers = NULL;
+    sr->called = 0;
+    sr->content_length = -1;
+    sr->sent = 0;
+    env = environ_build(h, j, input);
+    if (!env)
+        goto error;
+    result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
+    if (!result || (single = single_item(sr, j, result)) < 0)
+        goto error;
+    if (single) {
+        input_detach(input);
+        sr->j = NULL;
+        /* The bytes object stays alive until the coroutine has sent it
+         * (lists have no close()). */
+        hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
+        goto out;
+    }
+    if (send_iterable(h, sr, result) < 0)
+        goto error;
+    if (!j->res->head_sent && commit_head(sr, sr->content_length >= 0 ? -1 : 0) < 0)
+        goto error;
+    if (call_close(result) < 0) {
+        log_app_error(j);
+        j->app_rc = -EIO;
+    }
+    j->data = NULL;
+    j->len = 0;
+    input_detach(input);
+    sr->j = NULL;
+    hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
+    goto out;
+
+error:
+    fail_request(h, j, result, input, sr);
 out:
-    Py_XDECREF(item);
-    Py_XDECREF(iter);
     Py_XDECREF(result);
     Py_XDECREF(env);
     Py_XDECREF(input);
