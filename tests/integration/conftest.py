@@ -21,7 +21,8 @@ import time
 
 import pytest
 
-from proctools import ServerProcess, children, fd_count, free_port, http_probe, proc_status  # noqa: F401
+from proctools import (ServerProcess, children, fd_count, free_port, http_probe, proc_status,  # noqa: F401
+                       start_on_free_port)
 
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 BIN = os.environ.get("SPINDLE_BIN", "build/spindle")
@@ -119,18 +120,13 @@ def spindle(tmp_path, request):
     servers = []
 
     def start(*flags, binds=None, fast=True):
-        # A free port can be taken by another process between our probe and
-        # spindle's bind: with a port of our choosing, retry on a fresh one.
-        for attempt in range(3):
-            srv = _start_once(flags, binds, fast)
-            try:
-                srv.wait_ready()
-                return srv
-            except RuntimeError:
-                if binds is not None or attempt == 2 or "in use" not in srv.stderr():
-                    raise
-                srv.stop()
-                servers.remove(srv)
+        # With a port of our choosing, a port taken before spindle binds it
+        # means another try on a fresh one.
+        def discard(srv):
+            srv.stop()
+            servers.remove(srv)
+        return start_on_free_port(lambda: _start_once(flags, binds, fast), Server.wait_ready, discard,
+                                  retry=binds is None)
 
     def _start_once(flags, binds, fast):
         if binds is None:

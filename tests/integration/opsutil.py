@@ -24,7 +24,7 @@ import time
 import pytest
 
 from procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
-from proctools import ServerProcess
+from proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
                    "UndefinedBehaviorSanitizer")
@@ -233,21 +233,17 @@ def ops_factory(tmp_path):
     started = []
 
     def start(*flags, workers=2, env=None, ready=True, allow_worker_deaths=False, **kw):
-        for attempt in range(3):
+        def make():
             s = OpsServer(flags, tmp_path, workers=workers, env=env, **kw)
             s.allow_worker_deaths = allow_worker_deaths
             started.append(s)
-            if not ready:
-                return s
-            try:
-                s.wait_ready()
-                return s
-            except RuntimeError:
-                # The free port was taken between probe and bind: try another.
-                if attempt == 2 or "in use" not in s.stderr() or kw.get("port"):
-                    raise
-                s.kill_all()
-                started.remove(s)
+            return s
+
+        def discard(s):
+            s.kill_all()
+            started.remove(s)
+        return start_on_free_port(make, OpsServer.wait_ready if ready else None, discard,
+                                  retry=not kw.get("port"))
 
     yield start
     reports = []

@@ -174,6 +174,25 @@ class ServerProcess:
         self._files = []
 
 
+def start_on_free_port(make, ready, discard, retry=True, attempts=3):
+    """make() -> a started server on a free_port(); ready(srv) waits for it
+    (RuntimeError if it does not come up), or None not to wait. Another
+    process can take a free port between the probe and the server's bind:
+    then (its stderr says "in use") discard(srv) and start another, up to
+    attempts times; retry=False (a port the caller chose) never retries."""
+    for attempt in range(attempts):
+        srv = make()
+        if ready is None:
+            return srv
+        try:
+            ready(srv)
+            return srv
+        except RuntimeError:
+            if not retry or attempt == attempts - 1 or "in use" not in srv.stderr():
+                raise
+            discard(srv)
+
+
 def children(pid):
     """The direct children of pid (a master's workers), from /proc."""
     out = set()
