@@ -17,8 +17,9 @@
 #   need_corpus              0 if $CORPUS (the request corpus, $SPINDLE_CORPUS or
 #                            ../shared/corpus) exists; else says so, counts its
 #                            cases as skipped, and returns 1
-#   work                     a scratch directory, removed at exit; $pid (if a
-#                            suite sets it) is SIGKILLed at exit
+#   $work                    a scratch directory, removed at exit; $pid (if a
+#                            suite sets it) is SIGKILLed at exit. A suite that
+#                            sets its own EXIT trap calls _preamble_exit in it.
 # scripts/test.sh reads the last "N passed, N failed" line of a suite.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 1
