@@ -132,13 +132,14 @@ $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_OBJS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
 fuzz-build: $(FUZZ_BINS)
 
-# make fuzz FUZZ_SECONDS=N: every target for N seconds, corpus kept in build/fuzz/corpus/.
+# make fuzz FUZZ_SECONDS=N: every target for N seconds, corpus kept in build/fuzz/corpus/,
+# seeded (read only) with the checked-in regression corpus tests/fuzz/corpus/TARGET/.
 FUZZ_SECONDS ?= 60
 .PHONY: fuzz soak
 fuzz: fuzz-build
 	@for t in $(FUZZ_BINS); do echo "== $$t"; mkdir -p build/fuzz/corpus/$$(basename $$t); \
 	  $$t -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -artifact_prefix=build/fuzz/ \
-	  build/fuzz/corpus/$$(basename $$t) || exit 1; done
+	  build/fuzz/corpus/$$(basename $$t) tests/fuzz/corpus/$$(basename $$t) || exit 1; done
 
 # make soak: 30 minutes of mixed load on 2 workers (not in make test; a
 # 60-second version is, in tests/suites/soak_short.sh).

@@ -10,6 +10,7 @@ LOGS=build/test-logs
 mkdir -p "$LOGS"
 total_pass=0
 total_fail=0
+total_skipped=0
 failed_suites=()
 
 # suite NAME CMD...: runs CMD, shows its output, adds its closing counts.
@@ -22,10 +23,12 @@ suite() {
   local rc=${PIPESTATUS[0]}
   local line
   line=$(grep -E '([0-9]+) passed, ([0-9]+) failed' "$log" | tail -1)
-  local p=0 f=0
+  local p=0 f=0 sk=0
   if [[ $line =~ ([0-9]+)\ passed,\ ([0-9]+)\ failed ]]; then
     p=${BASH_REMATCH[1]}
     f=${BASH_REMATCH[2]}
+    # tests/suites/lib/preamble.sh's finish: "N passed, N failed, N skipped".
+    [[ $line =~ failed,\ ([0-9]+)\ skipped ]] && sk=${BASH_REMATCH[1]}
   else
     # pytest's own closing line: "3 failed, 216 passed, 1 error in 50.1s".
     line=$(grep -E '[0-9]+ (passed|failed|errors?)\b.* in [0-9.]+s' "$log" | tail -1)
@@ -37,8 +40,9 @@ suite() {
   if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
   total_pass=$((total_pass + p))
   total_fail=$((total_fail + f))
+  total_skipped=$((total_skipped + sk))
   [ "$f" -ne 0 ] && failed_suites+=("$name")
-  echo "-- $name: $p passed, $f failed ($((SECONDS - start)) s)"
+  echo "-- $name: $p passed, $f failed$([ "$sk" -ne 0 ] && echo ", $sk skipped") ($((SECONDS - start)) s)"
 }
 
 # unit_all DIR: every unit binary in DIR, one summary.
@@ -122,5 +126,9 @@ echo
 if [ ${#failed_suites[@]} -ne 0 ]; then
   echo "failing suites: ${failed_suites[*]} (logs in $LOGS/)"
 fi
-echo "$total_pass passed, $total_fail failed"
+if [ "$total_skipped" -ne 0 ]; then
+  echo "$total_pass passed, $total_fail failed, $total_skipped skipped"
+else
+  echo "$total_pass passed, $total_fail failed"
+fi
 [ "$total_fail" -eq 0 ]

@@ -8,10 +8,8 @@ import os
 import pathlib
 import socket
 import struct
-import subprocess
-import time
 
-from proctools import free_port, stop_process  # noqa: F401 (re-exported)
+from proctools import ServerProcess, free_port, http_probe
 
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
@@ -124,52 +122,25 @@ class WS:
         self.sock.close()
 
 
-class ChatServer:
-    """build/examples/chat on 127.0.0.1:<free port>, started and stopped by PID."""
+class ChatServer(ServerProcess):
+    """build/examples/chat on 127.0.0.1:<free port>, started and stopped by PID
+    (a proctools.ServerProcess)."""
+
+    name = "chat"
 
     def __init__(self, tmp_path, *flags):
-        self.port = free_port()
-        self.host = "127.0.0.1"
+        super().__init__(port=free_port())
         self.err_path = str(pathlib.Path(tmp_path) / ("chat-%d.err" % self.port))
-        self._err = open(self.err_path, "wb")
-        self.proc = subprocess.Popen([CHAT_BIN, "--bind", "127.0.0.1:%d" % self.port] + list(flags),
-                                     cwd=str(ROOT), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self._err)
-        end = time.monotonic() + 5
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError("chat exited with %s: %s" % (self.proc.returncode, self.stderr()))
-            try:
-                with socket.create_connection(self.addr, timeout=1) as s:
-                    s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-                    if s.recv(16).startswith(b"HTTP/1.1 200"):
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > end:
-                raise RuntimeError("chat did not answer within 5 s: " + self.stderr())
-            time.sleep(0.02)
-
-    @property
-    def addr(self):
-        return (self.host, self.port)
+        self.launch([CHAT_BIN, "--bind", "127.0.0.1:%d" % self.port] + list(flags), self.err_path,
+                    cwd=str(ROOT), new_session=False)
+        self.wait_until(lambda: http_probe("127.0.0.1:%d" % self.port, "/stats", b"HTTP/1.1 200"), 5)
 
     @property
     def url(self):
         return "http://127.0.0.1:%d/" % self.port
 
-    def stderr(self):
-        try:
-            return pathlib.Path(self.err_path).read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def alive(self):
-        return self.proc.poll() is None
-
     def ws(self, path="/ws", headers=(), timeout=5.0):
         return WS(self.host, self.port, path, headers, timeout)
 
     def stop(self):
-        stop_process(self.proc, 3, 5)
-        self._err.close()
+        super().stop(3, 5)

@@ -15,14 +15,14 @@ bodies, and checks that a connection ends in a clean EOF (not a reset).
 import os
 import pathlib
 import resource
-import signal
 import socket
 import subprocess
 import time
 
 import pytest
 
-from proctools import free_port  # noqa: F401 (re-exported)
+from proctools import (ServerProcess, children, fd_count, free_port, http_probe, proc_status,  # noqa: F401
+                       start_on_free_port)
 
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 BIN = os.environ.get("SPINDLE_BIN", "build/spindle")
@@ -52,78 +52,30 @@ SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer", "Undefi
                    "; starting a new one")  # the last: a worker died and was replaced
 
 
-class Server:
-    """A running spindle process."""
+class Server(ServerProcess):
+    """A running spindle process (proctools.ServerProcess), in its own
+    session so that workers it may fork can be killed as a group."""
+
+    name = "spindle"
 
     def __init__(self, args, stderr_path, binds, port, env=None, preexec_fn=None):
+        super().__init__([BIN] + args, stderr_path, port=port, env=env, cwd=str(ROOT),
+                         preexec_fn=preexec_fn)
         self.args = args
-        self.stderr_path = stderr_path
         self.binds = binds
-        self.port = port
-        self.host = "127.0.0.1"
-        self._err = open(stderr_path, "wb")
-        # Its own session, so that workers it may fork can be killed as a group.
-        self.proc = subprocess.Popen([BIN] + args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self._err,
-                                     cwd=str(ROOT), start_new_session=True,
-                                     env=env, preexec_fn=preexec_fn)
-        self.pid = self.proc.pid
-
-    @property
-    def addr(self):
-        return (self.host, self.port)
 
     def wait_ready(self, timeout=5.0):
+        """Until every bind answers a whole request."""
         end = time.monotonic() + timeout
-        last = None
         for b in self.binds:
-            while True:
-                if self.proc.poll() is not None:
-                    raise RuntimeError("spindle exited with %s: %s" % (self.proc.returncode, self.stderr()))
-                try:
-                    # A whole request, not just a connect: the master may hold
-                    # the listening socket before any worker serves it.
-                    with _connect_bind(b, 1.0) as s:
-                        s.sendall(b"GET / HTTP/1.1\r\nHost: ready\r\nConnection: close\r\n\r\n")
-                        if s.recv(16).startswith(b"HTTP/1."):
-                            break
-                except OSError as e:
-                    last = e
-                if time.monotonic() > end:
-                    raise RuntimeError("spindle did not accept on %s within %ss: %s" % (b, timeout, last))
-                time.sleep(0.02)
-
-    def stderr(self):
-        try:
-            return pathlib.Path(self.stderr_path).read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def alive(self):
-        return self.proc.poll() is None
+            self.wait_until(lambda: http_probe(b), max(0.0, end - time.monotonic()))
 
     def serving_pids(self):
         """The processes that serve: the workers if it forked any, else itself."""
-        kids = []
-        try:
-            for t in os.listdir("/proc/%d/task" % self.pid):
-                with open("/proc/%d/task/%s/children" % (self.pid, t)) as f:
-                    kids += [int(x) for x in f.read().split()]
-        except OSError:
-            pass
-        return kids or [self.pid]
+        return sorted(children(self.pid)) or [self.pid]
 
     def _status(self, key):
-        best = 0
-        for pid in self.serving_pids():
-            try:
-                with open("/proc/%d/status" % pid) as f:
-                    for line in f:
-                        if line.startswith(key + ":"):
-                            best = max(best, int(line.split()[1]))
-            except OSError:
-                pass
-        return best
+        return max([proc_status(pid, key) or 0 for pid in self.serving_pids()] + [0])
 
     def rss_kb(self):
         """Largest VmRSS among the serving processes, in KiB."""
@@ -134,46 +86,14 @@ class Server:
 
     def fd_count(self):
         """Open fds of the master and its serving processes together."""
-        pids = set(self.serving_pids()) | {self.pid}
-        n = 0
-        for pid in pids:
-            try:
-                n += len(os.listdir("/proc/%d/fd" % pid))
-            except OSError:
-                pass
-        return n
+        return sum(max(fd_count(pid), 0) for pid in set(self.serving_pids()) | {self.pid})
 
     def connect(self, timeout=5.0):
         return Conn(socket.create_connection(self.addr, timeout=timeout), timeout)
 
     def stop(self):
-        if self.proc.poll() is None:
-            os.kill(self.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(2)
-            except subprocess.TimeoutExpired:
-                os.kill(self.pid, signal.SIGKILL)
-                self.proc.wait(5)
-        try:  # any worker left behind: the group is this server's own
-            os.killpg(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        self._err.close()
-
-
-def _connect_bind(b, timeout):
-    if b.startswith("unix:"):
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        try:
-            s.connect(b[5:])
-        except OSError:
-            s.close()
-            raise
-        return s
-    host, _, port = b.rpartition(":")
-    host = host.strip("[]")
-    return socket.create_connection((host, int(port)), timeout=timeout)
+        # any worker left behind: the group is this server's own
+        super().stop(grace=2, after_kill=5, group=True)
 
 
 def stop_servers(servers):
@@ -200,18 +120,13 @@ def spindle(tmp_path, request):
     servers = []
 
     def start(*flags, binds=None, fast=True):
-        # A free port can be taken by another process between our probe and
-        # spindle's bind: with a port of our choosing, retry on a fresh one.
-        for attempt in range(3):
-            srv = _start_once(flags, binds, fast)
-            try:
-                srv.wait_ready()
-                return srv
-            except RuntimeError:
-                if binds is not None or attempt == 2 or "in use" not in srv.stderr():
-                    raise
-                srv.stop()
-                servers.remove(srv)
+        # With a port of our choosing, a port taken before spindle binds it
+        # means another try on a fresh one.
+        def discard(srv):
+            srv.stop()
+            servers.remove(srv)
+        return start_on_free_port(lambda: _start_once(flags, binds, fast), Server.wait_ready, discard,
+                                  retry=binds is None)
 
     def _start_once(flags, binds, fast):
         if binds is None:

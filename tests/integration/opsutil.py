@@ -1,7 +1,7 @@
 """Helpers for the operations tests (test_ops_*.py): reload, binary upgrade,
 worker count, socket activation, sd_notify, access log, stats, config.
 
-An `OpsServer` is one spindle master started on 127.0.0.1 (a free port
+An `OpsServer` (a proctools.ServerProcess) is one spindle master started on 127.0.0.1 (a free port
 unless told otherwise) in its own session, with its own environment and
 stderr in a file. It remembers every master it has seen (the original, and
 after a USR2 upgrade the new one found through the pid file or the
@@ -24,6 +24,7 @@ import time
 import pytest
 
 from procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
+from proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
                    "UndefinedBehaviorSanitizer")
@@ -111,14 +112,16 @@ def run_spindle(args, env=None, timeout=10, cwd=None):
                           timeout=timeout, cwd=cwd or str(ROOT), stdin=subprocess.DEVNULL)
 
 
-class OpsServer:
+class OpsServer(ServerProcess):
     """A running spindle master started directly (or through argv_prefix, e.g.
-    the socket launcher, which execs spindle keeping its own pid)."""
+    the socket launcher, which execs spindle keeping its own pid): a
+    proctools.ServerProcess."""
+
+    name = "spindle"
 
     def __init__(self, flags, workdir, workers=2, env=None, bind=True, port=None, fast=True,
                  argv_prefix=(), name=None):
-        self.host = "127.0.0.1"
-        self.port = port or free_port()
+        super().__init__(port=port or free_port())
         self.workers = workers
         args = []
         if bind:
@@ -127,27 +130,18 @@ class OpsServer:
             args += ["--workers", str(workers)]
         self.args = args + (OPS_FAST if fast else []) + list(flags)
         tag = name or str(self.port)
-        self.stderr_path = pathlib.Path(workdir) / ("spindle-%s.err" % tag)
-        self.stdout_path = pathlib.Path(workdir) / ("spindle-%s.out" % tag)
-        self._err = open(self.stderr_path, "wb")
-        self._out = open(self.stdout_path, "wb")
         e = dict(os.environ)
         for k in list(e):  # the caller's SPINDLE_* must not leak into the server's settings
             if k.startswith("SPINDLE_") or k in ("LISTEN_PID", "LISTEN_FDS", "NOTIFY_SOCKET"):
                 del e[k]
         e.update(env or {})
-        self.proc = subprocess.Popen(list(argv_prefix) + [BIN] + self.args, stdin=subprocess.DEVNULL,
-                                     stdout=self._out, stderr=self._err, env=e, cwd=str(ROOT),
-                                     start_new_session=True)
-        self.pid = self.proc.pid        # the original master (its pid is the group id)
-        self.master = self.pid          # the current master (changes after USR2)
-        self.pid_file = None
+        self.launch(list(argv_prefix) + [BIN] + self.args,
+                    pathlib.Path(workdir) / ("spindle-%s.err" % tag),
+                    pathlib.Path(workdir) / ("spindle-%s.out" % tag), env=e, cwd=str(ROOT))
+        self.master = self.pid          # the current master (changes after USR2); self.pid,
+        self.pid_file = None            # the original master, is the group id
         self.masters = {self.pid}
         self.seen = set()               # every worker seen under any master
-
-    @property
-    def addr(self):
-        return (self.host, self.port)
 
     # ---- processes ---------------------------------------------------------
 
@@ -170,45 +164,24 @@ class OpsServer:
             self.masters.add(pid)
             self.master = pid
 
-    def stderr(self):
-        try:
-            return self.stderr_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def stdout(self):
-        try:
-            return self.stdout_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
     def signal(self, sig, pid=None):
         os.kill(pid or self.master, sig)
+
+    def exited(self):
+        # After a USR2 upgrade the original master exits and the new one serves.
+        return self.proc.poll() is not None and self.master == self.pid
 
     def wait_ready(self, timeout=6.0, workers=None):
         """Until the wanted number of workers run and one answers a request."""
         want = self.workers if workers is None else workers
-        end = time.monotonic() + timeout
-        last = None
-        while True:
-            if self.proc.poll() is not None and self.master == self.pid:
-                raise RuntimeError("spindle exited with %s:\n%s" % (self.proc.returncode, self.stderr()))
-            try:
-                if not want or len(self.workers_now()) >= want:
-                    r = http_get(self.addr, "/", timeout=1.0)
-                    if r.status:
-                        return r
-            except (OSError, HTTPError) as ex:
-                last = ex
-            if time.monotonic() > end:
-                raise RuntimeError("spindle not ready within %ss: %r\n%s" % (timeout, last, self.stderr()))
-            time.sleep(0.03)
 
-    def wait_exit(self, timeout):
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
+        def ready():
+            if not want or len(self.workers_now()) >= want:
+                r = http_get(self.addr, "/", timeout=1.0)
+                if r.status:
+                    return r
             return None
+        return self.wait_until(ready, timeout, step=0.03, errors=(OSError, HTTPError))
 
     def kill_all(self):
         self.final_stderr = self.stderr()  # before any kill makes a master log a death
@@ -242,8 +215,7 @@ class OpsServer:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        self._err.close()
-        self._out.close()
+        self.close_files()
 
     def problems(self, allow_worker_deaths=False):
         err = getattr(self, "final_stderr", None) or self.stderr()
@@ -261,21 +233,17 @@ def ops_factory(tmp_path):
     started = []
 
     def start(*flags, workers=2, env=None, ready=True, allow_worker_deaths=False, **kw):
-        for attempt in range(3):
+        def make():
             s = OpsServer(flags, tmp_path, workers=workers, env=env, **kw)
             s.allow_worker_deaths = allow_worker_deaths
             started.append(s)
-            if not ready:
-                return s
-            try:
-                s.wait_ready()
-                return s
-            except RuntimeError:
-                # The free port was taken between probe and bind: try another.
-                if attempt == 2 or "in use" not in s.stderr() or kw.get("port"):
-                    raise
-                s.kill_all()
-                started.remove(s)
+            return s
+
+        def discard(s):
+            s.kill_all()
+            started.remove(s)
+        return start_on_free_port(make, OpsServer.wait_ready if ready else None, discard,
+                                  retry=not kw.get("port"))
 
     yield start
     reports = []

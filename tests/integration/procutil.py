@@ -1,9 +1,10 @@
 """Process and HTTP helpers for the master/worker tests (test_workers.py,
 test_signals.py, test_app_module.py).
 
-Self-contained on purpose: it does not use conftest.py. A `WServer` is one
-spindle master started on a free 127.0.0.1 port in its own session (so a
-Ctrl-C can be simulated with killpg), with its stderr in a file. Teardown
+Self-contained on purpose: it does not use conftest.py. A `WServer` (a
+proctools.ServerProcess) is one spindle master started on a free 127.0.0.1
+port in its own session (so a Ctrl-C can be simulated with killpg), with its
+stderr in a file. Teardown
 (`kill_all`) SIGKILLs the master by its PID and every worker found under it.
 Every socket has a timeout; every wait is bounded.
 """
@@ -14,9 +15,8 @@ import re
 import signal
 import socket
 import subprocess
-import time
 
-from proctools import children, free_port, pid_alive, wait_for  # noqa: F401 (re-exported)
+from proctools import ServerProcess, children, free_port, pid_alive, wait_for  # noqa: F401 (re-exported)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BIN = os.environ.get("SPINDLE_BIN", "build/spindle")
@@ -42,67 +42,39 @@ def api_version():
     return int(m.group(1))
 
 
-class WServer:
-    """A running spindle master (and its workers)."""
+class WServer(ServerProcess):
+    """A running spindle master (and its workers): a proctools.ServerProcess."""
+
+    name = "spindle"
 
     def __init__(self, flags, workdir, workers=2, fast=True):
-        self.port = free_port()
-        self.host = "127.0.0.1"
+        super().__init__(port=free_port())
         self.workers = workers
         args = ["--bind", "%s:%d" % (self.host, self.port)]
         if workers is not None:
             args += ["--workers", str(workers)]
         self.args = args + (W_FAST if fast else []) + list(flags)
-        self.stderr_path = pathlib.Path(workdir) / ("spindle-%d.err" % self.port)
-        self._err = open(self.stderr_path, "wb")
-        self.proc = subprocess.Popen([BIN] + self.args, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self._err,
-                                     cwd=str(ROOT), start_new_session=True)
-        self.pid = self.proc.pid
+        self.launch([BIN] + self.args, pathlib.Path(workdir) / ("spindle-%d.err" % self.port),
+                    cwd=str(ROOT))
         self.seen_children = set()
-
-    @property
-    def addr(self):
-        return (self.host, self.port)
 
     def children(self):
         c = children(self.pid)
         self.seen_children |= c
         return c
 
-    def stderr(self):
-        try:
-            return self.stderr_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
     def wait_ready(self, timeout=5.0, path="/"):
         """Until all workers run and one answers an HTTP request."""
-        end = time.monotonic() + timeout
-        last = None
-        while True:
-            if self.proc.poll() is not None:
-                raise RuntimeError("spindle exited with %s: %s" % (self.proc.returncode, self.stderr()))
-            try:
-                if self.workers is None or len(self.children()) >= max(self.workers, 0):
-                    r = http_get(self.addr, path, timeout=1.0)
-                    if r.status:
-                        return r
-            except (OSError, HTTPError) as e:
-                last = e
-            if time.monotonic() > end:
-                raise RuntimeError("spindle not ready within %ss: %r\n%s" % (timeout, last, self.stderr()))
-            time.sleep(0.03)
+        def ready():
+            if self.workers is None or len(self.children()) >= max(self.workers, 0):
+                r = http_get(self.addr, path, timeout=1.0)
+                if r.status:
+                    return r
+            return None
+        return self.wait_until(ready, timeout, step=0.03, errors=(OSError, HTTPError))
 
     def signal(self, sig):
         os.kill(self.pid, sig)
-
-    def wait_exit(self, timeout):
-        """The master's exit status, or None if it is still running after timeout."""
-        try:
-            return self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return None
 
     def kill_all(self):
         """Teardown: SIGKILL the master by its PID and every worker seen under it."""
@@ -130,7 +102,7 @@ class WServer:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        self._err.close()
+        self.close_files()
 
     def sanitizer_report(self):
         err = self.stderr()

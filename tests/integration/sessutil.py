@@ -6,8 +6,8 @@ import socket
 import subprocess
 import time
 
-from conftest import BIN, CURL, free_port
-from proctools import stop_process
+from conftest import BIN, CURL
+from proctools import ServerProcess, free_port
 
 APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_sessions.so")
 REDIS = "/usr/bin/redis-server"
@@ -54,28 +54,25 @@ def sid_of(v):
     raise AssertionError("no session cookie in %r" % v.headers)
 
 
-class Redis:
+class Redis(ServerProcess):
+    """redis-server on 127.0.0.1:<free port> (a proctools.ServerProcess)."""
+
+    name = "redis-server"
+
     def __init__(self, tmp_path):
-        self.port = free_port()
+        super().__init__(port=free_port())
         self.dir = tmp_path / "redis"
         self.dir.mkdir()
-        self.log = open(self.dir / "redis.log", "wb")
-        self.proc = subprocess.Popen(
-            [REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no", "--dir", str(self.dir)],
-            stdin=subprocess.DEVNULL, stdout=self.log, stderr=subprocess.STDOUT, cwd=str(self.dir))
-        end = time.monotonic() + 5
-        while True:
-            try:
-                if self.command("PING") == b"+PONG\r\n":
-                    break
-            except OSError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > end:
-                self.stop()
-                raise RuntimeError("redis-server did not start: %s" %
-                                   (self.dir / "redis.log").read_text(errors="replace"))
-            time.sleep(0.05)
+        self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+                     "no", "--daemonize", "no", "--dir", str(self.dir)],
+                    stdout_path=self.dir / "redis.log", merge_stderr=True, cwd=str(self.dir),
+                    new_session=False)
+        try:
+            self.wait_until(lambda: self.command("PING") == b"+PONG\r\n", 5, step=0.05)
+        except RuntimeError:
+            self.stop()
+            raise RuntimeError("redis-server did not start: %s" %
+                               (self.dir / "redis.log").read_text(errors="replace"))
 
     def command(self, *args):
         """One command in RESP; the raw reply (enough for these tests)."""
@@ -87,5 +84,4 @@ class Redis:
             return s.recv(65536)
 
     def stop(self):
-        stop_process(self.proc, 3, 3)
-        self.log.close()
+        super().stop(3, 3)

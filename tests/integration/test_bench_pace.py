@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from proctools import free_port
+from proctools import ServerProcess, connect_probe, free_port
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PACE = os.path.join(ROOT, "build", "bench", "pace")
@@ -30,20 +30,13 @@ def run_pace(port, conns, rate, secs):
 
 def test_pace_keeps_its_rate_against_spindle():
     port = free_port()
-    srv = subprocess.Popen([SPINDLE, "--bind", "127.0.0.1:%d" % port, "--workers", "0", "--log-level", "warning"])
+    srv = ServerProcess([SPINDLE, "--bind", "127.0.0.1:%d" % port, "--workers", "0", "--log-level", "warning"],
+                        port=port, new_session=False)
     try:
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            try:
-                import socket
-                socket.create_connection(("127.0.0.1", port), 0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
+        srv.wait_until(lambda: connect_probe(srv.addr, 0.2), 5, step=0.05)
         f = run_pace(port, 10, 1000, 2)
     finally:
-        srv.terminate()
-        srv.wait(10)
+        srv.stop(grace=10)
     assert 1900 <= f["requests"] <= 2010
     assert f["connect"] + f["read"] + f["write"] + f["status"] + f["timeout"] == 0
     assert 0 < f["p50"] <= f["p90"] <= f["p99"] <= f["p999"] <= f["max"]

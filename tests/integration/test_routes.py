@@ -123,7 +123,7 @@ def test_curl_expect_100_continue(server):
 
 
 def test_ipv6_listener(spindle):
-    port = _free_port6()
+    port = free_port("::1")
     srv = spindle(binds=["[::1]:%d" % port])
     with socket.create_connection(("::1", port), timeout=5) as s:
         s.sendall(get("/", extra="Connection: close\r\n"))
@@ -142,7 +142,7 @@ def test_ipv6_listener(spindle):
 
 def test_unix_listener_and_tcp_together(spindle, tmp_path):
     path = str(tmp_path / "spindle.sock")
-    tport = _free_port4()
+    tport = free_port()
     srv = spindle(binds=["unix:" + path, "127.0.0.1:%d" % tport])
     p = _curl("--unix-socket", path, "http://localhost/")
     assert p.returncode == 0, p.stderr

@@ -1,6 +1,6 @@
 """Helpers for the WSGI binding's tests (tests/integration/test_wsgi_*.py).
 
-Self-contained: no conftest.py. A `WsgiServer` is one
+Self-contained: no conftest.py. A `WsgiServer` (a proctools.ServerProcess) is one
 `/usr/bin/python3 -m spindle MODULE:CALLABLE` master on a free 127.0.0.1
 port, started in its own session with stdout and stderr in files, and
 stopped by its own PID (SIGTERM, then SIGKILL of its workers and itself).
@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from proctools import children, free_port, proc_status, wait_for  # noqa: F401 (re-exported)
+from proctools import ServerProcess, children, connect_probe, free_port, proc_status, wait_for  # noqa: F401
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PY = "/usr/bin/python3"
@@ -51,9 +51,15 @@ def env_for(extra=None):
     return env
 
 
-class WsgiServer:
+class WsgiServer(ServerProcess):
+    """`python -m spindle SPEC` (or cmd) on a free port: a proctools.ServerProcess
+    that starts when start() is called."""
+
+    name = "spindle WSGI server"
+
     def __init__(self, spec, args=(), workers=1, chdir=APPS, env=None, logdir="/tmp",
                  expect_tracebacks=False, cmd=None, fast=True, expect_exit=False):
+        super().__init__()
         self.spec = spec
         self.args = list(args)
         self.workers = workers
@@ -61,16 +67,9 @@ class WsgiServer:
         self.env = env
         self.expect_tracebacks = expect_tracebacks
         self.expect_exit = expect_exit  # a non-zero exit status after SIGTERM is fine
-        self.port = None
-        self.proc = None
         self.cmd = cmd
         self.fast = fast
         self.logdir = pathlib.Path(logdir)
-        self.errpath = None
-
-    @property
-    def pid(self):
-        return self.proc.pid
 
     def start(self, timeout=15):
         self.port = free_port()
@@ -82,35 +81,25 @@ class WsgiServer:
             cmd += (FAST if self.fast else []) + self.args
         else:
             cmd = [c.replace("{port}", str(self.port)) for c in self.cmd]
-        self.argv = cmd
         tag = "%s-%d" % (re.sub(r"[^A-Za-z0-9]+", "_", self.spec)[:40], self.port)
-        self.errpath = self.logdir / ("wsgi-%s.stderr" % tag)
-        self.outpath = self.logdir / ("wsgi-%s.stdout" % tag)
-        with open(self.errpath, "wb") as err, open(self.outpath, "wb") as out:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                         env=env_for(self.env), cwd=str(APPS),
-                                         start_new_session=True)
-        if not wait_for(self._listening, timeout):
-            self.stop()
-            raise AssertionError("spindle WSGI server %r did not start listening:\n%s"
-                                 % (cmd, self.stderr()))
+        self.launch(cmd, self.logdir / ("wsgi-%s.stderr" % tag), self.logdir / ("wsgi-%s.stdout" % tag),
+                    env=env_for(self.env), cwd=str(APPS))
+        self.close_files()  # the server has them; stderr() reads the file
+        try:
+            self.wait_until(self._listening, timeout, error=AssertionError)
+        except AssertionError as e:
+            if not self.exited():
+                self.stop()
+                raise AssertionError("spindle WSGI server %r did not start listening:\n%s"
+                                     % (cmd, self.stderr())) from e
+            raise
         if self.workers:
             # the workers are forked after the master listens
             wait_for(lambda: len(children(self.pid)) >= self.workers or not self.alive(), 10)
         return self
 
     def _listening(self):
-        if self.proc.poll() is not None:
-            raise AssertionError("spindle WSGI server exited with %s:\n%s"
-                                 % (self.proc.returncode, self.stderr()))
-        try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    def alive(self):
-        return self.proc is not None and self.proc.poll() is None
+        return connect_probe(("127.0.0.1", self.port), 0.5)
 
     def worker_pids(self):
         return sorted(children(self.pid))
@@ -139,18 +128,6 @@ class WsgiServer:
                     pass
                 self.proc.wait(5)
         return self.proc.returncode
-
-    def stderr(self):
-        try:
-            return self.errpath.read_text(errors="replace")
-        except (OSError, AttributeError):
-            return ""
-
-    def stdout(self):
-        try:
-            return self.outpath.read_text(errors="replace")
-        except (OSError, AttributeError):
-            return ""
 
     def problems(self):
         """Unexpected marks in stderr (a list of strings)."""

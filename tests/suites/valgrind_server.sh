@@ -4,32 +4,15 @@
 # chunked and counted uploads through /echo, /sleep, malformed requests,
 # resets), then SIGTERM: no memcheck error (--error-exitcode), no definite or
 # indirect leak. Ends with "N passed, N failed".
-set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib/preamble.sh"
 
-if ! command -v valgrind >/dev/null; then
-  echo "valgrind_server: valgrind not installed"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-work=$(mktemp -d)
-pid=
-cleanup() {
-  [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
-  rm -rf "$work"
-}
-trap cleanup EXIT
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+command -v valgrind >/dev/null || abort "valgrind not installed"
+port=$(free_port)
 valgrind --tool=memcheck --error-exitcode=1 --leak-check=full --show-leak-kinds=definite,indirect \
   --errors-for-leak-kinds=definite,indirect --log-file="$work/vg.log" \
   build/spindle --bind "127.0.0.1:$port" --workers 0 --keepalive-timeout 1 --header-timeout 2 \
   --body-timeout 2 --linger-timeout 0.3 --graceful-timeout 2 >/dev/null 2>"$work/err.log" &
 pid=$!
-
-pass=0
-fail=0
-ok() { echo "ok   $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 
 if timeout 60 /usr/bin/python3 - "$port" <<'PY'; then ok "mixed requests under memcheck"; else bad "mixed requests under memcheck"; fi
 import re, socket, struct, sys, time
@@ -168,5 +151,4 @@ else
   tail -5 "$work/err.log"
 fi
 grep -E "ERROR SUMMARY|definitely lost|indirectly lost" "$work/vg.log" | sed 's/^==[0-9]*== /  /'
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
