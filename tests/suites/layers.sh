@@ -5,18 +5,10 @@
 # a server-core -> feature include, a feature -> other feature include and
 # a stale un-qualified include each fail it, naming the file and line; a
 # downward include adds nothing. Ends with "N passed, N failed".
-set -uo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/lib/preamble.sh"
 
 PY=/usr/bin/python3
 CHECK=scripts/check_layers.py
-pass=0
-fail=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # 1. The real tree.
 if out=$("$PY" $CHECK 2>&1); then
@@ -72,5 +64,4 @@ else
   bad "a downward include (http -> base) was reported"
 fi
 
-echo "layers: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

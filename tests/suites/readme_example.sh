@@ -3,16 +3,7 @@
 # user would, compiles and links with exactly the link line the README
 # gives (no session stores: the core must not pull them in), and serves.
 # Ends with "N passed, N failed".
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-
-pass=0
-fail=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+. "$(dirname "$0")/lib/preamble.sh"
 
 # The first ```c block after "## A handler", and the link line after it.
 awk '/^## A handler/{on=1} on&&/^```c/{grab=1;next} grab&&/^```/{exit} grab{print}' README.md >"$work/hello.c"
@@ -37,5 +28,4 @@ elif [ -x "$work/hello" ]; then
   ok "no SQLite or Redis symbol is linked into it"
 fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
