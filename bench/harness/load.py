@@ -254,12 +254,41 @@ def callgrind_total(files):
     return total
 
 
-def instructions(make_server, n1, n2, lg_cpus, conc=10):
+def callgrind_functions(files):
+    """{function: self Ir} summed over callgrind output FILES (every process
+    of a server), from callgrind_annotate --inclusive=no: inlined code is
+    folded into the function it is inlined in. {} without callgrind_annotate."""
+    out = {}
+    line_re = re.compile(r"^\s*([0-9,]+)\s+\(\s*[0-9.]+%\)\s+(\S.*)$")
+    for f in files:
+        try:
+            r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", f],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        on = False
+        for line in r.stdout.decode(errors="replace").splitlines():
+            if "file:function" in line:
+                on = True
+                continue
+            m = line_re.match(line) if on else None
+            if not m:
+                continue
+            name = re.sub(r" \[[^]]*\]$", "", m.group(2))
+            fn = name.rsplit(":", 1)[-1]
+            out[fn] = out.get(fn, 0) + int(m.group(1).replace(",", ""))
+    return out
+
+
+def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None):
     """User-space instructions per request: the server (every process of it,
     --trace-children) runs under callgrind twice, driven by `ab -k -c CONC`
     with N1 then N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up,
-    connection set-up and shutdown."""
-    totals = []
+    connection set-up and shutdown. The same difference per function gives
+    the hot path ("functions": [(Ir/request, share %, function)], largest
+    first). KEEP: a path prefix; the N2 run's largest profile is copied to
+    KEEP.callgrind.out (for callgrind_annotate or kcachegrind)."""
+    totals, funcs = [], []
     for n in (n1, n2):
         d = tempfile.mkdtemp(prefix="spindle-bench-cg.")
         server = make_server(["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no",
@@ -280,6 +309,17 @@ def instructions(make_server, n1, n2, lg_cpus, conc=10):
             server.stop(timeout=120)
         files = [os.path.join(d, x) for x in os.listdir(d) if x.startswith("cg.")]
         totals.append(callgrind_total(files))
+        funcs.append(callgrind_functions(files))
+        if keep and n == n2 and files:
+            import shutil
+            shutil.copy2(max(files, key=os.path.getsize), keep + ".callgrind.out")
         subprocess.run(["rm", "-rf", d])
-    return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1],
-            "instructions_per_request": round((totals[1] - totals[0]) / (n2 - n1), 1)}
+    per = round((totals[1] - totals[0]) / (n2 - n1), 1)
+    hot = []
+    for fn, ir in funcs[1].items():
+        d = (ir - funcs[0].get(fn, 0)) / (n2 - n1)
+        if d > 0.5:
+            hot.append((round(d, 1), round(100 * d / per, 1) if per else 0.0, fn))
+    hot.sort(reverse=True)
+    return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1], "instructions_per_request": per,
+            "functions": hot}

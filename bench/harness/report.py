@@ -17,7 +17,7 @@ SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rp
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
-ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions"]
+ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -27,7 +27,9 @@ TITLES = {
     "static": "Static files (wrk -t1, keep-alive)",
     "scaling": "Scaling with workers (wrk -t1, keep-alive)",
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
+    "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
 }
+HOT_PATH_ROWS = 10
 
 
 def num(v):
@@ -81,6 +83,15 @@ def write_summary(path, summary):
         w.writeheader()
         for s in summary:
             w.writerow({k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()})
+
+
+def write_targets(path, rows):
+    from .targets import COLUMNS as TARGET_COLUMNS
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, TARGET_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
 
 
 def fmt(v, digits=0):
@@ -162,7 +173,14 @@ def instructions_table(rows_all):
     return lines
 
 
-def markdown(path, ctx, summary, charts):
+def hot_path_table(row, top=HOT_PATH_ROWS):
+    lines = ["| instructions/request | share | function |", "|---:|---:|---|"]
+    for ir, share, fn in (row.get("functions") or [])[:top]:
+        lines.append("| %s | %s %% | `%s` |" % (fmt(ir, 1), fmt(share, 1), fn))
+    return lines
+
+
+def markdown(path, ctx, summary, charts, targets=None):
     o = ctx.opts
     out = ["# spindle benchmarks — %s" % ctx.started, "",
            "Command: `%s`" % ctx.command, "",
@@ -212,8 +230,27 @@ def markdown(path, ctx, summary, charts):
             out += memory_table(ctx.rows)
         elif wl == "instructions":
             out += instructions_table(ctx.rows)
+            for r in ctx.rows:
+                if r["workload"] == "instructions" and r.get("functions"):
+                    out += ["", "Hot path, %s: the top %d functions' self instructions per request, the two runs "
+                            "subtracted per function (inlined code folded into its caller; all of them in "
+                            "`instructions.%s.functions.tsv`):" % (r["server"], HOT_PATH_ROWS, r["server"]), ""]
+                    out += hot_path_table(r)
+        elif wl == "sessions":
+            out += ["The session demo (`build/examples/sessions`, one process, no workers) with the memory store "
+                    "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
+                    "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
+            out += throughput_table(summary, wl)
         else:
             out += throughput_table(summary, wl)
+        out.append("")
+    if targets:
+        from .targets import table
+        out += ["## Targets", "",
+                "The issues' targets, judged on this run's medians (paired: the median over rounds of the two "
+                "servers' ratio in the same round)%s; also in `targets.csv`." % (
+                    " — a smoke run: 1 s runs, nothing judged" if o.smoke else ""), ""]
+        out += table(targets)
         out.append("")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")

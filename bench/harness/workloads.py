@@ -262,6 +262,9 @@ def scaling(ctx):
 
 
 def instructions(ctx):
+    """Instructions per keep-alive request under callgrind (load.instructions),
+    and per function: RESULTS/instructions.SERVER.functions.tsv, with the
+    longer run's profile in RESULTS/instructions.SERVER.callgrind.out."""
     opts = ctx.opts
     for p in ctx.peers_for("hello", opts.instruction_servers):
         if p.name in ("node",):
@@ -276,10 +279,62 @@ def instructions(ctx):
             return procs.Server(p.name, prefix + argv, port, ctx.server_cpus, d, env=env, cwd=cwd).start()
 
         log("instructions: %s under callgrind (ab -k -c 10, %d then %d requests)" % (p.name, n1, n2))
+        keep = os.path.join(opts.out, "instructions." + p.name)
         try:
-            res = load.instructions(mk, n1, n2, ctx.lg_cpus)
+            res = load.instructions(mk, n1, n2, ctx.lg_cpus, keep=keep)
         except (RuntimeError, OSError) as e:
             ctx.problem("instructions for %s failed: %s" % (p.name, e))
             continue
+        # The hot path: self instructions per request by function.
+        with open(keep + ".functions.tsv", "w") as f:
+            f.write("instructions_per_request\tshare_pct\tfunction\n")
+            for ir, share, fn in res["functions"]:
+                f.write("%s\t%s\t%s\n" % (ir, share, fn))
         record(ctx, {"workload": "instructions", "variant": "keep-alive", "app": "hello", "server": p.name,
                      "workers": 1, "connections": 10, "round": 1}, res)
+
+
+def sessions(ctx):
+    """Eurasia's session test: the session demo (examples/sessions.c) with a
+    new session per request — wrk sends no cookie, so every request makes a
+    session, sets its counter and stores it — for the memory and the SQLite
+    store, beside the plain hello world the same program serves (GET /hello).
+    One process each (the demo has no workers), wrk keep-alive."""
+    opts = ctx.opts
+    if not ctx.sessions_bin:
+        ctx.problem("sessions skipped: build/examples/sessions not built (make)")
+        return
+    conns = opts.connections[0]
+    stores = [("memory", "memory"), ("sqlite", "sqlite:" + os.path.join(ctx.tmp, "sessions.db"))]
+    up = []
+    for name, store in stores:
+        port = procs.free_port()
+        workdir = os.path.join(ctx.tmp, "sessions-" + name)
+        os.makedirs(workdir, exist_ok=True)
+        srv = procs.Server("spindle-c", [ctx.sessions_bin, "127.0.0.1:%d" % port, store], port, ctx.server_cpus,
+                           workdir)
+        srv.start()
+        ctx.servers.append(srv)
+        try:
+            srv.wait_listening()
+            status, body = fetch(port)
+            if status != 200 or not body.startswith(b"visit 1 of session"):
+                raise RuntimeError("GET / answered %d %r" % (status, body[:80]))
+            up.append((name, srv))
+        except (RuntimeError, OSError) as e:
+            ctx.problem("sessions: the demo with the %s store did not come up: %s" % (name, e))
+            srv.stop()
+    runs = []
+    for name, srv in up:
+        if name == "memory":
+            runs.append(("hello", srv, "/hello"))
+        runs.append(("%s store" % name, srv, "/"))
+    for r, (variant, srv, path) in rounds(ctx, runs):
+        if not srv.alive():
+            ctx.problem("sessions: the demo died during the %s runs:\n%s" % (variant, srv.log_tail()))
+            continue
+        res = load.wrk("http://127.0.0.1:%d%s" % (srv.port, path), srv, conns, opts.duration, ctx.lg_cpus)
+        record(ctx, {"workload": "sessions", "variant": variant, "app": "sessions", "server": "spindle-c",
+                     "workers": 0, "connections": conns, "round": r}, res)
+        time.sleep(0.2)
+    procs.stop_all([s for _, s in up])
