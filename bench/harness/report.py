@@ -12,12 +12,14 @@ COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "ro
            "requests_per_s", "errors", "non2xx", "server_cpu_us_per_request", "loadgen_cpu_pct",
            "loadgen_saturated", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
            "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
-           "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "note"]
+           "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "client_errors", "mappings",
+           "in_handlers", "broadcasts", "delivered_to_all", "delivery_ms_median", "delivery_ms_worst", "client_p50_ms",
+           "ws_fanout_ms", "connect_s", "note"]
 SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
-ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions"]
+ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions", "parked"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -28,6 +30,7 @@ TITLES = {
     "scaling": "Scaling with workers (wrk -t1, keep-alive)",
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
     "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
+    "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
 }
 HOT_PATH_ROWS = 10
 
@@ -173,6 +176,22 @@ def instructions_table(rows_all):
     return lines
 
 
+def parked_table(rows_all):
+    lines = ["| clients | parked | client errors | RSS before → with (KiB) | PSS before → with (KiB) | in handlers "
+             "| RSS B/conn | PSS B/conn | mappings | broadcasts to all | delivery to all, median (worst) ms "
+             "| per-client p50 ms | ws fan-out ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows_all:
+        if r["workload"] != "parked":
+            continue
+        lines.append("| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s | %s of %s | %s (%s) | %s | %s |" % (
+            r["variant"], fmt(r.get("held_open")), r.get("client_errors"), fmt(r.get("rss_kb_before")),
+            fmt(r.get("rss_kb_after")), fmt(r.get("pss_kb_before")), fmt(r.get("pss_kb_after")),
+            fmt(r.get("in_handlers")), fmt(r.get("bytes_per_connection")), fmt(r.get("pss_bytes_per_connection")),
+            fmt(r.get("mappings")), r.get("delivered_to_all"), r.get("broadcasts"), fmt(r.get("delivery_ms_median"), 1),
+            fmt(r.get("delivery_ms_worst"), 1), fmt(r.get("client_p50_ms"), 1), fmt(r.get("ws_fanout_ms"), 1)))
+    return lines
+
+
 def hot_path_table(row, top=HOT_PATH_ROWS):
     lines = ["| instructions/request | share | function |", "|---:|---:|---|"]
     for ir, share, fn in (row.get("functions") or [])[:top]:
@@ -241,6 +260,15 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
                     "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
             out += throughput_table(summary, wl)
+        elif wl == "parked":
+            out += ["examples/chat, one process (one loop), 64 KiB coroutine stacks, pinned with the servers; "
+                    "the clients are bench/parked_client.py (Python, epoll, one process per kind) on the load "
+                    "generator's CPU. Delivery: per broadcast (the chat's \"online\" announcement), the slowest "
+                    "client's receive time minus the message's timestamp, client-side, so it includes the Python "
+                    "clients' own processing; \"ws fan-out\" is the server's time to write one broadcast to every "
+                    "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
+                    "with the most connections in handlers.", ""]
+            out += parked_table(ctx.rows)
         else:
             out += throughput_table(summary, wl)
         out.append("")

@@ -2,7 +2,7 @@
 # bench_run_smoke.sh — the one benchmark smoke suite of `make test`: runs
 # the benchmark harness (bench/run) in smoke mode on spindle-c, the WSGI
 # binding and nginx, every workload with 1 s runs and small counts,
-# PostgreSQL and the session demo included, and checks what it writes to
+# PostgreSQL, the session demo and the chat's parked clients included, and checks what it writes to
 # bench/results/smoke/: runs.csv and summary.csv parse with numbers where
 # there must be numbers, spindle's and nginx's runs saw no errors, every
 # workload ran on spindle-c (and the hello-world ones on the binding),
@@ -11,7 +11,7 @@
 # table per workload and the servers table, every chart is a PNG. Then runs
 # one of the thin wrapper scripts (bench/idle.sh --smoke) and checks it
 # reached bench/run with its options, and that bad options are refused.
-# Needs build/spindle, the binding and build/examples/sessions (make),
+# Needs build/spindle, the binding, build/examples/sessions and chat (make),
 # wrk, ab, taskset, valgrind, nginx and the Python modules below. Ends with
 # "N passed, N failed".
 set -uo pipefail
@@ -28,6 +28,7 @@ for t in wrk ab taskset valgrind callgrind_annotate; do command -v "$t" >/dev/nu
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -x build/spindle ] || missing="$missing build/spindle"
 [ -x build/examples/sessions ] || missing="$missing build/examples/sessions"
+[ -x build/examples/chat ] || missing="$missing build/examples/chat"
 ls build/python/spindle/_spindle*.so >/dev/null 2>&1 || missing="$missing build/python/spindle"
 for m in matplotlib mako sqlalchemy psycopg2 web flask; do "$PY" -c "import $m" 2>/dev/null || missing="$missing python3:$m"; done
 if [ -n "$missing" ]; then
@@ -59,7 +60,7 @@ R = sys.argv[1]
 runs = list(csv.DictReader(open(R + "/runs.csv")))
 summ = list(csv.DictReader(open(R + "/summary.csv")))
 problems = []
-want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions"}
+want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions", "parked"}
 seen = {r["workload"] for r in runs}
 if want - seen:
     problems.append("workloads missing from runs.csv: %s" % sorted(want - seen))
@@ -78,6 +79,9 @@ for r in runs:
         problems.append("%s/%s: latency percentiles out of order: %s %s" % (wl, srv, r["p50_ms"], r["p99_ms"]))
     if wl == "memory" and srv.startswith("spindle") and int(r["held_open"]) != int(r["connections"]):
         problems.append("memory/%s held %s of %s" % (srv, r["held_open"], r["connections"]))
+    if wl == "parked" and not (int(r["held_open"]) == int(r["connections"]) and int(r["client_errors"]) == 0
+                               and int(r["delivered_to_all"]) >= 1 and float(r["bytes_per_connection"]) > 0):
+        problems.append("parked/%s: %s" % (r["variant"], r))
     if wl == "instructions" and not float(r["instructions_per_request"]) > 100:
         problems.append("instructions/%s: %s" % (srv, r["instructions_per_request"]))
 apps = {r["variant"] for r in runs if r["workload"] == "wsgi" and r["server"] == "spindle"}
@@ -90,10 +94,12 @@ for wl in want - {"wsgi"}:
 for wl in ("keepalive", "close", "latency", "memory", "instructions"):
     if not any(r["workload"] == wl and r["server"] == "spindle" for r in runs):
         problems.append("%s: no run of the WSGI binding" % wl)
+if len([r for r in runs if r["workload"] == "parked"]) != 2:
+    problems.append("parked: want the mixed phase with and without guard pages")
 if {r["variant"] for r in runs if r["workload"] == "sessions"} != {"hello", "memory store", "sqlite store"}:
     problems.append("sessions variants: %s" % sorted({r["variant"] for r in runs if r["workload"] == "sessions"}))
 for s in summ:
-    if s["workload"] not in ("memory", "instructions") and not float(s["rps_median"]) > 0:
+    if s["workload"] not in ("memory", "instructions", "parked") and not float(s["rps_median"]) > 0:
         problems.append("summary %s/%s/%s has no median" % (s["workload"], s["variant"], s["server"]))
 if not any(s["workload"] == "wsgi" and s["variant"] == "hello" for s in summ):
     problems.append("summary: no WSGI hello row")
@@ -143,7 +149,7 @@ fi
 md=$R/bench.md
 for h in "## Servers" "## Hello world, keep-alive" "## Hello world without keep-alive" "## Latency at a fixed rate" \
   "## Memory per idle" "## WSGI applications" "## Static files" "## Scaling with workers" "## User-space instructions" \
-  "## Sessions" "## Targets"; do
+  "## Sessions" "## Parked clients" "## Targets"; do
   if grep -q "^$h" "$md" 2>/dev/null; then ok "bench.md: $h"; else bad "bench.md lacks '$h'"; fi
 done
 if grep -q '^Load: build/bench/pace, open loop' "$md" 2>/dev/null; then
