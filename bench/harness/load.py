@@ -323,3 +323,53 @@ def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None):
     hot.sort(reverse=True)
     return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1], "instructions_per_request": per,
             "functions": hot}
+
+
+def parse_strace_c(text):
+    """strace -c's summary table as {syscall: calls}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 5 or parts[-1] == "total" or not re.match(r"^[0-9.]+$", parts[0]):
+            continue
+        try:
+            out[parts[-1]] = out.get(parts[-1], 0) + int(parts[3])
+        except ValueError:
+            continue
+    return out
+
+
+def syscalls(server, run_load, path):
+    """Syscalls per request: strace -c -f attached to every process of the
+    server's tree while RUN_LOAD() drives it (strace slows the server by an
+    order of magnitude: only the counts mean anything, not its speed)."""
+    argv = ["strace", "-c", "-f", "-o", path]
+    for p in procs.tree(server.pid):
+        argv += ["-p", str(p)]
+    st = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # attached
+    try:
+        res = run_load()
+    finally:
+        st.send_signal(signal.SIGINT)
+        try:
+            st.wait(30)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+    try:
+        with open(path) as f:
+            counts = parse_strace_c(f.read())
+    except OSError:
+        counts = {}
+    n = res.get("requests") or 0
+    per = {k: v / n for k, v in counts.items()} if n else {}
+    res["server_cpu_us_per_request"] = ""  # under strace: meaningless
+    res["syscalls_per_request"] = round(sum(per.values()), 3) if per else ""
+    res["syscalls"] = " ".join("%s=%.3f" % (k, v) for k, v in sorted(per.items(), key=lambda kv: -kv[1])
+                               if v >= 0.005)
+    if not counts:
+        res["note"] = (res.get("note", "") + " strace counted nothing: " + st.stderr.read().decode(
+            errors="replace").strip()[-200:]).strip()
+    st.stderr.close()
+    return res

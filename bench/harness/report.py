@@ -14,12 +14,13 @@ COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "ro
            "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
            "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "client_errors", "mappings",
            "in_handlers", "broadcasts", "delivered_to_all", "delivery_ms_median", "delivery_ms_worst", "client_p50_ms",
-           "ws_fanout_ms", "connect_s", "note"]
+           "ws_fanout_ms", "connect_s", "syscalls_per_request", "syscalls", "note"]
 SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
-ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions", "parked"]
+ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
+         "parked"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -29,6 +30,7 @@ TITLES = {
     "static": "Static files (wrk -t1, keep-alive)",
     "scaling": "Scaling with workers (wrk -t1, keep-alive)",
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
+    "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
     "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
 }
@@ -176,6 +178,18 @@ def instructions_table(rows_all):
     return lines
 
 
+def syscalls_table(rows_all):
+    lines = ["| server | variant | requests | syscalls/request | by call, per request (≥ 0.005) | notes |",
+             "|---|---|---:|---:|---|---|"]
+    for r in rows_all:
+        if r["workload"] == "syscalls":
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["server"], r["variant"], fmt(r.get("requests")), fmt(r.get("syscalls_per_request"), 3),
+                ", ".join("%s %s" % tuple(kv.split("=")) for kv in (r.get("syscalls") or "").split()),
+                r.get("note", "")))
+    return lines
+
+
 def parked_table(rows_all):
     lines = ["| clients | parked | client errors | RSS before → with (KiB) | PSS before → with (KiB) | in handlers "
              "| RSS B/conn | PSS B/conn | mappings | broadcasts to all | delivery to all, median (worst) ms "
@@ -260,6 +274,11 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
                     "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
             out += throughput_table(summary, wl)
+        elif wl == "syscalls":
+            out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "
+                    "`keepalive` is wrk -t1 keep-alive, `close` is ab (a connection per request, so per request "
+                    "is per connection). Every process of the server is traced (master and workers).", ""]
+            out += syscalls_table(ctx.rows)
         elif wl == "parked":
             out += ["examples/chat, one process (one loop), 64 KiB coroutine stacks, pinned with the servers; "
                     "the clients are bench/parked_client.py (Python, epoll, one process per kind) on the load "

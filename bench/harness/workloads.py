@@ -481,3 +481,32 @@ def parked(ctx):
                         row["variant"], row["held_open"], row["client_errors"], row["rss_kb_before"],
                         row["rss_kb_after"], row["bytes_per_connection"], row["delivered_to_all"],
                         row["broadcasts"], row["delivery_ms_median"]))
+
+
+def syscalls(ctx):
+    """Syscalls per request (strace -c -f on the server's processes), hello
+    world with keep-alive (wrk) and a connection per request (ab)."""
+    import shutil
+    opts = ctx.opts
+    if not shutil.which("strace"):
+        ctx.problem("syscalls skipped: strace missing (Debian: strace)")
+        return
+    conns = opts.connections[0]
+    ps = ctx.peers_for("hello", opts.syscall_servers)
+    up = start_checked(ctx, [(p.name, make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "syscalls"), "hello")
+                             for p in ps])
+    warm_up(ctx, up)
+    for wl in ("keepalive", "close"):
+        for label, srv, _ in up:
+            url = "http://127.0.0.1:%d/" % srv.port
+            if wl == "keepalive":
+                def go(url=url, srv=srv):
+                    return load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
+            else:
+                def go(url=url, srv=srv):
+                    return load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
+            res = load.syscalls(srv, go, os.path.join(ctx.tmp, "strace-%s-%s.txt" % (label, wl)))
+            record(ctx, {"workload": "syscalls", "variant": wl, "app": "hello", "server": label,
+                         "workers": opts.workers, "connections": conns, "round": 1}, res)
+            time.sleep(0.2)
+    procs.stop_all([s for _, s, _ in up])

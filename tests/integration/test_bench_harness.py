@@ -95,6 +95,20 @@ def test_throughput_table_marks_saturated_runs_and_ratios_to_spindle_c():
     assert "0.50×" in nginx and "2.00×" in nginx and "⚠ saturated in 1 of 1 runs" in nginx
 
 
+STRACE_C = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 52.10    0.412345          10     40123           read
+ 45.00    0.356789           8     40001         3 sendmsg
+  2.90    0.022999         100       230           epoll_wait
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.792133                 80354         3 total
+"""
+
+
+def test_parse_strace_c_reads_calls_with_and_without_errors_and_skips_the_total():
+    assert load.parse_strace_c(STRACE_C) == {"read": 40123, "sendmsg": 40001, "epoll_wait": 230}
+
+
 class FakeCtx:
     def __init__(self, rows, smoke=False):
         self.rows = rows

@@ -2,7 +2,7 @@
 # bench_run_smoke.sh — the one benchmark smoke suite of `make test`: runs
 # the benchmark harness (bench/run) in smoke mode on spindle-c, the WSGI
 # binding and nginx, every workload with 1 s runs and small counts,
-# PostgreSQL, the session demo and the chat's parked clients included, and checks what it writes to
+# PostgreSQL, strace, the session demo and the chat's parked clients included, and checks what it writes to
 # bench/results/smoke/: runs.csv and summary.csv parse with numbers where
 # there must be numbers, spindle's and nginx's runs saw no errors, every
 # workload ran on spindle-c (and the hello-world ones on the binding),
@@ -24,7 +24,7 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 
 PY=/usr/bin/python3
 missing=""
-for t in wrk ab taskset valgrind callgrind_annotate; do command -v "$t" >/dev/null || missing="$missing $t"; done
+for t in wrk ab taskset valgrind callgrind_annotate strace; do command -v "$t" >/dev/null || missing="$missing $t"; done
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -x build/spindle ] || missing="$missing build/spindle"
 [ -x build/examples/sessions ] || missing="$missing build/examples/sessions"
@@ -45,7 +45,7 @@ rm -rf "$R"
 start=$SECONDS
 # Bounded: smoke runs take about a minute; 600 s means it hung.
 if timeout 600 "$PY" bench/run --smoke --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
-  --scaling-servers spindle-c,nginx --max-workers 1 >"$log/out" 2>&1; then
+  --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c >"$log/out" 2>&1; then
   ok "bench/run --smoke ran ($((SECONDS - start)) s)"
 else
   bad "bench/run --smoke exited non-zero ($((SECONDS - start)) s)"
@@ -60,7 +60,8 @@ R = sys.argv[1]
 runs = list(csv.DictReader(open(R + "/runs.csv")))
 summ = list(csv.DictReader(open(R + "/summary.csv")))
 problems = []
-want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "sessions", "parked"}
+want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
+        "parked"}
 seen = {r["workload"] for r in runs}
 if want - seen:
     problems.append("workloads missing from runs.csv: %s" % sorted(want - seen))
@@ -82,6 +83,13 @@ for r in runs:
     if wl == "parked" and not (int(r["held_open"]) == int(r["connections"]) and int(r["client_errors"]) == 0
                                and int(r["delivered_to_all"]) >= 1 and float(r["bytes_per_connection"]) > 0):
         problems.append("parked/%s: %s" % (r["variant"], r))
+    if wl == "syscalls":
+        calls = dict(kv.split("=") for kv in r["syscalls"].split())
+        # keep-alive: about one read and one sendmsg per request; close: an
+        # accept4 and a close per connection too.
+        need = {"read", "sendmsg"} | ({"accept4", "close"} if r["variant"] == "close" else set())
+        if not (float(r["requests"]) > 0 and all(0.9 <= float(calls.get(c, 0)) <= 1.2 for c in need)):
+            problems.append("syscalls/%s/%s: %s" % (r["variant"], srv, r["syscalls"]))
     if wl == "instructions" and not float(r["instructions_per_request"]) > 100:
         problems.append("instructions/%s: %s" % (srv, r["instructions_per_request"]))
 apps = {r["variant"] for r in runs if r["workload"] == "wsgi" and r["server"] == "spindle"}
@@ -149,7 +157,7 @@ fi
 md=$R/bench.md
 for h in "## Servers" "## Hello world, keep-alive" "## Hello world without keep-alive" "## Latency at a fixed rate" \
   "## Memory per idle" "## WSGI applications" "## Static files" "## Scaling with workers" "## User-space instructions" \
-  "## Sessions" "## Parked clients" "## Targets"; do
+  "## Syscalls per request" "## Sessions" "## Parked clients" "## Targets"; do
   if grep -q "^$h" "$md" 2>/dev/null; then ok "bench.md: $h"; else bad "bench.md lacks '$h'"; fi
 done
 if grep -q '^Load: build/bench/pace, open loop' "$md" 2>/dev/null; then
