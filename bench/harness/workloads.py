@@ -301,6 +301,8 @@ def sessions(ctx):
     store, beside the plain hello world the same program serves (GET /hello).
     One process each (the demo has no workers), wrk keep-alive."""
     opts = ctx.opts
+    if "spindle-c" not in opts.servers:
+        return  # the demo is spindle's C API: it runs when spindle-c is compared
     if not ctx.sessions_bin:
         ctx.problem("sessions skipped: build/examples/sessions not built (make)")
         return
@@ -457,6 +459,8 @@ def parked(ctx):
     Smoke runs only the mixed phase."""
     import resource
     opts = ctx.opts
+    if "spindle-c" not in opts.servers:
+        return  # likewise
     if not ctx.chat_bin:
         ctx.problem("parked skipped: build/examples/chat not built (make)")
         return
