@@ -25,6 +25,7 @@ def run_measured(argv, server, timeout, env=None):
     """Run a load generator to completion, with the server's tree CPU time
     and the generator's own rusage (os.wait4) around it."""
     cpu0 = procs.tree_cpu_seconds(server.pid)
+    stat0 = procs.cpu_times()
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          env=dict(os.environ, **(env or {})))
@@ -54,7 +55,15 @@ def run_measured(argv, server, timeout, env=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t0
     cpu1 = procs.tree_cpu_seconds(server.pid)
+    stat1 = procs.cpu_times()
+    # How busy the server's CPUs were with anything but the server (other
+    # processes, interrupts): high means the machine was not quiet.
+    cpus = [c for c in getattr(server, "cpus", []) if c in stat0 and c in stat1]
+    busy = sum(stat1[c][0] - stat0[c][0] for c in cpus)
+    total = sum(stat1[c][1] - stat0[c][1] for c in cpus)
+    other = max(0.0, 100.0 * (busy - (cpu1 - cpu0) * procs.CLK_TCK) / total) if total else ""
     return {
+        "other_pct": other,
         "text": out.decode(errors="replace"),
         "status": p.returncode,
         "killed": killed,
@@ -74,6 +83,7 @@ def _finish(r, requests, errors, non2xx, extra):
         "server_cpu_us_per_request": (r["server_cpu_s"] * 1e6 / requests) if requests else "",
         "loadgen_cpu_pct": round(100 * r["lg_cpu_s"] / wall, 1) if wall else "",
         "loadgen_saturated": int(wall > 0 and r["lg_cpu_s"] / wall >= SATURATED),
+        "server_cpus_other_pct": round(r["other_pct"], 1) if r.get("other_pct", "") != "" else "",
     }
     row.update(extra)
     if r["killed"] or r["status"] not in (0,):

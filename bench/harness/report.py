@@ -10,13 +10,14 @@ from .peers import APP_DOC
 
 COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "round", "duration_s", "requests",
            "requests_per_s", "errors", "non2xx", "server_cpu_us_per_request", "loadgen_cpu_pct",
-           "loadgen_saturated", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
+           "loadgen_saturated", "server_cpus_other_pct", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
            "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
            "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "client_errors", "mappings",
            "in_handlers", "broadcasts", "delivered_to_all", "delivery_ms_median", "delivery_ms_worst", "client_p50_ms",
            "ws_fanout_ms", "connect_s", "syscalls_per_request", "syscalls", "note"]
 SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
+           "server_cpus_other_pct_median",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
@@ -74,6 +75,7 @@ def summarize(rows):
             "cpu_us_min": min(cpu) if cpu else "", "cpu_us_max": max(cpu) if cpu else "",
             "errors": int(sum(col("errors"))), "non2xx": int(sum(col("non2xx"))),
             "loadgen_cpu_pct_median": med("loadgen_cpu_pct"), "saturated_runs": int(sum(col("loadgen_saturated"))),
+            "server_cpus_other_pct_median": med("server_cpus_other_pct"),
             "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p999_ms": med("p999_ms"), "max_ms": med("max_ms"),
             "bytes_per_connection": med("bytes_per_connection"),
             "pss_bytes_per_connection": med("pss_bytes_per_connection"), "held_open": med("held_open"),
@@ -118,7 +120,8 @@ def reference(rows):
 
 def throughput_table(summary, wl):
     lines = ["| variant | server | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ ref | CPU ÷ ref "
-             "| errors / non-2xx | load-gen CPU % | notes |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| errors / non-2xx | load-gen CPU % | server CPUs busy otherwise % | notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     variants = []
     for s in summary:
         if s["workload"] == wl and s["variant"] not in variants:
@@ -130,13 +133,14 @@ def throughput_table(summary, wl):
         refrow = next((s for s in rows if s["server"] == ref), None)
         for s in rows:
             sat = " ⚠ saturated in %d of %d runs" % (s["saturated_runs"], s["runs"]) if s["saturated_runs"] else ""
-            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s |" % (
+            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s | %s |" % (
                 v, ("**%s**" % s["server"]) if s["server"] == ref else s["server"],
                 fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
                 fmt(s["cpu_us_median"], 1), fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
                 ratio(s["rps_median"], refrow["rps_median"]) if refrow else "–",
                 ratio(s["cpu_us_median"], refrow["cpu_us_median"]) if refrow else "–",
-                s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
+                s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat,
+                fmt(s.get("server_cpus_other_pct_median")), s["notes"]))
     return lines
 
 
@@ -175,6 +179,21 @@ def instructions_table(rows_all):
             r["server"], fmt(r.get("requests")), fmt(r.get("ir_n1")), fmt(r.get("ir_n2")),
             fmt(r.get("instructions_per_request"), 1),
             ratio(r.get("instructions_per_request"), ref.get("instructions_per_request")) if ref else "–"))
+    return lines
+
+
+def sessions_table(summary):
+    lines = ["| variant | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ hello | errors / non-2xx "
+             "| load-gen CPU % | notes |", "|---|---:|---:|---:|---:|---:|---|"]
+    rows = [s for s in summary if s["workload"] == "sessions"]
+    hello = next((s for s in rows if s["variant"] == "hello"), None)
+    for s in rows:
+        sat = " ⚠ saturated" if s["saturated_runs"] else ""
+        lines.append("| %s | %s (%s–%s) | %s (%s–%s) | %s | %s / %s | %s%s | %s |" % (
+            s["variant"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]), fmt(s["cpu_us_median"], 1),
+            fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
+            ratio(s["rps_median"], hello["rps_median"]) if hello else "–", s["errors"], s["non2xx"],
+            fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
     return lines
 
 
@@ -225,6 +244,8 @@ def markdown(path, ctx, summary, charts, targets=None):
            "min–max. CPU µs/req is utime+stime of the server's whole process tree over the run divided by the "
            "requests completed. \"Load-gen CPU %%\" is the generator's own CPU over the run: ⚠ marks runs at "
            "≥ 90 %%, where the generator, not the server, was the limit — compare CPU µs/req there. "
+           "\"Server CPUs busy otherwise\" is the server CPUs' busy time not charged to the server (other "
+           "processes, interrupts) over the run: high values mean the machine was not quiet. "
            "ref = spindle-c (or the WSGI binding where spindle-c does not run the app). spindle %s."
            % (",".join(map(str, ctx.server_cpus)), ",".join(map(str, ctx.lg_cpus)), o.workers, o.rounds,
               o.duration, o.latency_duration, ctx.spindle_version), ""]
@@ -273,7 +294,7 @@ def markdown(path, ctx, summary, charts, targets=None):
             out += ["The session demo (`build/examples/sessions`, one process, no workers) with the memory store "
                     "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
                     "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
-            out += throughput_table(summary, wl)
+            out += sessions_table(summary)
         elif wl == "syscalls":
             out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "
                     "`keepalive` is wrk -t1 keep-alive, `close` is ab (a connection per request, so per request "
