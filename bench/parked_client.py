@@ -1,5 +1,6 @@
-"""parked_client.py — the many-clients side of bench/parked.sh: N WebSockets
-and/or N long-polling clients on one non-blocking selectors (epoll) loop,
+"""parked_client.py — the many-clients side of bench/run's parked workload
+(bench/parked.sh): N WebSockets and/or N long-polling clients on one
+non-blocking selectors (epoll) loop,
 against examples/chat. Every "online" announcement carries the server's
 wall-clock "ts"; each client notes (receive time - ts), and per broadcast we
 report how many clients got it and the slowest one (the time to deliver it

@@ -19,7 +19,7 @@ PKGS=(
   "wrk:benchmarks and load tests"
   "apache2-utils:ab, for instruction-count benchmarks"
   "nginx:peer in benchmarks"
-  "strace:syscall counts in benchmarks"
+  "strace:syscall counts in benchmarks (bench/run's syscalls workload)"
   "gcc-aarch64-linux-gnu:cross-build of the aarch64 context switch"
   "libc6-dev-arm64-cross:cross-build of the aarch64 context switch"
   "qemu-user:runs the aarch64 coroutine test"

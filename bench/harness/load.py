@@ -25,6 +25,7 @@ def run_measured(argv, server, timeout, env=None):
     """Run a load generator to completion, with the server's tree CPU time
     and the generator's own rusage (os.wait4) around it."""
     cpu0 = procs.tree_cpu_seconds(server.pid)
+    stat0 = procs.cpu_times()
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          env=dict(os.environ, **(env or {})))
@@ -54,7 +55,15 @@ def run_measured(argv, server, timeout, env=None):
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t0
     cpu1 = procs.tree_cpu_seconds(server.pid)
+    stat1 = procs.cpu_times()
+    # How busy the server's CPUs were with anything but the server (other
+    # processes, interrupts): high means the machine was not quiet.
+    cpus = [c for c in getattr(server, "cpus", []) if c in stat0 and c in stat1]
+    busy = sum(stat1[c][0] - stat0[c][0] for c in cpus)
+    total = sum(stat1[c][1] - stat0[c][1] for c in cpus)
+    other = max(0.0, 100.0 * (busy - (cpu1 - cpu0) * procs.CLK_TCK) / total) if total else ""
     return {
+        "other_pct": other,
         "text": out.decode(errors="replace"),
         "status": p.returncode,
         "killed": killed,
@@ -74,6 +83,7 @@ def _finish(r, requests, errors, non2xx, extra):
         "server_cpu_us_per_request": (r["server_cpu_s"] * 1e6 / requests) if requests else "",
         "loadgen_cpu_pct": round(100 * r["lg_cpu_s"] / wall, 1) if wall else "",
         "loadgen_saturated": int(wall > 0 and r["lg_cpu_s"] / wall >= SATURATED),
+        "server_cpus_other_pct": round(r["other_pct"], 1) if r.get("other_pct", "") != "" else "",
     }
     row.update(extra)
     if r["killed"] or r["status"] not in (0,):
@@ -254,12 +264,41 @@ def callgrind_total(files):
     return total
 
 
-def instructions(make_server, n1, n2, lg_cpus, conc=10):
+def callgrind_functions(files):
+    """{function: self Ir} summed over callgrind output FILES (every process
+    of a server), from callgrind_annotate --inclusive=no: inlined code is
+    folded into the function it is inlined in. {} without callgrind_annotate."""
+    out = {}
+    line_re = re.compile(r"^\s*([0-9,]+)\s+\(\s*[0-9.]+%\)\s+(\S.*)$")
+    for f in files:
+        try:
+            r = subprocess.run(["callgrind_annotate", "--inclusive=no", "--auto=no", "--threshold=100", f],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=120)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        on = False
+        for line in r.stdout.decode(errors="replace").splitlines():
+            if "file:function" in line:
+                on = True
+                continue
+            m = line_re.match(line) if on else None
+            if not m:
+                continue
+            name = re.sub(r" \[[^]]*\]$", "", m.group(2))
+            fn = name.rsplit(":", 1)[-1]
+            out[fn] = out.get(fn, 0) + int(m.group(1).replace(",", ""))
+    return out
+
+
+def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None):
     """User-space instructions per request: the server (every process of it,
     --trace-children) runs under callgrind twice, driven by `ab -k -c CONC`
     with N1 then N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up,
-    connection set-up and shutdown."""
-    totals = []
+    connection set-up and shutdown. The same difference per function gives
+    the hot path ("functions": [(Ir/request, share %, function)], largest
+    first). KEEP: a path prefix; the N2 run's largest profile is copied to
+    KEEP.callgrind.out (for callgrind_annotate or kcachegrind)."""
+    totals, funcs = [], []
     for n in (n1, n2):
         d = tempfile.mkdtemp(prefix="spindle-bench-cg.")
         server = make_server(["valgrind", "--tool=callgrind", "--trace-children=yes", "--dump-instr=no",
@@ -280,6 +319,67 @@ def instructions(make_server, n1, n2, lg_cpus, conc=10):
             server.stop(timeout=120)
         files = [os.path.join(d, x) for x in os.listdir(d) if x.startswith("cg.")]
         totals.append(callgrind_total(files))
+        funcs.append(callgrind_functions(files))
+        if keep and n == n2 and files:
+            import shutil
+            shutil.copy2(max(files, key=os.path.getsize), keep + ".callgrind.out")
         subprocess.run(["rm", "-rf", d])
-    return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1],
-            "instructions_per_request": round((totals[1] - totals[0]) / (n2 - n1), 1)}
+    per = round((totals[1] - totals[0]) / (n2 - n1), 1)
+    hot = []
+    for fn, ir in funcs[1].items():
+        d = (ir - funcs[0].get(fn, 0)) / (n2 - n1)
+        if d > 0.5:
+            hot.append((round(d, 1), round(100 * d / per, 1) if per else 0.0, fn))
+    hot.sort(reverse=True)
+    return {"requests": n2 - n1, "ir_n1": totals[0], "ir_n2": totals[1], "instructions_per_request": per,
+            "functions": hot}
+
+
+def parse_strace_c(text):
+    """strace -c's summary table as {syscall: calls}."""
+    out = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 5 or parts[-1] == "total" or not re.match(r"^[0-9.]+$", parts[0]):
+            continue
+        try:
+            out[parts[-1]] = out.get(parts[-1], 0) + int(parts[3])
+        except ValueError:
+            continue
+    return out
+
+
+def syscalls(server, run_load, path):
+    """Syscalls per request: strace -c -f attached to every process of the
+    server's tree while RUN_LOAD() drives it (strace slows the server by an
+    order of magnitude: only the counts mean anything, not its speed)."""
+    argv = ["strace", "-c", "-f", "-o", path]
+    for p in procs.tree(server.pid):
+        argv += ["-p", str(p)]
+    st = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)  # attached
+    try:
+        res = run_load()
+    finally:
+        st.send_signal(signal.SIGINT)
+        try:
+            st.wait(30)
+        except subprocess.TimeoutExpired:
+            st.kill()
+            st.wait()
+    try:
+        with open(path) as f:
+            counts = parse_strace_c(f.read())
+    except OSError:
+        counts = {}
+    n = res.get("requests") or 0
+    per = {k: v / n for k, v in counts.items()} if n else {}
+    res["server_cpu_us_per_request"] = ""  # under strace: meaningless
+    res["syscalls_per_request"] = round(sum(per.values()), 3) if per else ""
+    res["syscalls"] = " ".join("%s=%.3f" % (k, v) for k, v in sorted(per.items(), key=lambda kv: -kv[1])
+                               if v >= 0.005)
+    if not counts:
+        res["note"] = (res.get("note", "") + " strace counted nothing: " + st.stderr.read().decode(
+            errors="replace").strip()[-200:]).strip()
+    st.stderr.close()
+    return res

@@ -2,7 +2,7 @@
 server, whether it is installed, the Debian packages that provide it, its
 version, and the command line that serves an application with N workers on a
 port. Every server gets the same worker count; access logs are off in all of
-them."""
+them, unless bench/run --access-log asks spindle and nginx for one."""
 import functools
 import os
 import shutil
@@ -27,6 +27,7 @@ APPS = {
     "sqlite": ("sqla_app:row_application", ["sqlalchemy"], ("contains", b"row ")),
     "pg": ("sqla_app:row_application", ["sqlalchemy", "psycopg2"], ("contains", b"row ")),
     "mako-pg": ("sqla_app:page_application", ["sqlalchemy", "psycopg2", "mako"], ("contains", b"</table>")),
+    "flask": ("flask_hello:application", ["flask"], ("exact", HELLO)),
 }
 APP_DOC = {
     "hello": "WSGI hello world (bench/wsgi_apps/hello.py; native hello for nginx, node, tornado, spindle-c)",
@@ -35,6 +36,7 @@ APP_DOC = {
     "sqlite": "SQLAlchemy ORM: one row by random primary key from a 1,000-row SQLite table (sqla_app.py)",
     "pg": "the same query on PostgreSQL through psycopg2, pooled connections",
     "mako-pg": "10 rows from PostgreSQL rendered through a Mako template",
+    "flask": "a one-route Flask app answering the hello world (flask_hello.py)",
 }
 
 
@@ -70,6 +72,11 @@ class Peer:
     def __init__(self, ctx):
         self.ctx = ctx  # the run's context: spindle snapshot paths
 
+    def access_log(self, workdir):
+        """The access log file when the run asks for one (--access-log), else None."""
+        opts = getattr(self.ctx, "opts", None)
+        return os.path.join(workdir, "access.log") if getattr(opts, "access_log", False) else None
+
     def available(self):
         """None when usable, else why not."""
         for m in self.modules:
@@ -103,6 +110,8 @@ class SpindleC(Peer):
                 "--log-level", "warning", "--max-connections", "15000", "--keepalive-timeout", "120"]
         if root:
             argv += ["--root", root]
+        if self.access_log(workdir):
+            argv += ["--access-log", self.access_log(workdir)]
         return argv, {}, workdir
 
 
@@ -119,15 +128,18 @@ class SpindlePy(Peer):
         return self.ctx.spindle_version
 
     def command(self, app, port, workers, workdir):
-        return ([PY, "-m", "spindle", APPS[app][0], "--chdir", WSGI_APPS, "--bind", "127.0.0.1:%d" % port,
-                 "--workers", str(workers), "--log-level", "warning", "--max-connections", "15000",
-                 "--keepalive-timeout", "120"],
-                {"PYTHONPATH": self.ctx.spindle_py}, workdir)
+        argv = [PY, "-m", "spindle", APPS[app][0], "--chdir", WSGI_APPS, "--bind", "127.0.0.1:%d" % port,
+                "--workers", str(workers), "--log-level", "warning", "--max-connections", "15000",
+                "--keepalive-timeout", "120"]
+        if self.access_log(workdir):
+            argv += ["--access-log", self.access_log(workdir)]
+        return argv, {"PYTHONPATH": self.ctx.spindle_py}, workdir
 
 
-def nginx_conf(workdir, port, workers, body, worker_connections=20000):
+def nginx_conf(workdir, port, workers, body, worker_connections=20000, access_log=None):
     """An nginx config in WORKDIR: every path it writes (pid, logs, temp
-    directories) inside WORKDIR, access log off, run as the current user."""
+    directories) inside WORKDIR, access log off (or to ACCESS_LOG in the
+    combined format), run as the current user."""
     tmp = os.path.join(workdir, "tmp")
     os.makedirs(tmp, exist_ok=True)
     user = ""
@@ -144,7 +156,7 @@ error_log %(dir)s/error.log warn;
 worker_rlimit_nofile 20000;
 events { worker_connections %(wc)d; }
 http {
-    access_log off;
+    access_log %(access)s;
     keepalive_requests 1000000;
     keepalive_timeout 120;
     sendfile on;
@@ -157,7 +169,7 @@ http {
     %(body)s
 }
 """ % {"user": user, "workers": workers, "dir": workdir, "tmp": tmp, "body": body % {"port": port},
-       "wc": worker_connections}
+       "wc": worker_connections, "access": (access_log + " combined") if access_log else "off"}
     path = os.path.join(workdir, "nginx.conf")
     with open(path, "w") as f:
         f.write(conf)
@@ -182,7 +194,7 @@ class Nginx(Peer):
         else:
             body = ('server { listen 127.0.0.1:%(port)d; default_type text/plain; '
                     'location / { return 200 "Hello world!"; } }')
-        return nginx_conf(workdir, port, workers, body), {}, workdir
+        return nginx_conf(workdir, port, workers, body, access_log=self.access_log(workdir)), {}, workdir
 
 
 class Node(Peer):
@@ -296,6 +308,19 @@ class Eventlet(SelfServed):
     note = "monkey-patched; TCP_NODELAY set on its listener, as for gevent"
 
 
+class Wsgiref(SelfServed):
+    """Only when asked for (--servers wsgiref): one thread, HTTP/1.0, far
+    behind the others; bench/wsgi.sh asks for it."""
+    name = "wsgiref"
+    module = "wsgiref"
+    script = "wsgiref_serve.py"
+    doc = "the standard library's wsgiref.simple_server (wsgi_apps/wsgiref_serve.py), one thread"
+    note = "single-threaded, closes every connection; only one worker whatever --workers says"
+
+    def version(self):
+        return "Python " + out_of([PY, "-c", "import platform; print(platform.python_version())"])
+
+
 class NginxTornado(Peer):
     """The articles' deployment: nginx (1 worker) proxying, with upstream
     keep-alive, to one Tornado process per worker on its own port."""
@@ -322,11 +347,11 @@ class NginxTornado(Peer):
 
 
 ALL = [SpindleC, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
-EXTRA = [NginxTornado]
+EXTRA = [NginxTornado, Wsgiref]  # only when named
 BY_NAME = {p.name: p for p in ALL + EXTRA}
 BENCH_PACKAGES = ["nginx", "nodejs", "gunicorn", "uwsgi", "uwsgi-plugin-python3", "python3-gevent",
                   "python3-eventlet", "python3-tornado", "python3-webpy", "python3-mako", "python3-sqlalchemy",
-                  "python3-psycopg2", "postgresql", "python3-matplotlib", "wrk", "apache2-utils", "valgrind"]
+                  "python3-psycopg2", "python3-flask", "postgresql", "python3-matplotlib", "wrk", "apache2-utils", "valgrind"]
 
 
 def app_missing(app):

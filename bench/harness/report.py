@@ -10,14 +10,18 @@ from .peers import APP_DOC
 
 COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "round", "duration_s", "requests",
            "requests_per_s", "errors", "non2xx", "server_cpu_us_per_request", "loadgen_cpu_pct",
-           "loadgen_saturated", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
+           "loadgen_saturated", "server_cpus_other_pct", "target_rate", "p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "held_open",
            "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
-           "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "note"]
+           "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "client_errors", "mappings",
+           "in_handlers", "broadcasts", "delivered_to_all", "delivery_ms_median", "delivery_ms_worst", "client_p50_ms",
+           "ws_fanout_ms", "connect_s", "syscalls_per_request", "syscalls", "note"]
 SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
+           "server_cpus_other_pct_median",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
-ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions"]
+ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
+         "parked"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -27,7 +31,11 @@ TITLES = {
     "static": "Static files (wrk -t1, keep-alive)",
     "scaling": "Scaling with workers (wrk -t1, keep-alive)",
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
+    "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
+    "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
+    "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
 }
+HOT_PATH_ROWS = 10
 
 
 def num(v):
@@ -67,6 +75,7 @@ def summarize(rows):
             "cpu_us_min": min(cpu) if cpu else "", "cpu_us_max": max(cpu) if cpu else "",
             "errors": int(sum(col("errors"))), "non2xx": int(sum(col("non2xx"))),
             "loadgen_cpu_pct_median": med("loadgen_cpu_pct"), "saturated_runs": int(sum(col("loadgen_saturated"))),
+            "server_cpus_other_pct_median": med("server_cpus_other_pct"),
             "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p999_ms": med("p999_ms"), "max_ms": med("max_ms"),
             "bytes_per_connection": med("bytes_per_connection"),
             "pss_bytes_per_connection": med("pss_bytes_per_connection"), "held_open": med("held_open"),
@@ -81,6 +90,15 @@ def write_summary(path, summary):
         w.writeheader()
         for s in summary:
             w.writerow({k: (round(v, 3) if isinstance(v, float) else v) for k, v in s.items()})
+
+
+def write_targets(path, rows):
+    from .targets import COLUMNS as TARGET_COLUMNS
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, TARGET_COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow(r)
 
 
 def fmt(v, digits=0):
@@ -102,7 +120,8 @@ def reference(rows):
 
 def throughput_table(summary, wl):
     lines = ["| variant | server | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ ref | CPU ÷ ref "
-             "| errors / non-2xx | load-gen CPU % | notes |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+             "| errors / non-2xx | load-gen CPU % | server CPUs busy otherwise % | notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     variants = []
     for s in summary:
         if s["workload"] == wl and s["variant"] not in variants:
@@ -114,13 +133,14 @@ def throughput_table(summary, wl):
         refrow = next((s for s in rows if s["server"] == ref), None)
         for s in rows:
             sat = " ⚠ saturated in %d of %d runs" % (s["saturated_runs"], s["runs"]) if s["saturated_runs"] else ""
-            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s |" % (
+            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s | %s |" % (
                 v, ("**%s**" % s["server"]) if s["server"] == ref else s["server"],
                 fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
                 fmt(s["cpu_us_median"], 1), fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
                 ratio(s["rps_median"], refrow["rps_median"]) if refrow else "–",
                 ratio(s["cpu_us_median"], refrow["cpu_us_median"]) if refrow else "–",
-                s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
+                s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat,
+                fmt(s.get("server_cpus_other_pct_median")), s["notes"]))
     return lines
 
 
@@ -162,7 +182,57 @@ def instructions_table(rows_all):
     return lines
 
 
-def markdown(path, ctx, summary, charts):
+def sessions_table(summary):
+    lines = ["| variant | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ hello | errors / non-2xx "
+             "| load-gen CPU % | notes |", "|---|---:|---:|---:|---:|---:|---|"]
+    rows = [s for s in summary if s["workload"] == "sessions"]
+    hello = next((s for s in rows if s["variant"] == "hello"), None)
+    for s in rows:
+        sat = " ⚠ saturated" if s["saturated_runs"] else ""
+        lines.append("| %s | %s (%s–%s) | %s (%s–%s) | %s | %s / %s | %s%s | %s |" % (
+            s["variant"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]), fmt(s["cpu_us_median"], 1),
+            fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
+            ratio(s["rps_median"], hello["rps_median"]) if hello else "–", s["errors"], s["non2xx"],
+            fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
+    return lines
+
+
+def syscalls_table(rows_all):
+    lines = ["| server | variant | requests | syscalls/request | by call, per request (≥ 0.005) | notes |",
+             "|---|---|---:|---:|---|---|"]
+    for r in rows_all:
+        if r["workload"] == "syscalls":
+            lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                r["server"], r["variant"], fmt(r.get("requests")), fmt(r.get("syscalls_per_request"), 3),
+                ", ".join("%s %s" % tuple(kv.split("=")) for kv in (r.get("syscalls") or "").split()),
+                r.get("note", "")))
+    return lines
+
+
+def parked_table(rows_all):
+    lines = ["| clients | parked | client errors | RSS before → with (KiB) | PSS before → with (KiB) | in handlers "
+             "| RSS B/conn | PSS B/conn | mappings | broadcasts to all | delivery to all, median (worst) ms "
+             "| per-client p50 ms | ws fan-out ms |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows_all:
+        if r["workload"] != "parked":
+            continue
+        lines.append("| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s | %s of %s | %s (%s) | %s | %s |" % (
+            r["variant"], fmt(r.get("held_open")), r.get("client_errors"), fmt(r.get("rss_kb_before")),
+            fmt(r.get("rss_kb_after")), fmt(r.get("pss_kb_before")), fmt(r.get("pss_kb_after")),
+            fmt(r.get("in_handlers")), fmt(r.get("bytes_per_connection")), fmt(r.get("pss_bytes_per_connection")),
+            fmt(r.get("mappings")), r.get("delivered_to_all"), r.get("broadcasts"), fmt(r.get("delivery_ms_median"), 1),
+            fmt(r.get("delivery_ms_worst"), 1), fmt(r.get("client_p50_ms"), 1), fmt(r.get("ws_fanout_ms"), 1)))
+    return lines
+
+
+def hot_path_table(row, top=HOT_PATH_ROWS):
+    lines = ["| instructions/request | share | function |", "|---:|---:|---|"]
+    for ir, share, fn in (row.get("functions") or [])[:top]:
+        lines.append("| %s | %s %% | `%s` |" % (fmt(ir, 1), fmt(share, 1), fn))
+    return lines
+
+
+def markdown(path, ctx, summary, charts, targets=None):
     o = ctx.opts
     out = ["# spindle benchmarks — %s" % ctx.started, "",
            "Command: `%s`" % ctx.command, "",
@@ -174,6 +244,8 @@ def markdown(path, ctx, summary, charts):
            "min–max. CPU µs/req is utime+stime of the server's whole process tree over the run divided by the "
            "requests completed. \"Load-gen CPU %%\" is the generator's own CPU over the run: ⚠ marks runs at "
            "≥ 90 %%, where the generator, not the server, was the limit — compare CPU µs/req there. "
+           "\"Server CPUs busy otherwise\" is the server CPUs' busy time not charged to the server (other "
+           "processes, interrupts) over the run: high values mean the machine was not quiet. "
            "ref = spindle-c (or the WSGI binding where spindle-c does not run the app). spindle %s."
            % (",".join(map(str, ctx.server_cpus)), ",".join(map(str, ctx.lg_cpus)), o.workers, o.rounds,
               o.duration, o.latency_duration, ctx.spindle_version), ""]
@@ -212,8 +284,41 @@ def markdown(path, ctx, summary, charts):
             out += memory_table(ctx.rows)
         elif wl == "instructions":
             out += instructions_table(ctx.rows)
+            for r in ctx.rows:
+                if r["workload"] == "instructions" and r.get("functions"):
+                    out += ["", "Hot path, %s: the top %d functions' self instructions per request, the two runs "
+                            "subtracted per function (inlined code folded into its caller; all of them in "
+                            "`instructions.%s.functions.tsv`):" % (r["server"], HOT_PATH_ROWS, r["server"]), ""]
+                    out += hot_path_table(r)
+        elif wl == "sessions":
+            out += ["The session demo (`build/examples/sessions`, one process, no workers) with the memory store "
+                    "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
+                    "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
+            out += sessions_table(summary)
+        elif wl == "syscalls":
+            out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "
+                    "`keepalive` is wrk -t1 keep-alive, `close` is ab (a connection per request, so per request "
+                    "is per connection). Every process of the server is traced (master and workers).", ""]
+            out += syscalls_table(ctx.rows)
+        elif wl == "parked":
+            out += ["examples/chat, one process (one loop), 64 KiB coroutine stacks, pinned with the servers; "
+                    "the clients are bench/parked_client.py (Python, epoll, one process per kind) on the load "
+                    "generator's CPU. Delivery: per broadcast (the chat's \"online\" announcement), the slowest "
+                    "client's receive time minus the message's timestamp, client-side, so it includes the Python "
+                    "clients' own processing; \"ws fan-out\" is the server's time to write one broadcast to every "
+                    "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
+                    "with the most connections in handlers.", ""]
+            out += parked_table(ctx.rows)
         else:
             out += throughput_table(summary, wl)
+        out.append("")
+    if targets:
+        from .targets import table
+        out += ["## Targets", "",
+                "The issues' targets, judged on this run's medians (paired: the median over rounds of the two "
+                "servers' ratio in the same round)%s; also in `targets.csv`." % (
+                    " — a smoke run: 1 s runs, nothing judged" if o.smoke else ""), ""]
+        out += table(targets)
         out.append("")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")

@@ -262,6 +262,9 @@ def scaling(ctx):
 
 
 def instructions(ctx):
+    """Instructions per keep-alive request under callgrind (load.instructions),
+    and per function: RESULTS/instructions.SERVER.functions.tsv, with the
+    longer run's profile in RESULTS/instructions.SERVER.callgrind.out."""
     opts = ctx.opts
     for p in ctx.peers_for("hello", opts.instruction_servers):
         if p.name in ("node",):
@@ -276,10 +279,238 @@ def instructions(ctx):
             return procs.Server(p.name, prefix + argv, port, ctx.server_cpus, d, env=env, cwd=cwd).start()
 
         log("instructions: %s under callgrind (ab -k -c 10, %d then %d requests)" % (p.name, n1, n2))
+        keep = os.path.join(opts.out, "instructions." + p.name)
         try:
-            res = load.instructions(mk, n1, n2, ctx.lg_cpus)
+            res = load.instructions(mk, n1, n2, ctx.lg_cpus, keep=keep)
         except (RuntimeError, OSError) as e:
             ctx.problem("instructions for %s failed: %s" % (p.name, e))
             continue
+        # The hot path: self instructions per request by function.
+        with open(keep + ".functions.tsv", "w") as f:
+            f.write("instructions_per_request\tshare_pct\tfunction\n")
+            for ir, share, fn in res["functions"]:
+                f.write("%s\t%s\t%s\n" % (ir, share, fn))
         record(ctx, {"workload": "instructions", "variant": "keep-alive", "app": "hello", "server": p.name,
                      "workers": 1, "connections": 10, "round": 1}, res)
+
+
+def sessions(ctx):
+    """Eurasia's session test: the session demo (examples/sessions.c) with a
+    new session per request — wrk sends no cookie, so every request makes a
+    session, sets its counter and stores it — for the memory and the SQLite
+    store, beside the plain hello world the same program serves (GET /hello).
+    One process each (the demo has no workers), wrk keep-alive."""
+    opts = ctx.opts
+    if "spindle-c" not in opts.servers:
+        return  # the demo is spindle's C API: it runs when spindle-c is compared
+    if not ctx.sessions_bin:
+        ctx.problem("sessions skipped: build/examples/sessions not built (make)")
+        return
+    conns = opts.connections[0]
+    stores = [("memory", "memory"), ("sqlite", "sqlite:" + os.path.join(ctx.tmp, "sessions.db"))]
+    up = []
+    for name, store in stores:
+        port = procs.free_port()
+        workdir = os.path.join(ctx.tmp, "sessions-" + name)
+        os.makedirs(workdir, exist_ok=True)
+        srv = procs.Server("spindle-c", [ctx.sessions_bin, "127.0.0.1:%d" % port, store], port, ctx.server_cpus,
+                           workdir)
+        srv.start()
+        ctx.servers.append(srv)
+        try:
+            srv.wait_listening()
+            status, body = fetch(port)
+            if status != 200 or not body.startswith(b"visit 1 of session"):
+                raise RuntimeError("GET / answered %d %r" % (status, body[:80]))
+            up.append((name, srv))
+        except (RuntimeError, OSError) as e:
+            ctx.problem("sessions: the demo with the %s store did not come up: %s" % (name, e))
+            srv.stop()
+    runs = []
+    for name, srv in up:
+        if name == "memory":
+            runs.append(("hello", srv, "/hello"))
+        runs.append(("%s store" % name, srv, "/"))
+    for r, (variant, srv, path) in rounds(ctx, runs):
+        if not srv.alive():
+            ctx.problem("sessions: the demo died during the %s runs:\n%s" % (variant, srv.log_tail()))
+            continue
+        res = load.wrk("http://127.0.0.1:%d%s" % (srv.port, path), srv, conns, opts.duration, ctx.lg_cpus)
+        record(ctx, {"workload": "sessions", "variant": variant, "app": "sessions", "server": "spindle-c",
+                     "workers": 0, "connections": conns, "round": r}, res)
+        time.sleep(0.2)
+    procs.stop_all([s for _, s in up])
+
+
+def _parked_phase(ctx, name, npoll, nws, guard, seconds):
+    """One chat server, NPOLL long-polling clients and NWS WebSockets parked
+    on it (bench/parked_client.py, one process per kind), a broadcast every
+    second: memory before and with the clients, and each broadcast's time to
+    reach every client. Returns a row (or None if the chat did not start)."""
+    import json
+    import resource
+    import statistics
+    import subprocess
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    port = procs.free_port()
+    workdir = os.path.join(ctx.tmp, "parked-%s-%s" % (name, "noguard" if guard else "guard"))
+    os.makedirs(workdir, exist_ok=True)
+    argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
+            "--max-connections", str(nofile - 32), "--static", os.path.join(peers.ROOT, "examples", "chat", "static")]
+    argv += ["--no-guard-pages"] if guard else []
+    srv = procs.Server("spindle-c", argv, port, ctx.server_cpus, workdir)
+    srv.start()
+    ctx.servers.append(srv)
+
+    def stats():
+        try:
+            return json.loads(fetch(port, "/stats")[1])
+        except (OSError, ValueError):
+            return {}
+
+    def mem():
+        rss, pss = procs.tree_memory_kb(srv.pid)
+        try:
+            with open("/proc/%d/maps" % srv.pid) as f:
+                maps = sum(1 for _ in f)
+        except OSError:
+            maps = 0
+        return rss, pss, maps
+
+    try:
+        srv.wait_listening()
+    except RuntimeError as e:
+        ctx.problem("parked: the chat did not come up: %s" % e)
+        srv.stop()
+        return None
+    time.sleep(0.5)
+    before = mem()
+    clients = []
+    for kind, n in (("poll", npoll), ("ws", nws)):
+        if n:
+            out = open(os.path.join(workdir, "client-%s.out" % kind), "w+")
+            err = open(os.path.join(workdir, "client-%s.err" % kind), "w")
+            p = subprocess.Popen([peers.PY, os.path.join(peers.BENCH, "parked_client.py"), "--port", str(port),
+                                  "--" + kind, str(n), "--seconds", str(seconds)], stdout=out, stderr=err)
+            clients.append((kind, p, out))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready = 0
+        for _, p, out in clients:
+            out.seek(0)
+            ready += any(line.startswith("READY") for line in out) or p.poll() is not None
+        if ready >= len(clients):
+            break
+        time.sleep(0.1)
+    # Parked pollers come and go around each broadcast: sample and keep the
+    # sample with the most connections parked in handlers.
+    best, after, mid = -1, before, {}
+    for _ in range(10 if seconds >= 5 else 4):
+        time.sleep(0.3)
+        m, st = mem(), stats()
+        k = st.get("ws", 0) + st.get("parked", 0)
+        if k > best:
+            best, after, mid = k, m, st
+    results = {}
+    for kind, p, out in clients:
+        try:
+            p.wait(seconds + 150)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+        out.seek(0)
+        lines = [line for line in out if line.startswith("{")]
+        results[kind] = json.loads(lines[-1]) if lines else {"ready": 0, "errors": -1, "broadcasts": []}
+        out.close()
+    end = stats()
+    srv.stop()
+    conns = sum(c["ready"] for c in results.values())
+    by_seq = {}
+    for c in results.values():
+        for r in c["broadcasts"]:
+            s = by_seq.setdefault(r["seq"], {"clients": 0, "max": 0, "p50": []})
+            s["clients"] += r["clients"]
+            s["max"] = max(s["max"], r["max_ms"])
+            s["p50"].append(r["p50_ms"])
+    full = [s for s in by_seq.values() if s["clients"] >= conns]
+    mx = [s["max"] for s in full]
+    n = max(conns, 1)
+    who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
+    return {"workload": "parked", "variant": "%s, %s" % (who, "no guard pages" if guard else "guard pages"),
+            "app": "chat", "server": "spindle-c", "workers": 0, "round": 1, "connections": npoll + nws,
+            "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),
+            "rss_kb_before": before[0], "rss_kb_after": after[0], "pss_kb_before": before[1],
+            "pss_kb_after": after[1], "mappings": after[2],
+            "bytes_per_connection": round((after[0] - before[0]) * 1024 / n),
+            "pss_bytes_per_connection": round((after[1] - before[1]) * 1024 / n),
+            "in_handlers": mid.get("ws", 0) + mid.get("parked", 0), "broadcasts": len(by_seq),
+            "delivered_to_all": len(full), "delivery_ms_median": statistics.median(mx) if mx else "",
+            "delivery_ms_worst": max(mx) if mx else "",
+            "client_p50_ms": statistics.median([statistics.median(s["p50"]) for s in full]) if full else "",
+            "ws_fanout_ms": end.get("fanout_max_us", 0) / 1000.0 if nws else "",
+            "connect_s": max([c.get("connect_s", 0) for c in results.values()] or [0])}
+
+
+def parked(ctx):
+    """Long-polling clients and WebSockets parked on one chat process
+    (examples/chat, one loop) with a broadcast every second, with and without
+    guard pages on the coroutine stacks: memory per parked connection and the
+    time to deliver one broadcast to all (what bench/parked.sh measured).
+    Smoke runs only the mixed phase."""
+    import resource
+    opts = ctx.opts
+    if "spindle-c" not in opts.servers:
+        return  # likewise
+    if not ctx.chat_bin:
+        ctx.problem("parked skipped: build/examples/chat not built (make)")
+        return
+    n, seconds = opts.parked_clients, opts.parked_seconds
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if n + 64 > nofile:
+        ctx.problem("parked: %d clients do not fit the open-files limit %d: %d instead" % (n, nofile, nofile - 64))
+        n = nofile - 64
+    # The server holds one fd per client plus a few of its own: the mixed
+    # phase takes what fits.
+    m = min(n, (nofile - 64) // 2)
+    phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
+    for guard in (False, True):
+        for name, npoll, nws in phases:
+            log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts"
+                % (npoll, nws, "no guard pages" if guard else "guard pages", seconds))
+            row = _parked_phase(ctx, name, npoll, nws, guard, seconds)
+            if row:
+                ctx.rows.append(row)
+                log("parked %-40s %d parked, %d client errors, RSS %d -> %d KiB (%s B/conn), broadcasts to all "
+                    "%d of %d, delivery median %s ms" % (
+                        row["variant"], row["held_open"], row["client_errors"], row["rss_kb_before"],
+                        row["rss_kb_after"], row["bytes_per_connection"], row["delivered_to_all"],
+                        row["broadcasts"], row["delivery_ms_median"]))
+
+
+def syscalls(ctx):
+    """Syscalls per request (strace -c -f on the server's processes), hello
+    world with keep-alive (wrk) and a connection per request (ab)."""
+    import shutil
+    opts = ctx.opts
+    if not shutil.which("strace"):
+        ctx.problem("syscalls skipped: strace missing (Debian: strace)")
+        return
+    conns = opts.connections[0]
+    ps = ctx.peers_for("hello", opts.syscall_servers)
+    up = start_checked(ctx, [(p.name, make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "syscalls"), "hello")
+                             for p in ps])
+    warm_up(ctx, up)
+    for wl in ("keepalive", "close"):
+        for label, srv, _ in up:
+            url = "http://127.0.0.1:%d/" % srv.port
+            if wl == "keepalive":
+                def go(url=url, srv=srv):
+                    return load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
+            else:
+                def go(url=url, srv=srv):
+                    return load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
+            res = load.syscalls(srv, go, os.path.join(ctx.tmp, "strace-%s-%s.txt" % (label, wl)))
+            record(ctx, {"workload": "syscalls", "variant": wl, "app": "hello", "server": label,
+                         "workers": opts.workers, "connections": conns, "round": 1}, res)
+            time.sleep(0.2)
+    procs.stop_all([s for _, s, _ in up])

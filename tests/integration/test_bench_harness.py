@@ -10,7 +10,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from harness import load, procs, report  # noqa: E402
+from harness import load, procs, report, targets  # noqa: E402
 
 AB_REPORT = """This is ApacheBench, Version 2.3 <$Revision: 1903618 $>
 
@@ -93,6 +93,55 @@ def test_throughput_table_marks_saturated_runs_and_ratios_to_spindle_c():
     lines = report.throughput_table(report.summarize(rows), "keepalive")
     nginx = next(x for x in lines if "| nginx |" in x)
     assert "0.50×" in nginx and "2.00×" in nginx and "⚠ saturated in 1 of 1 runs" in nginx
+
+
+STRACE_C = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 52.10    0.412345          10     40123           read
+ 45.00    0.356789           8     40001         3 sendmsg
+  2.90    0.022999         100       230           epoll_wait
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.792133                 80354         3 total
+"""
+
+
+def test_parse_strace_c_reads_calls_with_and_without_errors_and_skips_the_total():
+    assert load.parse_strace_c(STRACE_C) == {"read": 40123, "sendmsg": 40001, "epoll_wait": 230}
+
+
+class FakeCtx:
+    def __init__(self, rows, smoke=False):
+        self.rows = rows
+        self.opts = type("Opts", (), {"connections": [100], "smoke": smoke})()
+
+
+def test_targets_judge_medians_and_paired_ratios_and_say_what_did_not_run():
+    rows = [row("spindle-c", 100.0, 9.0, 1), row("nginx", 100.0, 10.0, 1),
+            row("spindle-c", 90.0, 9.0, 2), row("nginx", 100.0, 10.0, 2),
+            row("spindle-c", 80.0, 12.0, 3), row("nginx", 100.0, 10.0, 3)]
+    ctx = FakeCtx(rows)
+    t = {r["target"]: r for r in targets.judge(ctx, report.summarize(rows))}
+    rps = t["keepalive req/s ≥ 0.95× nginx"]
+    assert (rps["value"], rps["paired"], rps["verdict"]) == (0.9, 0.9, "NOT met")
+    cpu = t["keepalive CPU/req ≤ 1.0× nginx"]
+    assert (cpu["value"], cpu["verdict"]) == (0.9, "met")
+    assert t["close req/s ≥ 0.95× nginx"]["verdict"] == "not run"
+    assert t["WSGI keepalive req/s ≥ 4× uwsgi"]["verdict"] == "not run"
+    smoke = {r["target"]: r for r in targets.judge(FakeCtx(rows, smoke=True), report.summarize(rows))}
+    assert smoke["keepalive req/s ≥ 0.95× nginx"]["verdict"] == "not judged"
+    lines = targets.table([rps, cpu])
+    assert "| 6 | keepalive req/s ≥ 0.95× nginx | 0.9× | 0.9× | **NOT met** |" in lines
+
+
+def test_memory_target_is_judged_only_at_10000_connections():
+    mem = {"workload": "memory", "variant": "1000 idle", "server": "spindle-c", "connections": 1000,
+           "held_open": 1000, "rss_kb_after": 20480}
+    t = {r["target"]: r for r in targets.judge(FakeCtx([mem]), [])}
+    r = t["10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)"]
+    assert (r["value"], r["verdict"]) == (20.0, "not judged (1000 connections, not 10,000)")
+    mem.update(connections=10000, held_open=10000, variant="10000 idle")
+    t = {r["target"]: r for r in targets.judge(FakeCtx([mem]), [])}
+    assert t["10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)"]["verdict"] == "met"
 
 
 def test_listening_sees_a_listener_and_not_a_closed_port():

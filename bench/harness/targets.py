@@ -1,0 +1,129 @@
+"""The performance targets of issues 6–9, judged on a bench/run's results.
+The single-purpose scripts that used to judge them (vs-nginx.sh, static.sh,
+idle.sh, instructions.sh, wsgi.sh, sessions.sh) are now thin calls of
+bench/run, so the judging lives here: one row per target in targets.csv and
+a "Targets" table in bench.md, "met" or "NOT met". A target whose servers or
+workload were not in the run is "not run"; in a --smoke run (1 s runs, small
+counts) every target is "not judged" but its figure is still computed.
+bench/run --fail-on-targets exits 1 when a judged target is not met."""
+import statistics
+
+from .report import num
+
+COLUMNS = ["target", "issue", "workload", "variant", "server", "versus", "metric", "value", "paired", "want",
+           "verdict"]
+
+
+def _summary(summary, wl, variant, server):
+    return next((s for s in summary if s["workload"] == wl and s["variant"] == variant and s["server"] == server),
+                None)
+
+
+def _paired(rows, wl, variant, server, versus, key):
+    """Median over rounds of SERVER's figure ÷ VERSUS's figure in the same
+    round: cancels slow drift in the machine's load better than medians."""
+    by = {}
+    for r in rows:
+        if r["workload"] == wl and r["variant"] == variant and r["server"] in (server, versus):
+            by.setdefault(r.get("round"), {})[r["server"]] = num(r.get(key))
+    ratios = [d[server] / d[versus] for d in by.values() if d.get(server) and d.get(versus)]
+    return round(statistics.median(ratios), 3) if ratios else ""
+
+
+def _ratio_target(out, ctx, summary, name, issue, wl, variant, server, versus, metric, op, want):
+    key = {"req/s": ("rps_median", "requests_per_s"), "CPU/req": ("cpu_us_median", "server_cpu_us_per_request"),
+           "instructions/req": ("instructions_per_request", "instructions_per_request")}[metric]
+    a, b = _summary(summary, wl, variant, server), _summary(summary, wl, variant, versus)
+    row = {"target": name, "issue": issue, "workload": wl, "variant": variant, "server": server, "versus": versus,
+           "metric": metric + " ratio", "want": "%s %s" % (op, want), "value": "", "paired": ""}
+    va, vb = (num(a[key[0]]) if a else None), (num(b[key[0]]) if b else None)
+    if va is None or not vb:
+        row["verdict"] = "not run"
+    else:
+        row["value"] = round(va / vb, 3)
+        row["paired"] = _paired(ctx.rows, wl, variant, server, versus, key[1])
+        row["verdict"] = _verdict(ctx, row["value"], op, want)
+    out.append(row)
+
+
+def _verdict(ctx, value, op, want):
+    if ctx.opts.smoke:
+        return "not judged"
+    ok = value >= want if op == "≥" else value <= want
+    return "met" if ok else "NOT met"
+
+
+def judge(ctx, summary):
+    o = ctx.opts
+    out = []
+    c = "c=%d" % o.connections[0]
+    # Issue 6: the C server against nginx, 1 worker each (bench/vs-nginx.sh,
+    # instructions.sh, idle.sh).
+    for wl in ("keepalive", "close"):
+        _ratio_target(out, ctx, summary, "%s req/s ≥ 0.95× nginx" % wl, 6, wl, c, "spindle-c", "nginx",
+                      "req/s", "≥", 0.95)
+        _ratio_target(out, ctx, summary, "%s CPU/req ≤ 1.0× nginx" % wl, 6, wl, c, "spindle-c", "nginx",
+                      "CPU/req", "≤", 1.0)
+    _ratio_target(out, ctx, summary, "instructions/request ≤ 0.5× nginx", 6, "instructions", "keep-alive",
+                  "spindle-c", "nginx", "instructions/req", "≤", 0.5)
+    mem = next((r for r in ctx.rows if r["workload"] == "memory" and r["server"] == "spindle-c"), None)
+    row = {"target": "10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)", "issue": 6,
+           "workload": "memory", "variant": mem["variant"] if mem else "", "server": "spindle-c", "versus": "",
+           "metric": "RSS MB with the connections", "want": "≤ 40", "value": "", "paired": ""}
+    if not mem or num(mem.get("rss_kb_after")) is None:
+        row["verdict"] = "not run"
+    else:
+        row["value"] = round(num(mem["rss_kb_after"]) / 1024, 1)
+        if int(mem.get("connections") or 0) != 10000 and not o.smoke:
+            row["verdict"] = "not judged (%s connections, not 10,000)" % mem.get("connections")
+        elif int(mem.get("held_open") or 0) != int(mem.get("connections") or 0) and not o.smoke:
+            row["verdict"] = "NOT met (%s of %s held open)" % (mem.get("held_open"), mem.get("connections"))
+        else:
+            row["verdict"] = _verdict(ctx, row["value"], "≤", 40)
+    out.append(row)
+    # Issue 7: static files (bench/static.sh).
+    for v in ("1KiB", "1MiB"):
+        _ratio_target(out, ctx, summary, "static %s req/s ≥ 1.0× nginx" % v, 7, "static", v, "spindle-c", "nginx",
+                      "req/s", "≥", 1.0)
+    # Issue 8: the WSGI binding's hello world (bench/wsgi.sh).
+    for wl in ("keepalive", "close"):
+        for peer, want in (("nginx", 0.9), ("uwsgi", 4), ("gunicorn-sync", 10)):
+            _ratio_target(out, ctx, summary, "WSGI %s req/s ≥ %s× %s" % (wl, want, peer), 8, wl, c, "spindle", peer,
+                          "req/s", "≥", want)
+        _ratio_target(out, ctx, summary, "WSGI %s CPU/req ≤ 2× spindle-c" % wl, 8, wl, c, "spindle", "spindle-c",
+                      "CPU/req", "≤", 2)
+    # Issue 9: sessions (bench/sessions.sh).
+    out.append(_sessions(ctx, summary))
+    return out
+
+
+def _sessions(ctx, summary):
+    """Two variants of one server (the session demo), not two servers."""
+    a = _summary(summary, "sessions", "sqlite store", "spindle-c")
+    b = _summary(summary, "sessions", "hello", "spindle-c")
+    row = {"target": "new session per request, SQLite store, ≥ 0.30× hello world", "issue": 9,
+           "workload": "sessions", "variant": "sqlite store", "server": "spindle-c",
+           "versus": "hello (same program, GET /hello)", "metric": "req/s ratio", "want": "≥ 0.3", "paired": ""}
+    va, vb = (num(a["rps_median"]) if a else None), (num(b["rps_median"]) if b else None)
+    if va is None or not vb:
+        row.update(value="", verdict="not run")
+        return row
+    row["value"] = round(va / vb, 3)
+    by = {}
+    for r in ctx.rows:
+        if r["workload"] == "sessions" and r["server"] == "spindle-c":
+            by.setdefault(r["round"], {})[r["variant"]] = num(r.get("requests_per_s"))
+    ratios = [d["sqlite store"] / d["hello"] for d in by.values() if d.get("sqlite store") and d.get("hello")]
+    row["paired"] = round(statistics.median(ratios), 3) if ratios else ""
+    row["verdict"] = _verdict(ctx, row["value"], "≥", 0.30)
+    return row
+
+
+def table(rows):
+    lines = ["| issue | target | figure | paired per round | verdict |", "|---:|---|---:|---:|---|"]
+    for r in rows:
+        fig = "–" if r["value"] == "" else ("%s" % r["value"]) + (" MB" if "MB" in r["metric"] else "×")
+        paired = "–" if r["paired"] == "" else "%s×" % r["paired"]
+        verdict = "**NOT met**" if r["verdict"].startswith("NOT") else r["verdict"]
+        lines.append("| %s | %s | %s | %s | %s |" % (r["issue"], r["target"], fig, paired, verdict))
+    return lines
