@@ -14,13 +14,7 @@
 # Needs build/spindle, the binding, build/examples/sessions and chat (make),
 # wrk, ab, taskset, valgrind, nginx and the Python modules below. Ends with
 # "N passed, N failed".
-set -uo pipefail
-cd "$(dirname "$0")/../.."
-
-pass=0
-fail=0
-ok() { echo "ok: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+. "$(dirname "$0")/lib/preamble.sh"
 
 PY=/usr/bin/python3
 missing=""
@@ -31,15 +25,10 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx
 [ -x build/examples/chat ] || missing="$missing build/examples/chat"
 ls build/python/spindle/_spindle*.so >/dev/null 2>&1 || missing="$missing build/python/spindle"
 for m in matplotlib mako sqlalchemy psycopg2 web flask; do "$PY" -c "import $m" 2>/dev/null || missing="$missing python3:$m"; done
-if [ -n "$missing" ]; then
-  echo "missing:$missing (make; scripts/deps.sh)"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
+[ -n "$missing" ] && abort "missing:$missing (make; scripts/deps.sh)"
 
 R=bench/results/smoke
-log=$(mktemp -d)
-trap 'rm -rf "$log"' EXIT
+log=$work
 rm -rf "$R"
 
 start=$SECONDS
@@ -204,5 +193,4 @@ if [ $? = 2 ] && echo "$out" | grep -q "unknown server(s) apache"; then ok "an u
 out=$("$PY" bench/run --smoke --instruction-requests 500,100 2>&1)
 if [ $? = 2 ] && echo "$out" | grep -q "0 < N1 < N2"; then ok "bad --instruction-requests are refused"; else bad "--instruction-requests 500,100: $out"; fi
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
