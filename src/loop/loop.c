@@ -5,6 +5,7 @@
 #include "loop/loop.h"
 
 #include "base/clock.h"
+#include "base/list.h"
 #include "loop/blocking_pool.h"
 
 #include <errno.h>
@@ -20,11 +21,11 @@ struct task {
     coro *co;
     coro_fn fn;
     void *arg;
-    task *next;                /* ready queue, or the free list */
-    task *all_prev, *all_next; /* every live task, for sp_loop_free */
-    loop_watch *hup_watch;     /* the connection this task serves, if any */
-    int wake;                  /* value handed over by loop_wake */
-    uint8_t parked;            /* waiting: loop_wake may make it ready */
+    task *next;            /* ready queue, or the free list */
+    list_node all_node;    /* in the loop's every live task, for sp_loop_free */
+    loop_watch *hup_watch; /* the connection this task serves, if any */
+    int wake;              /* value handed over by loop_wake */
+    uint8_t parked;        /* waiting: loop_wake may make it ready */
 };
 
 struct sp_loop {
@@ -33,7 +34,7 @@ struct sp_loop {
     int stop;
     task *current;
     task *ready_head, *ready_tail;
-    task *all;
+    list_head all; /* every live task */
     task *free_tasks;
     size_t ntasks, nfree_tasks, nwatches, refs;
     uint64_t turns;
@@ -131,12 +132,7 @@ static void task_main(void *arg) {
 }
 
 static void task_release(loop *l, task *t) {
-    if (t->all_prev)
-        t->all_prev->all_next = t->all_next;
-    else
-        l->all = t->all_next;
-    if (t->all_next)
-        t->all_next->all_prev = t->all_prev;
+    list_remove(&l->all, &t->all_node);
     l->ntasks--;
     if (l->nfree_tasks >= TASKS_KEPT) {
         free(t);
@@ -165,10 +161,7 @@ int loop_spawn(loop *l, coro_fn fn, void *arg) {
         l->nfree_tasks++;
         return -ENOMEM;
     }
-    t->all_next = l->all;
-    if (l->all)
-        l->all->all_prev = t;
-    l->all = t;
+    list_push_front(&l->all, &t->all_node);
     l->ntasks++;
     enqueue(l, t);
     return 0;
@@ -452,10 +445,10 @@ void sp_loop_free(loop *l) {
     /* Jobs write into structs on parked coroutines' stacks: finish them
      * before any stack goes away. */
     blocking_pool_destroy(l->pool);
-    while (l->all) {
-        task *t = l->all;
+    list_node *n;
+    while ((n = list_pop_front(&l->all))) {
+        task *t = container_of(n, task, all_node);
         coro_destroy(t->co);
-        l->all = t->all_next;
         free(t);
     }
     while (l->free_tasks) {

@@ -9,33 +9,9 @@
 
 /* ---- wait queues --------------------------------------------------------- */
 
-static void waitq_push(waitq *q, waiter *w) {
-    w->next = NULL;
-    w->prev = q->tail;
-    if (q->tail)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
-}
-
-static void waitq_unlink(waitq *q, waiter *w) {
-    if (w->prev)
-        w->prev->next = w->next;
-    else
-        q->head = w->next;
-    if (w->next)
-        w->next->prev = w->prev;
-    else
-        q->tail = w->prev;
-    w->prev = w->next = NULL;
-}
-
 waiter *waitq_pop(waitq *q) {
-    waiter *w = q->head;
-    if (w)
-        waitq_unlink(q, w);
-    return w;
+    list_node *n = list_pop_front(&q->waiters);
+    return n ? container_of(n, waiter, node) : NULL;
 }
 
 void waitq_serve(loop *l, waiter *w, int state) {
@@ -54,11 +30,11 @@ int waitq_wait(loop *l, waitq *q, waiter *w, int64_t deadline, loop_watch *hup) 
     if (!w->t)
         return -EPERM;
     w->state = WAIT_PENDING;
-    waitq_push(q, w);
+    list_push_back(&q->waiters, &w->node);
     int rc = loop_park(l, deadline, hup);
     if (w->state != WAIT_PENDING)
         return w->state; /* served: whatever else woke us came second */
-    waitq_unlink(q, w);
+    list_remove(&q->waiters, &w->node);
     return rc < 0 ? rc : -EINTR;
 }
 
@@ -161,7 +137,7 @@ void sp_cond_broadcast(sp_cond *c) {
 void sp_cond_free(sp_cond *c) {
     if (!c)
         return;
-    if (c->q.head)
+    if (!list_empty(&c->q.waiters))
         waitq_serve_all(loop_current(), &c->q, 0);
     free(c);
 }
@@ -181,7 +157,7 @@ int sp_wg_add(sp_wg *wg, int n) {
     if (wg->count + n < 0)
         return -EINVAL;
     wg->count += n;
-    if (wg->count == 0 && wg->q.head)
+    if (wg->count == 0 && !list_empty(&wg->q.waiters))
         waitq_serve_all(loop_current(), &wg->q, 0);
     return 0;
 }
@@ -205,7 +181,7 @@ int sp_wg_wait(sp_wg *wg, int64_t timeout_ms) {
 void sp_wg_free(sp_wg *wg) {
     if (!wg)
         return;
-    if (wg->q.head)
+    if (!list_empty(&wg->q.waiters))
         waitq_serve_all(loop_current(), &wg->q, -EPIPE);
     free(wg);
 }

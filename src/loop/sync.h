@@ -5,6 +5,7 @@
 #ifndef SPINDLE_SYNC_H
 #define SPINDLE_SYNC_H
 
+#include "base/list.h"
 #include "loop/loop.h"
 
 /* The watch whose hang-up interrupts t's parks (loop_task_set_hup_watch),
@@ -18,14 +19,14 @@ enum { WAIT_PENDING = 1 }; /* waiter.state while parked */
  * the task; the task decides from state, not from how it was woken, so a
  * hand-off that races a timeout is never lost. */
 typedef struct waiter {
-    struct waiter *prev, *next;
+    list_node node; /* in its waitq */
     task *t;
     void *elem; /* channels: the element to take or fill */
     int state;
 } waiter;
 
 typedef struct waitq {
-    waiter *head, *tail;
+    list_head waiters; /* oldest first */
 } waitq;
 
 /* Unlinks and returns the oldest waiter, or NULL. */

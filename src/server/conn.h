@@ -5,12 +5,11 @@
 #ifndef SPINDLE_CONN_H
 #define SPINDLE_CONN_H
 
+#include "base/list.h"
 #include "loop/loop.h"
 
 #include <stddef.h>
 #include <stdint.h>
-
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 typedef enum conn_state {
     CONN_FREE = 0, /* table slot unused */

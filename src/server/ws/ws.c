@@ -4,6 +4,7 @@
  * closing handshake, whole frames sent under a writer lock so several
  * coroutines may send, and a 1001 close for every WebSocket when the
  * server stops. */
+#include "base/list.h"
 #include "http/http_chars.h"
 #include "loop/sync.h"
 #include "net/net.h"
@@ -41,8 +42,8 @@ struct sp_ws {
     task *recv_task; /* parked reading, told when the server stops */
     task *releaser;  /* the handler's return, waiting for senders to leave */
     struct sp_mutex wlock;
-    struct sp_ws *reg_prev, *reg_next;
-    struct ws_registry *reg; /* the list this one is on, or NULL */
+    list_node reg_node;      /* in its server's registry */
+    struct ws_registry *reg; /* that registry, or NULL */
 };
 
 /* ---- the server's WebSockets, told when it stops -----------------------
@@ -50,16 +51,18 @@ struct sp_ws {
  * it begins to stop, their receivers are woken with -ESHUTDOWN. */
 
 typedef struct ws_registry {
-    sp_ws *head;
+    list_head open; /* the server's open WebSockets */
 } ws_registry;
 
 static const char registry_key; /* this module's slot in the server */
 
 static void on_server_stop(sp_server *s, void *ud) {
     ws_registry *reg = ud;
-    for (sp_ws *ws = reg->head; ws; ws = ws->reg_next)
+    for (list_node *n = reg->open.head; n; n = n->next) {
+        sp_ws *ws = container_of(n, sp_ws, reg_node);
         if (ws->recv_task)
             loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
+    }
 }
 
 static ws_registry *registry_of(sp_server *s) {
@@ -79,22 +82,12 @@ static ws_registry *registry_of(sp_server *s) {
 
 static void reg_add(ws_registry *reg, sp_ws *ws) {
     ws->reg = reg;
-    ws->reg_prev = NULL;
-    ws->reg_next = reg->head;
-    if (reg->head)
-        reg->head->reg_prev = ws;
-    reg->head = ws;
+    list_push_back(&reg->open, &ws->reg_node);
 }
 
 static void reg_remove(sp_ws *ws) {
-    if (!ws->reg)
-        return;
-    if (ws->reg_prev)
-        ws->reg_prev->reg_next = ws->reg_next;
-    else
-        ws->reg->head = ws->reg_next;
-    if (ws->reg_next)
-        ws->reg_next->reg_prev = ws->reg_prev;
+    if (ws->reg)
+        list_remove(&ws->reg->open, &ws->reg_node);
     ws->reg = NULL;
 }
 
