@@ -3,13 +3,15 @@
 --chdir before the import, --root serving the files that exist beside the
 application, --sessions set up (and checked) though WSGI apps cannot use
 it yet, and flags of the spindle binary refused."""
+import os
 import re
+import signal
 import sqlite3
 import subprocess
 
 import pytest
 
-from wsgiutil import APPS, PY, env_for, free_port, wsgi_server  # noqa: F401
+from wsgiutil import APPS, PY, env_for, free_port, wait_for, wsgi_server  # noqa: F401
 
 from test_cli import _table_flags
 
@@ -161,3 +163,17 @@ def test_binary_rows_in_a_file_or_the_environment_are_skipped_with_a_warning(tmp
     assert "SPINDLE_APP: app applies to the spindle binary only; skipped" in err, err
     assert "root-path = /x  # config file" in out
     assert "app =" not in out and "# app:" not in out
+
+
+def test_hup_reparses_the_python_rows(wsgi_server, appdir, tmp_path):
+    """The reload of python3 -m spindle is the binary's: a changed row that
+    is not reloadable (--root-path) is named and keeps its running value."""
+    conf = tmp_path / "py.conf"
+    conf.write_text("root-path = /a\n")
+    s = wsgi_server("flags_app:application", "--config", str(conf), chdir=appdir)
+    old = set(s.worker_pids())
+    conf.write_text("root-path = /b\n")
+    os.kill(s.pid, signal.SIGHUP)
+    assert wait_for(lambda: "--root-path changed: it takes a restart to apply" in s.stderr(), 5)
+    assert wait_for(lambda: s.worker_pids() and not set(s.worker_pids()) & old, 10), s.stderr()
+    assert s.get("/a/x").body.startswith(b"app GET /a|/x|")
