@@ -171,7 +171,7 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
     if (setup_server(c, s) < 0)
         return 2;
-    if ((rc = app->setup(s, c, app->ud)) != 0)
+    if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
         return rc;
     if (setup_sessions(c, s) < 0)
         return 1;
