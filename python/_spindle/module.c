@@ -1,16 +1,14 @@
-/* module.c — the _spindle extension module: serve() turns the same flags as
- * the spindle binary into a server whose one catch-all route hands each
- * request to the WSGI application, then runs the master and workers (the
- * app is imported in each worker after the fork, or once before with
- * --preload); plus sleep/wait_readable/wait_writable for applications. */
+/* module.c — the _spindle extension module: serve() parses the flags shared
+ * with the spindle binary and runs the shared start-up sequence (cli_serve)
+ * with the WSGI application as the catch-all (imported in each worker after
+ * the fork, or once before with --preload); plus sleep/wait_readable/
+ * wait_writable for applications. */
 #include "binding.h"
 #include "wsgi.h"
 
 #include "cli/cli.h"
 #include "base/log.h"
-#include "process/master.h"
 
-#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -55,8 +53,98 @@ static int worker_init(sp_server *s, void *ud) {
     return 0;
 }
 
-/* serve(argv, loader, app=None, root_path="", max_concurrent=0,
- *       file_wrapper=None) -> exit status */
+/* A failed import, said in one line: "spindle: cannot load SPEC: Type: why". */
+static void report_load_error(PyObject *loader) {
+#if PY_VERSION_HEX >= 0x030C0000
+    PyObject *exc = PyErr_GetRaisedException();
+#else
+    PyObject *type, *exc, *tb;
+    PyErr_Fetch(&type, &exc, &tb);
+    PyErr_NormalizeException(&type, &exc, &tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+#endif
+    PyObject *spec = PyObject_GetAttrString(loader, "spec");
+    PyObject *why = exc ? PyObject_Str(exc) : NULL;
+    PyErr_Clear();
+    const char *sp = spec && PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
+    const char *w = why ? PyUnicode_AsUTF8(why) : NULL;
+    PyErr_Clear();
+    fprintf(stderr, "spindle: cannot load %s: %s: %s\n", sp ? sp : "the WSGI application",
+            exc ? Py_TYPE(exc)->tp_name : "error", w ? w : "");
+    Py_XDECREF(why);
+    Py_XDECREF(spec);
+    Py_XDECREF(exc);
+}
+
+/* The application's part of the start-up (cli_serve): --preload imports it
+ * here, in the master; the hub drives each worker's loop. */
+static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
+    hub *h = ud;
+    if (c->preload && !h->app) {
+        h->app = h->loader == Py_None ? NULL : PyObject_CallNoArgs(h->loader);
+        if (!h->app) {
+            report_load_error(h->loader);
+            return 1;
+        }
+        if (!PyCallable_Check(h->app)) {
+            fprintf(stderr, "spindle: the WSGI application is not callable (a %s)\n",
+                    Py_TYPE(h->app)->tp_name);
+            return 1;
+        }
+    }
+    server_set_drive(s, hub_drive, h);
+    server_set_worker_init(s, worker_init, h);
+    server_set_fork_hook(s, fork_hook, h);
+    return 0;
+}
+
+/* argv for cli_parse: prog, then the list's strings (borrowed UTF-8). */
+static char **argv_from_list(PyObject *list, const char *prog) {
+    Py_ssize_t argc = PyList_GET_SIZE(list);
+    char **argv = PyMem_Calloc((size_t)argc + 2, sizeof *argv);
+    if (!argv) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    argv[0] = (char *)prog;
+    for (Py_ssize_t i = 0; i < argc; i++) {
+        PyObject *a = PyList_GET_ITEM(list, i);
+        argv[i + 1] = a && PyUnicode_Check(a) ? (char *)PyUnicode_AsUTF8(a) : NULL;
+        if (!argv[i + 1]) {
+            PyMem_Free(argv);
+            PyErr_SetString(PyExc_TypeError, "serve(): argv must be a list of str");
+            return NULL;
+        }
+    }
+    return argv;
+}
+
+/* --root-path without its trailing slashes, unless the caller gave one. */
+static PyObject *root_path_of(const cli_config *c, PyObject *given) {
+    if (given && PyUnicode_GET_LENGTH(given) > 0) {
+        Py_INCREF(given);
+        return given;
+    }
+    const char *r = c->root_path ? c->root_path : "";
+    size_t n = strlen(r);
+    while (n && r[n - 1] == '/')
+        n--;
+    return PyUnicode_FromStringAndSize(r, (Py_ssize_t)n);
+}
+
+static void hub_free(hub *h) {
+    Py_XDECREF(h->app);
+    Py_XDECREF(h->root_path);
+    Py_XDECREF(h->file_wrapper_type);
+    Py_XDECREF(h->environ_template);
+    PyMem_Free(h);
+}
+
+/* serve(argv, loader, app=None, root_path='', max_concurrent=0,
+ *       file_wrapper=None, prog=...) -> exit status. The keyword arguments
+ * given (a non-empty root_path, a max_concurrent above 0) win over the
+ * flags --root-path and --max-concurrent-app-calls. */
 static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"argv",           "loader",       "app",  "root_path",
                              "max_concurrent", "file_wrapper", "prog", NULL};
@@ -71,79 +159,34 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "spindle is already serving in this process");
         return NULL;
     }
-    Py_ssize_t argc = PyList_GET_SIZE(argv_list);
-    char **argv = PyMem_Calloc((size_t)argc + 2, sizeof *argv);
+    char **argv = argv_from_list(argv_list, prog);
     if (!argv)
-        return PyErr_NoMemory();
-    argv[0] = (char *)prog;
-    for (Py_ssize_t i = 0; i < argc; i++) {
-        PyObject *a = PyList_GET_ITEM(argv_list, i);
-        argv[i + 1] = a && PyUnicode_Check(a) ? (char *)PyUnicode_AsUTF8(a) : NULL;
-        if (!argv[i + 1]) {
-            PyMem_Free(argv);
-            PyErr_SetString(PyExc_TypeError, "serve(): argv must be a list of str");
-            return NULL;
-        }
-    }
+        return NULL;
     static cli_config c; /* lives as long as serving: reload re-parses into it */
     c.prog = prog;
-    int rc = cli_parse((int)argc + 1, argv, &c);
-    if (rc != 0) {
-        PyMem_Free(argv);
-        return PyLong_FromLong(rc > 0 ? 0 : 2);
-    }
-    if (c.app) {
-        PyMem_Free(argv);
-        fprintf(stderr, "spindle: --app loads C modules into the spindle binary; here the "
-                        "application is the WSGI callable named first\n");
-        return PyLong_FromLong(2);
-    }
-    hub *h = PyMem_Calloc(1, sizeof *h);
+    int rc = cli_parse((int)PyList_GET_SIZE(argv_list) + 1, argv, &c);
+    hub *h = rc == 0 ? PyMem_Calloc(1, sizeof *h) : NULL;
     if (!h) {
         PyMem_Free(argv);
-        return PyErr_NoMemory();
+        return rc == 0 ? PyErr_NoMemory() : PyLong_FromLong(rc > 0 ? 0 : 2);
     }
     h->loader = loader;
     h->app = app == Py_None ? NULL : app;
     Py_XINCREF(h->app);
-    h->root_path = root_path ? root_path : PyUnicode_FromString("");
-    if (root_path)
-        Py_INCREF(root_path);
+    h->root_path = root_path_of(&c, root_path);
     h->file_wrapper_type = file_wrapper == Py_None ? NULL : file_wrapper;
     Py_XINCREF(h->file_wrapper_type);
+    max_concurrent = max_concurrent > 0 ? max_concurrent : c.max_concurrent;
     h->max_busy = max_concurrent > 0 ? max_concurrent : 1 << 30;
     h->workers = c.mo.workers;
     h->master_pid = getpid();
     the_hub = h;
-
-    int status = 1;
-    sp_server *s = sp_server_new(&c.o);
-    if (!s) {
-        fprintf(stderr, "spindle: %s\n",
-                errno == EINVAL ? "--forwarded-allow-ips: not a list of IPs and CIDRs"
-                                : strerror(errno));
-        goto out;
-    }
-    /* Every method and path goes to the application (OPTIONS * excepted). */
-    if (cli_setup_server(&c, s) < 0 || sp_route(s, NULL, "/*", wsgi_handler, h) < 0 ||
-        cli_listen(&c, s) < 0 || cli_drop_privileges(&c) < 0)
-        goto out_server;
-    c.mo.reload = cli_reload;
-    c.mo.reload_ud = &c;
-    server_set_drive(s, hub_drive, h);
-    server_set_worker_init(s, worker_init, h);
-    server_set_fork_hook(s, fork_hook, h);
-    status = master_run(s, &c.mo);
-out_server:
-    sp_server_free(s);
-out:
+    /* Every method and path no --root file claims goes to the application
+     * (OPTIONS * excepted). */
+    int status = h->root_path ? cli_serve(&c, &(cli_app){wsgi_setup, wsgi_handler, h}) : 1;
     PyMem_Free(argv);
     the_hub = NULL;
-    Py_XDECREF(h->app);
-    Py_XDECREF(h->root_path);
-    Py_XDECREF(h->file_wrapper_type);
-    Py_XDECREF(h->environ_template);
-    PyMem_Free(h);
+    hub_free(h);
     if (PyErr_Occurred())
         return NULL;
     return PyLong_FromLong(status);

@@ -56,8 +56,12 @@ def run(app, bind="127.0.0.1:8080", workers=1, root_path="", max_concurrent_app_
 
 def serve_argv(argv, loader, app=None, root_path="", max_concurrent_app_calls=0,
                prog="python3 -m spindle MODULE:CALLABLE"):
-    """The command line's entry: ``argv`` holds the shared flags; ``loader``
-    imports the app in each worker (unless ``app`` is given: --preload)."""
+    """The command line's entry: ``argv`` holds every flag (parsed on the C
+    side from the one flag table, --preload, --root-path and
+    --max-concurrent-app-calls included); ``loader`` imports the app in each
+    worker, or once in the master with --preload, unless ``app`` is given. A
+    non-empty ``root_path`` or a positive ``max_concurrent_app_calls`` wins
+    over the flag."""
     return _spindle.serve(list(argv), loader, app=app, root_path=root_path,
                           max_concurrent=max_concurrent_app_calls, file_wrapper=FileWrapper,
                           prog=prog)

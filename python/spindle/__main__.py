@@ -1,23 +1,12 @@
 """python3 -m spindle MODULE:CALLABLE [flags]: serves a WSGI application.
 
 The flags are the spindle binary's (--bind, --workers, timeouts, limits...)
-plus the WSGI ones below; --help lists them all."""
+plus the WSGI ones (--preload, --root-path, --max-concurrent-app-calls), all
+parsed from the one flag table in C; --help lists them all."""
 
 import importlib
 import os
 import sys
-
-WSGI_FLAGS = """WSGI options:
-  --preload                    import the application once in the master, before the workers
-                               fork (default: each worker imports it after the fork)
-  --root-path PATH             SCRIPT_NAME: the URL prefix the application is mounted at
-                               (default empty)
-  --max-concurrent-app-calls N requests inside the application at once per worker; more
-                               wait their turn (default no limit)
-  --chdir DIR                  change to DIR before importing the application
-"""
-
-USAGE = "usage: python3 -m spindle MODULE:CALLABLE [--bind ADDR]... [options]\n"
 
 
 def load(spec):
@@ -34,69 +23,27 @@ def load(spec):
 
 
 def main(argv):
+    from . import _spindle, serve_argv
     if not argv or argv[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE + "\n" + WSGI_FLAGS + "\n")
-        sys.stdout.flush()
-        from . import _spindle
+        # The usage line, the WSGI flags and the shared ones: all from the
+        # flag table on the C side.
         _spindle.serve(["--help"], None, prog="python3 -m spindle")
         return 0 if argv else 2
     if argv[0] == "--version":
-        from . import _spindle
         return _spindle.serve(["--version"], None)
     spec, rest = argv[0], argv[1:]
     if spec.startswith("-") or ":" not in spec and "." not in spec and not spec.isidentifier():
         sys.stderr.write("spindle: the first argument names the application as "
                          "MODULE:CALLABLE (e.g. app:application)\n")
         return 2
-    preload = False
-    root_path = ""
-    max_calls = 0
-    passed = []
-    i = 0
-    while i < len(rest):
-        a = rest[i]
-        name, eq, value = a.partition("=")
-        takes = name in ("--root-path", "--max-concurrent-app-calls", "--chdir")
-        if name == "--preload":
-            preload = True
-        elif takes:
-            if not eq:
-                if i + 1 >= len(rest):
-                    sys.stderr.write("spindle: %s needs a value\n" % name)
-                    return 2
-                i += 1
-                value = rest[i]
-            if name == "--root-path":
-                root_path = value.rstrip("/")
-            elif name == "--chdir":
-                os.chdir(value)
-            else:
-                try:
-                    max_calls = int(value)
-                    if max_calls < 1:
-                        raise ValueError
-                except ValueError:
-                    sys.stderr.write("spindle: --max-concurrent-app-calls wants a positive "
-                                     "whole number, not %r\n" % value)
-                    return 2
-        else:
-            passed.append(a)
-        i += 1
-
-    from . import serve_argv
 
     def loader():
         return load(spec)
+    loader.spec = spec  # named in the message when --preload cannot import it
 
-    app = None
-    if preload:
-        try:
-            app = load(spec)
-        except Exception as e:
-            sys.stderr.write("spindle: cannot load %s: %s: %s\n" % (spec, type(e).__name__, e))
-            return 1
-    return serve_argv(passed, loader, app=app, root_path=root_path,
-                      max_concurrent_app_calls=max_calls)
+    # Every flag, --preload, --root-path, --max-concurrent-app-calls and
+    # --chdir included, is parsed on the C side (one table for both commands).
+    return serve_argv(rest, loader)
 
 
 if __name__ == "__main__":

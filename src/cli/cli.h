@@ -1,4 +1,6 @@
-/* cli.h — the flags of `spindle` and `python3 -m spindle` (cli.c). */
+/* cli.h — the flags of `spindle` and `python3 -m spindle` (flags.c,
+ * parse.c, reload.c) and the start-up sequence both commands share
+ * (startup.c). */
 #ifndef SPINDLE_CLI_H
 #define SPINDLE_CLI_H
 
@@ -12,8 +14,12 @@
 #define CLI_MAX_ARGS  256
 #define CLI_MAX_OWNED 256
 
+/* Which command is parsing (cli_config.role), and which a flag applies to. */
+enum { ROLE_BIN = 1, ROLE_PY = 2, ROLE_BOTH = 3 };
+
 typedef struct cli_config {
-    const char *prog; /* NULL for `spindle`; else the usage line is the caller's */
+    const char *prog; /* NULL for `spindle`; else python3 -m spindle or spindle.run */
+    int role;         /* ROLE_BIN or ROLE_PY, from prog */
     int argc;         /* kept to parse again on reload (HUP) */
     char **argv;
     const char *config_file;
@@ -25,6 +31,10 @@ typedef struct cli_config {
     const char *access_log, *access_log_format, *stats;
     const char *sessions, *session_secret;
     const char *user, *group, *chdir;
+    /* python3 -m spindle only */
+    int preload;           /* import the application in the master */
+    const char *root_path; /* SCRIPT_NAME */
+    int max_concurrent;    /* requests inside the application at once; 0 no limit */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];
@@ -49,25 +59,30 @@ void cli_free(cli_config *c);
 /* Prints the flags (and, for prog NULL, spindle's usage line). */
 void cli_usage(FILE *out, const char *prog);
 
-/* Sets up every --bind address on s: a socket inherited from systemd or an
- * upgrading master when one matches, else a new one. With socket activation
- * and no --bind, exactly the sockets systemd passed. 0, or -1 with a
- * message printed. */
-int cli_listen(const cli_config *c, sp_server *s);
+/* What cli_serve serves: the caller's part of the start-up. */
+typedef struct cli_app {
+    /* Adds the application's routes and hooks to s: after the access log
+     * and --stats, before --sessions and --root. 0, or the exit status with
+     * a message printed. */
+    int (*setup)(sp_server *s, cli_config *c, void *ud);
+    /* Optional: takes every request no route and no --root file claims
+     * (the WSGI application). Routed last as "/" + asterisk for every
+     * method; --root hands it the GET and HEAD requests for paths that
+     * name no file. */
+    sp_handler fallback;
+    void *ud;
+} cli_app;
 
-/* The access log, --stats route and request timing on s (before the
- * application's routes, so the stats path wins). 0, or -1 with a message. */
-int cli_setup_server(const cli_config *c, sp_server *s);
+/* The one start-up sequence of both commands: --chdir, the server, access
+ * log and --stats, the application, --sessions, --root, the listeners, the
+ * dropped privileges, then the master until a stop signal. c must live as
+ * long (reload re-parses into it). Returns the exit status. */
+int cli_serve(cli_config *c, const cli_app *app);
 
-/* --sessions / --session-secret-file, after the application's routes (so
- * the flags override its choice). 0, or -1 with a message. */
-int cli_setup_sessions(const cli_config *c, sp_server *s);
-
-/* --user / --group, after binding. 0, or -1 with a message printed. */
-int cli_drop_privileges(const cli_config *c);
-
-/* The master's reload hook (ud: the cli_config): parses the same command
- * line and config file again into s and mo. */
+/* The master's reload hook (ud: the cli_config, whose mo is mo): parses
+ * the same command line and config file again and applies the reloadable
+ * settings to s and mo; a changed setting that is not reloadable is logged
+ * as needing a restart. 0, or -1 (nothing applied). */
 int cli_reload(sp_server *s, master_options *mo, void *ud);
 
 #endif

@@ -1,6 +1,7 @@
 """The `spindle` command line: --help lists every flag (the flag table in
 src/ and the ones the issue names), --version, and bad flags exit
 with status 2 and a message that names the flag."""
+import os
 import re
 import socket
 import subprocess
@@ -21,11 +22,15 @@ def run(*args, timeout=10):
                           stdin=subprocess.DEVNULL)
 
 
-def _table_flags():
-    """The flag table's names, wherever in src/ it lives ({"name", ARG, K_...})."""
+def _table_flags(role=None):
+    """The flag table's names, wherever in src/ it lives ({"name", ARG, K_...,
+    ROLE, ...}); with role, only the rows that command takes (ROLE_BIN or
+    ROLE_PY; the B rows are both's)."""
     names = []
     for f in sorted((ROOT / "src").rglob("*.c")):
-        names += re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:"[A-Z.]+"|NULL),\s*K_', f.read_text())
+        rows = re.findall(r'\{\s*"([a-z0-9-]+)",\s*(?:"[A-Z.]+"|NULL),\s*K_\w+,\s*(\w+)',
+                          f.read_text())
+        names += [n for n, r in rows if role is None or r in (role, "B", "ROLE_BOTH")]
     return ["--" + n for n in names]
 
 
@@ -35,7 +40,8 @@ def test_help_lists_every_flag():
     out = p.stdout.decode()
     assert out.startswith("usage: spindle")
     flags = set(re.findall(r"^\s+(--[a-z0-9-]+)", out, re.M))
-    table = _table_flags()
+    table = _table_flags("ROLE_BIN")
+    assert len(table) > 30 and len(_table_flags()) > len(table)
     for f in REQUIRED + table:
         assert f in flags, "%s missing from --help" % f
     # each flag's line says what it does, with its default where it has one
@@ -93,3 +99,28 @@ def test_port_in_use_fails_fast():
         assert addr in err, err
     finally:
         s.close()
+
+
+@pytest.mark.parametrize("args", [["--preload"], ["--root-path", "/x"],
+                                  ["--max-concurrent-app-calls", "2"]])
+def test_python_flags_are_refused_naming_the_flag(args):
+    p = run(*args)
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode == 2, (p.returncode, err)
+    assert "spindle: %s applies to python3 -m spindle only" % args[0] in err, err
+
+
+def test_python_rows_in_a_file_or_the_environment_are_skipped_with_a_warning(tmp_path):
+    """A config file shared by both commands may hold the other's rows: a
+    warning names each, the rest applies."""
+    conf = tmp_path / "shared.conf"
+    conf.write_text("preload = true\nworkers = 3\n")
+    env = dict(os.environ, SPINDLE_ROOT_PATH="/x")
+    p = subprocess.run([BIN, "--config", str(conf), "--print-config"], capture_output=True,
+                       timeout=10, stdin=subprocess.DEVNULL, env=env)
+    out, err = p.stdout.decode(), p.stderr.decode()
+    assert p.returncode == 0, err
+    assert "%s:1: preload applies to python3 -m spindle only; skipped" % conf in err, err
+    assert "SPINDLE_ROOT_PATH: root-path applies to python3 -m spindle only; skipped" in err, err
+    assert "workers = 3  # config file" in out
+    assert "preload" not in out and "root-path" not in out

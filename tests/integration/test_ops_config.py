@@ -172,3 +172,25 @@ def test_hup_with_a_broken_config_keeps_serving(ops_spindle, tmp_path):
     assert srv.workers_now() == old, "the running workers must be kept"
     assert http_get(srv.addr, "/").status == 200
     assert srv.proc.poll() is None
+
+
+def test_hup_applies_the_reloadable_rows_and_names_the_others(ops_spindle, tmp_path):
+    """HUP applies the reloadable settings (keepalive-timeout); a changed
+    setting that is not (root, access-log-format) is named as needing a
+    restart, and the running value stays."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    conf = tmp_path / "spindle.conf"
+    _write(conf, "keepalive-timeout = 0.5\nroot = %s\n" % (tmp_path / "a"))
+    srv = ops_spindle("--config", str(conf), workers=1, fast=False)
+    old = srv.workers_now()
+    _write(conf, "keepalive-timeout = 2\nroot = %s\naccess-log-format = %%h\n" % (tmp_path / "b"))
+    srv.signal(signal.SIGHUP)
+    assert wait_for(lambda: srv.workers_now() and not (srv.workers_now() & old), 5), srv.stderr()
+    err = srv.stderr()
+    assert "--root changed: it takes a restart to apply" in err, err
+    assert "--access-log-format changed: it takes a restart to apply" in err, err
+    assert "--keepalive-timeout changed" not in err and "--bind changed" not in err, err
+    assert wait_for(lambda: not any(pid_alive(p) for p in old), 5)
+    after = _idle_close_after(srv.addr, 5)
+    assert 1.8 <= after < 3.0, "keepalive-timeout after HUP: closed after %.2f s, want ~2" % after

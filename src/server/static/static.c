@@ -2,8 +2,9 @@
  * GET and HEAD with sendfile, single byte ranges (RFC 9110 §14), validators
  * and conditional requests (§8.8, §13), index.html, and precompressed .gz
  * variants. Files are opened beneath the root fd only (static_open.c). */
-#include "server/handler.h"
+#include "server/static/static.h"
 
+#include "server/handler.h"
 #include "server/static/static_http.h"
 #include "server/static/static_mime.h"
 #include "server/static/static_open.h"
@@ -29,6 +30,8 @@ typedef struct static_mount {
     char *prefix;    /* normalized, ends in '/' */
     size_t prefix_len;
     static_mime mime;
+    sp_handler fallback; /* takes what names no file; NULL: 404 */
+    void *fallback_ud;
 } static_mount;
 
 /* The request fields this handler reads, gathered in one pass. */
@@ -100,10 +103,17 @@ static int open_regular(static_mount *m, const char *rel, struct stat *st) {
     return fd;
 }
 
+/* A path that names no file: 404, or the mount's fallback handler. */
+static int not_found(static_mount *m, sp_req *req, sp_res *res) {
+    if (m->fallback)
+        return m->fallback(req, res, m->fallback_ud);
+    return res_send_error(res, 404, 0, NULL);
+}
+
 /* The answer to a failed open: 403 for permissions, 404 for what does not
  * exist or is refused (a symlink out of the root, a loop, a long name),
  * else the error itself (500). */
-static int open_error(sp_res *res, int err) {
+static int open_error(static_mount *m, sp_req *req, sp_res *res, int err) {
     switch (err) {
     case -EACCES:
     case -EPERM:
@@ -114,7 +124,7 @@ static int open_error(sp_res *res, int err) {
     case -EXDEV:
     case -ENAMETOOLONG:
     case -ENXIO:
-        return res_send_error(res, 404, 0, NULL);
+        return not_found(m, req, res);
     default:
         return err;
     }
@@ -244,34 +254,41 @@ static int static_handler(sp_req *req, sp_res *res, void *ud) {
     /* Room kept for "/index.html" or ".gz". */
     long rl = static_rel_path(rest, rest_len, rel, sizeof rel - 16, &slash);
     if (rl < 0)
-        return res_send_error(res, 404, 0, NULL);
+        return not_found(m, req, res);
 
     struct stat st;
     int fd = open_file(m, rel, &st);
     if (fd < 0)
-        return open_error(res, fd);
+        return open_error(m, req, res, fd);
     const char *name = rel;
     size_t name_len = (size_t)rl;
     char alt[STATIC_PATH_MAX];
     if (S_ISDIR(st.st_mode)) {
         close(fd);
-        if (at_mount || (rest_len > 0 && !slash))
+        /* With a fallback, a directory without index.html is not a file:
+         * the redirect to its slash waits until the index is known. */
+        int redirect = at_mount || (rest_len > 0 && !slash);
+        if (redirect && !m->fallback)
             return redirect_slash(req, res);
         /* A directory: its index.html, never a listing. */
         if (rl == 1 && rel[0] == '.')
             rl = 0;
         if (join(alt, rel, (size_t)rl, rl ? "/" INDEX_NAME : INDEX_NAME) < 0)
-            return res_send_error(res, 404, 0, NULL);
+            return not_found(m, req, res);
         memcpy(rel, alt, strlen(alt) + 1);
         rl = (long)strlen(rel);
         fd = open_regular(m, rel, &st);
         if (fd < 0)
-            return open_error(res, fd);
+            return open_error(m, req, res, fd);
+        if (redirect) {
+            close(fd);
+            return redirect_slash(req, res);
+        }
         name = INDEX_NAME;
         name_len = sizeof INDEX_NAME - 1;
     } else if (!S_ISREG(st.st_mode) || slash) {
         close(fd);
-        return res_send_error(res, 404, 0, NULL); /* a device, FIFO, socket; "file/" */
+        return not_found(m, req, res); /* a device, FIFO, socket; "file/" */
     }
 
     static_fields f;
@@ -309,6 +326,11 @@ static int prefix_ok(const char *p) {
 }
 
 int sp_static(sp_server *s, const char *prefix, const char *dir) {
+    return static_mount_fallback(s, prefix, dir, NULL, NULL);
+}
+
+int static_mount_fallback(sp_server *s, const char *prefix, const char *dir, sp_handler fallback,
+                          void *fallback_ud) {
     if (!s || !prefix || !dir || !prefix_ok(prefix))
         return -EINVAL;
     size_t pl = strlen(prefix);
@@ -334,6 +356,8 @@ int sp_static(sp_server *s, const char *prefix, const char *dir) {
     if (rc < 0)
         goto fail_root;
     m->use_openat2 = static_open_probe(m->root);
+    m->fallback = fallback;
+    m->fallback_ud = fallback_ud;
     snprintf(pattern, pl + 3, "%s%s*", prefix, add_slash ? "/" : "");
     m->prefix_len = pl + (size_t)add_slash;
     m->prefix = strndup(pattern, m->prefix_len);

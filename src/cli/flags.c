@@ -1,0 +1,307 @@
+/* flags.c — the one flag table of `spindle` and `python3 -m spindle`: each
+ * row's name, argument, kind, command, reloadability, field, default and
+ * help. Parsing a value by its row's kind, and --help, live here too. */
+#include "cli/flags.h"
+
+#include "base/log.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add_bind(cli_config *c, const char *text);
+static int set_log_level(cli_config *c, const char *text);
+
+#define B       ROLE_BOTH
+#define HUP     1
+#define RESTART 0
+
+/* clang-format off */
+const flag cli_flags[] = {
+    {"bind", "ADDR", K_BIND, B, RESTART, SET(add_bind), "127.0.0.1:8080",
+     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; repeatable"},
+    {"workers", "N", K_INT0, B, HUP, INT(mo.workers), "one per CPU",
+     "worker processes; 0 serves in the master process itself, without supervision"},
+    {"reuse-port", NULL, K_FLAG, B, RESTART, INT(mo.reuse_port), NULL,
+     "each worker gets its own SO_REUSEPORT socket instead of sharing the master's "
+     "(a stopping worker's queued connections are then reset; see README)"},
+    {"header-timeout", "SEC", K_SECONDS, B, HUP, INT(o.header_timeout_ms), "10",
+     "whole request head, however trickled; then 408"},
+    {"body-timeout", "SEC", K_SECONDS, B, HUP, INT(o.body_timeout_ms), "30",
+     "silence between request body bytes; then 408"},
+    {"send-timeout", "SEC", K_SECONDS, B, HUP, INT(o.send_timeout_ms), "30",
+     "a client not reading the response; then close"},
+    {"keepalive-timeout", "SEC", K_SECONDS, B, HUP, INT(o.keepalive_timeout_ms), "5",
+     "idle keep-alive connection; then close"},
+    {"linger-timeout", "SEC", K_SECONDS, B, HUP, INT(o.linger_timeout_ms), "2",
+     "lingering close after an error answer"},
+    {"worker-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.worker_timeout_ms), "30",
+     "a worker whose loop has not turned for this long (a handler blocked it) is killed and "
+     "replaced; 0 never"},
+    {"graceful-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.graceful_timeout_ms), "30",
+     "on TERM, in-flight requests get this long before workers are stopped"},
+    {"max-requests", "N", K_INT0, B, HUP, INT(mo.max_requests), "0",
+     "a worker serving this many requests is replaced gracefully; 0 never"},
+    {"max-requests-jitter", "N", K_INT0, B, HUP, INT(mo.max_requests_jitter), "0",
+     "a random 0..N added to --max-requests per worker, so they do not all restart at once"},
+    {"max-connections", "N", K_INT, B, HUP, INT(o.max_connections),
+     "10000, at most ulimit -n less 32", "open connections per worker; more wait in the backlog"},
+    {"backlog", "N", K_INT, B, HUP, INT(o.backlog), "4096; the kernel caps it at somaxconn",
+     "listen backlog"},
+    {"max-head-size", "BYTES", K_SIZE, B, HUP, SIZE(o.head_max), "8192",
+     "request line and headers; then 431"},
+    {"max-header-count", "N", K_INT, B, HUP, SIZE(o.fields_max), "100, at most 1000",
+     "header fields; then 431"},
+    {"max-target-length", "BYTES", K_SIZE, B, HUP, SIZE(o.target_max), "8000",
+     "request-target; then 414"},
+    {"max-body-size", "BYTES", K_SIZE, B, HUP, U64(o.body_max),
+     "0: no limit; bodies are streamed, never held in memory", "request body; then 413"},
+    {"drain-limit", "BYTES", K_SIZE, B, HUP, U64(o.drain_max), "262144",
+     "unread body discarded to keep a connection; beyond it the connection closes"},
+    {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
+     "pipelined requests served before yielding"},
+    {"stack-size", "BYTES", K_SIZE, B, HUP, SIZE(o.stack_size), "65536", "coroutine stack"},
+    {"no-guard-pages", NULL, K_FLAG, B, HUP, INT(o.no_guard_pages), NULL,
+     "coroutine stacks without guard pages: one memory mapping each "
+     "instead of two (see README, Limits)"},
+    {"forwarded-allow-ips", "LIST", K_STR, B, HUP, STR(o.forwarded_allow_ips), "none",
+     "proxies trusted for Forwarded / X-Forwarded-For: IPs and CIDRs, comma-separated, or *"},
+    {"root", "DIR", K_STR, B, RESTART, STR(root), "none",
+     "serve the files under DIR for requests no route claims; under python3 -m spindle, "
+     "GET and HEAD of a path naming a file under DIR, the application everything else"},
+    {"app", "FILE.so", K_STR, ROLE_BIN, RESTART, STR(app), NULL,
+     "load a C application (see SP_APP_MODULE in spindle.h) instead of the demo routes"},
+    {"sessions", "STORE", K_STR, B, RESTART, STR(sessions),
+     "none; sp_session_of fails until one is set",
+     "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
+     "survives restarts) or redis://HOST[:PORT] (several machines); sessions are for C "
+     "handlers: under python3 -m spindle the store is set up and checked, but WSGI "
+     "applications cannot use it yet"},
+    {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
+     "the key that signs session cookies (the same file on every machine); without it a "
+     "random key is made at start and sessions do not survive a restart"},
+    {"access-log", "FILE", K_STR, B, RESTART, STR(access_log), "none, as in gunicorn",
+     "write an access log to FILE, or - for stdout"},
+    {"access-log-format", "FMT", K_STR, B, RESTART, STR(access_log_format), "combined",
+     "access log line: %h client, %l -, %u -, %t time, %r request line, %s status, %b bytes, "
+     "%f referer, %a user agent, %D request time in us, %p pid"},
+    {"stats", "PATH", K_STR, B, RESTART, STR(stats), "off",
+     "serve Prometheus-format counters summed over all workers at PATH, and a status page at "
+     "PATH?html"},
+    {"log-level", "LEVEL", K_STR, B, HUP, SET(set_log_level), "info",
+     "debug, info, warning, error or critical"},
+    {"pid", "FILE", K_STR, B, RESTART, STR(mo.pid_file), "none", "write the master's pid to FILE"},
+    {"user", "NAME", K_STR, B, RESTART, STR(user), "stay",
+     "switch to this user after binding the sockets"},
+    {"group", "NAME", K_STR, B, RESTART, STR(group), "the user's",
+     "switch to this group after binding the sockets"},
+    {"chdir", "DIR", K_STR, B, RESTART, STR(chdir), "stay",
+     "change to DIR before loading the application"},
+    {"preload", NULL, K_FLAG, ROLE_PY, RESTART, INT(preload), NULL,
+     "import the application once in the master, before the workers fork (default: each "
+     "worker imports it after the fork)"},
+    {"root-path", "PATH", K_STR, ROLE_PY, RESTART, STR(root_path), "empty",
+     "SCRIPT_NAME: the URL prefix the application is mounted at"},
+    {"max-concurrent-app-calls", "N", K_INT, ROLE_PY, RESTART, INT(max_concurrent), "no limit",
+     "requests inside the application at once per worker; more wait their turn"},
+    {"config", "FILE", K_META, B, RESTART, NOWHERE, NULL,
+     "read settings from FILE: 'name = value' lines named as the flags (without --), # "
+     "comments; flags > SPINDLE_* environment > file > defaults; reread on HUP; a setting "
+     "of the other command is skipped with a warning"},
+    {"print-config", NULL, K_META, B, RESTART, NOWHERE, NULL,
+     "print the effective settings and where each came from, then exit"},
+    {"help", NULL, K_META, B, RESTART, NOWHERE, NULL, "this text"},
+    {"version", NULL, K_META, B, RESTART, NOWHERE, NULL, "print the version"},
+};
+/* clang-format on */
+const size_t cli_nflags = sizeof cli_flags / sizeof cli_flags[0];
+_Static_assert(sizeof cli_flags / sizeof cli_flags[0] <= CLI_MAX_FLAGS, "raise CLI_MAX_FLAGS");
+
+const flag *cli_find_flag(const char *name) {
+    for (size_t i = 0; i < cli_nflags; i++)
+        if (strcmp(cli_flags[i].name, name) == 0)
+            return &cli_flags[i];
+    return NULL;
+}
+
+const char *cli_role_name(int role) {
+    return role == ROLE_PY ? "python3 -m spindle" : "the spindle binary";
+}
+
+size_t cli_field_size(const flag *f) {
+    switch (f->type) {
+    case T_INT:
+        return sizeof(int);
+    case T_SIZE:
+        return sizeof(size_t);
+    case T_U64:
+        return sizeof(uint64_t);
+    case T_STR:
+        return sizeof(const char *);
+    default:
+        return 0;
+    }
+}
+
+/* The rows for role in table order; exact: only those of role alone. */
+static void print_rows(FILE *out, int role, int exact) {
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const flag *f = &cli_flags[i];
+        if (exact ? f->role != role : !(f->role & role))
+            continue;
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", f->name, f->arg ? " " : "", f->arg ? f->arg : "");
+        fprintf(out, "  %-28s %s%s%s%s\n", left, f->help, f->def ? " (default " : "",
+                f->def ? f->def : "", f->def ? ")" : "");
+    }
+}
+
+void cli_usage(FILE *out, const char *prog) {
+    if (!prog) {
+        fprintf(out, "usage: spindle [--bind ADDR]... [options]\n\n"
+                     "spindle serves HTTP/1.1 with one coroutine per connection. With no\n"
+                     "application it serves the demo routes: GET / (Hello world!), POST|PUT\n"
+                     "/echo, GET /sleep?ms=N.\n\n");
+        fprintf(out, "options:\n");
+        print_rows(out, ROLE_BIN, 0);
+        return;
+    }
+    fprintf(out, "usage: python3 -m spindle MODULE:CALLABLE [--bind ADDR]... [options]\n\n"
+                 "Serves the WSGI callable CALLABLE (default: application) of MODULE, which is\n"
+                 "imported from the current directory. The spindle binary's --app is not\n"
+                 "taken: the application is MODULE:CALLABLE.\n\n");
+    fprintf(out, "WSGI options:\n");
+    print_rows(out, ROLE_PY, 1);
+    fprintf(out, "\noptions:\n");
+    print_rows(out, ROLE_BOTH, 1);
+}
+
+/* Parses "1.5" seconds into ms; -1 on error. */
+static long parse_seconds(const char *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || v < 0 || v > 86400 * 365)
+        return -1;
+    return (long)(v * 1000 + 0.5);
+}
+
+static long long parse_size(const char *s) {
+    char *end;
+    long long v = strtoll(s, &end, 10);
+    if (end == s || v < 0)
+        return -1;
+    int shift = 0;
+    switch (*end) {
+    case 'k':
+    case 'K':
+        shift = 10;
+        break;
+    case 'm':
+    case 'M':
+        shift = 20;
+        break;
+    case 'g':
+    case 'G':
+        shift = 30;
+        break;
+    default:
+        return *end ? -1 : v;
+    }
+    return end[1] ? -1 : v << shift;
+}
+
+/* The text as a number by f's kind: 0, or -1 with a message naming it. */
+static int parse_number(const flag *f, const char *arg, unsigned long long *out) {
+    const char *name = f->name;
+    switch (f->kind) {
+    case K_SECONDS: {
+        long v = parse_seconds(arg);
+        if (v < 0 || v > 0x7fffffff) {
+            fprintf(stderr, "spindle: --%s wants seconds (e.g. 10 or 0.5), not '%s'\n", name, arg);
+            return -1;
+        }
+        *out = (unsigned long long)v;
+        return 0;
+    }
+    case K_INT:
+    case K_INT0: {
+        char *end;
+        long v = strtol(arg, &end, 10), min = f->kind == K_INT0 ? 0 : 1;
+        if (end == arg || *end || v < min || v > 10000000) {
+            fprintf(stderr, "spindle: --%s wants a whole number from %ld up, not '%s'\n", name, min,
+                    arg);
+            return -1;
+        }
+        *out = (unsigned long long)v;
+        return 0;
+    }
+    case K_SIZE: {
+        long long v = parse_size(arg);
+        if (v < 0) {
+            fprintf(stderr, "spindle: --%s wants a size in bytes (e.g. 8192, 64k, 1m), not '%s'\n",
+                    name, arg);
+            return -1;
+        }
+        *out = (unsigned long long)v;
+        return 0;
+    }
+    case K_FLAG:
+        if (strcmp(arg, "true") != 0 && strcmp(arg, "false") != 0) {
+            fprintf(stderr, "spindle: %s is true or false, not '%s'\n", name, arg);
+            return -1;
+        }
+        *out = strcmp(arg, "true") == 0;
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+int cli_apply(cli_config *c, const flag *f, const char *text) {
+    if (f->set)
+        return f->set(c, text);
+    char *at = (char *)c + f->off;
+    if (f->type == T_STR) {
+        *(const char **)at = text;
+        return 0;
+    }
+    unsigned long long v;
+    if (parse_number(f, text, &v) < 0)
+        return -1;
+    switch (f->type) {
+    case T_INT:
+        *(int *)at = (int)v;
+        break;
+    case T_SIZE:
+        *(size_t *)at = (size_t)v;
+        break;
+    case T_U64:
+        *(uint64_t *)at = (uint64_t)v;
+        break;
+    default:
+        break;
+    }
+    return 0;
+}
+
+static int add_bind(cli_config *c, const char *text) {
+    if (c->nbinds == MAX_BINDS) {
+        fprintf(stderr, "spindle: at most %d --bind addresses\n", MAX_BINDS);
+        return -1;
+    }
+    c->binds[c->nbinds++] = text;
+    return 0;
+}
+
+static int set_log_level(cli_config *c, const char *text) {
+    int lv = log_parse_level(text);
+    if (lv < 0) {
+        fprintf(stderr,
+                "spindle: --log-level is one of debug, info, warning, error, "
+                "critical, not '%s'\n",
+                text);
+        return -1;
+    }
+    log_set_level((log_level)lv);
+    return 0;
+}

@@ -1,0 +1,297 @@
+/* parse.c — cli_parse: the settings from the flag table's four sources
+ * (defaults, the --config file, SPINDLE_* environment variables, flags),
+ * a row of the other command refused from a flag and skipped with a
+ * warning from a file or the environment; and --print-config. */
+#include "cli/flags.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+enum { SRC_DEFAULT, SRC_FILE, SRC_ENV, SRC_FLAG };
+static const char *const source_names[] = {"default", "config file", "environment", "flag"};
+
+/* Keeps a copy of s for the life of c (file and environment values). */
+static const char *keep(cli_config *c, const char *s, size_t n) {
+    if (c->nowned == CLI_MAX_OWNED)
+        return NULL;
+    char *d = strndup(s, n);
+    if (d)
+        c->owned[c->nowned++] = d;
+    return d;
+}
+
+/* Records one setting from a source; a repeatable --bind from a stronger
+ * source replaces the weaker source's list instead of adding to it. */
+static int set_value(cli_config *c, const flag *f, const char *value, int source) {
+    size_t i = (size_t)(f - cli_flags);
+    if (f->kind == K_BIND) {
+        if (c->bind_source != source) {
+            c->nbind_values = 0;
+            c->bind_source = source;
+        }
+        if (c->nbind_values == MAX_BINDS) {
+            fprintf(stderr, "spindle: at most %d --bind addresses\n", MAX_BINDS);
+            return -1;
+        }
+        c->bind_values[c->nbind_values++] = value;
+        return 0;
+    }
+    c->values[i] = value;
+    c->sources[i] = source;
+    return 0;
+}
+
+/* A file's or the environment's row for the other command: skipped, said. */
+static int other_command(const cli_config *c, const flag *f, const char *where) {
+    if (f->role & c->role)
+        return 0;
+    log_msg(LOG_WARNING, "%s: %s applies to %s only; skipped", where, f->name,
+            cli_role_name(f->role));
+    return 1;
+}
+
+/* Splits one "name = value" line in place: 0, or -1 when it has no '='. */
+static int split_line(char *p, char **value, size_t *vlen) {
+    char *eq = strchr(p, '=');
+    if (!eq)
+        return -1;
+    char *ne = eq;
+    while (ne > p && (ne[-1] == ' ' || ne[-1] == '\t'))
+        ne--;
+    *ne = '\0';
+    char *v = eq + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    size_t vl = strcspn(v, "\r\n");
+    while (vl && (v[vl - 1] == ' ' || v[vl - 1] == '\t'))
+        vl--;
+    if (vl >= 2 && ((v[0] == '"' && v[vl - 1] == '"') || (v[0] == '\'' && v[vl - 1] == '\''))) {
+        v++;
+        vl -= 2;
+    }
+    *value = v;
+    *vlen = vl;
+    return 0;
+}
+
+/* Reads name = value lines. 0, or -1 with a message naming file and line. */
+static int read_file(cli_config *c, const char *path) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        fprintf(stderr, "spindle: cannot read the config file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[4096], where[4200];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, fp)) {
+        lineno++;
+        char *p = line, *v;
+        size_t vl;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (*p == '#' || *p == '\n' || *p == '\0')
+            continue;
+        if (split_line(p, &v, &vl) < 0) {
+            fprintf(stderr, "spindle: %s:%d: want 'name = value'\n", path, lineno);
+            rc = -1;
+            break;
+        }
+        const flag *f = cli_find_flag(p);
+        if (!f || f->kind == K_META) {
+            fprintf(stderr,
+                    "spindle: %s:%d: unknown setting '%s' (the names are the flags of "
+                    "--help, without --)\n",
+                    path, lineno, p);
+            rc = -1;
+            break;
+        }
+        snprintf(where, sizeof where, "%s:%d", path, lineno);
+        if (other_command(c, f, where))
+            continue;
+        const char *val = keep(c, v, vl);
+        if (!val || set_value(c, f, val, SRC_FILE) < 0)
+            rc = -1;
+    }
+    fclose(fp);
+    return rc;
+}
+
+/* SPINDLE_BIND: several addresses, separated by spaces or commas. */
+static int env_binds(cli_config *c, const flag *f, const char *v) {
+    const char *p = v;
+    while (*p) {
+        size_t len = strcspn(p, " ,");
+        if (len) {
+            const char *val = keep(c, p, len);
+            if (!val || set_value(c, f, val, SRC_ENV) < 0)
+                return -1;
+        }
+        p += len;
+        p += strspn(p, " ,");
+    }
+    return 0;
+}
+
+/* SPINDLE_NAME=value: the flag's name upper-cased, '-' as '_'. */
+static int read_env(cli_config *c) {
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const flag *f = &cli_flags[i];
+        if (f->kind == K_META)
+            continue;
+        char key[64] = "SPINDLE_";
+        size_t n = 8;
+        for (const char *p = f->name; *p && n < sizeof key - 1; p++)
+            key[n++] = *p == '-' ? '_' : (char)(*p >= 'a' && *p <= 'z' ? *p - 32 : *p);
+        key[n] = '\0';
+        const char *v = getenv(key);
+        if (!v || other_command(c, f, key))
+            continue;
+        if (f->kind == K_BIND ? env_binds(c, f, v) < 0 : set_value(c, f, v, SRC_ENV) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void print_config(const cli_config *c) {
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const flag *f = &cli_flags[i];
+        if (f->kind == K_META || !(f->role & c->role))
+            continue;
+        if (f->kind == K_BIND) {
+            if (!c->nbind_values)
+                printf("bind = %s  # default\n", f->def);
+            for (int b = 0; b < c->nbind_values; b++)
+                printf("bind = %s  # %s\n", c->bind_values[b], source_names[c->bind_source]);
+            continue;
+        }
+        if (c->values[i])
+            printf("%s = %s  # %s\n", f->name, c->values[i], source_names[c->sources[i]]);
+        else
+            printf("# %s: default%s%s%s\n", f->name, f->def ? " (" : "", f->def ? f->def : "",
+                   f->def ? ")" : "");
+    }
+}
+
+void cli_free(cli_config *c) {
+    for (int i = 0; i < c->nowned; i++)
+        free(c->owned[i]);
+    c->nowned = 0;
+}
+
+/* A flag of the other command: refused (exit 2). */
+static void refuse(const flag *f) {
+    if (strcmp(f->name, "app") == 0)
+        fprintf(stderr, "spindle: --app loads C modules into the spindle binary; here the "
+                        "application is the WSGI callable named first\n");
+    else
+        fprintf(stderr, "spindle: --%s applies to %s only\n", f->name, cli_role_name(f->role));
+}
+
+typedef struct flag_args {
+    const char *vals[CLI_MAX_ARGS];
+    const flag *defs[CLI_MAX_ARGS];
+    int n, print;
+    const char *config;
+} flag_args;
+
+/* First pass: the flags, kept aside in a (they win over everything). 0 to
+ * go on, 1 when --help or --version was printed, -1 on an error. */
+static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
+    struct option longopts[CLI_MAX_FLAGS + 1];
+    for (size_t i = 0; i < cli_nflags; i++)
+        longopts[i] = (struct option){cli_flags[i].name,
+                                      cli_flags[i].arg ? required_argument : no_argument, NULL, 0};
+    longopts[cli_nflags] = (struct option){0};
+    optind = 0; /* glibc: start afresh, even if called before */
+    opterr = 1;
+    int idx, ch;
+    while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
+        if (ch != 0) {
+            fprintf(stderr, "spindle: see --help for the flags\n");
+            return -1;
+        }
+        const flag *f = &cli_flags[idx];
+        if (!(f->role & c->role)) {
+            refuse(f);
+            return -1;
+        }
+        if (!strcmp(f->name, "help")) {
+            cli_usage(stdout, c->prog);
+            return 1;
+        }
+        if (!strcmp(f->name, "version")) {
+            printf("spindle 0.1 (API %d)\n", SPINDLE_API_VERSION);
+            return 1;
+        }
+        if (!strcmp(f->name, "config"))
+            a->config = optarg;
+        else if (!strcmp(f->name, "print-config"))
+            a->print = 1;
+        else if (a->n == CLI_MAX_ARGS) {
+            fprintf(stderr, "spindle: too many flags\n");
+            return -1;
+        } else {
+            a->defs[a->n] = f;
+            a->vals[a->n++] = f->kind == K_FLAG ? "true" : optarg;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "spindle: unexpected argument '%s'; see --help\n", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static void defaults(cli_config *c) {
+    sp_server_options_init(&c->o);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    c->mo = (master_options){.workers = ncpu > 0 ? (int)ncpu : 1,
+                             .worker_timeout_ms = 30000,
+                             .graceful_timeout_ms = 30000};
+}
+
+int cli_parse(int argc, char **argv, cli_config *c) {
+    const char *prog = c->prog;
+    cli_free(c);
+    *c = (cli_config){.prog = prog, .role = prog ? ROLE_PY : ROLE_BIN, .argc = argc, .argv = argv};
+    defaults(c);
+    flag_args *a = calloc(1, sizeof *a);
+    if (!a) {
+        fprintf(stderr, "spindle: out of memory\n");
+        return -1;
+    }
+    a->config = getenv("SPINDLE_CONFIG");
+    int rc = read_flags(c, argc, argv, a);
+    if (rc != 0)
+        goto out;
+    rc = -1;
+    c->config_file = a->config;
+    if ((a->config && read_file(c, a->config) < 0) || read_env(c) < 0)
+        goto out;
+    for (int i = 0; i < a->n; i++)
+        if (set_value(c, a->defs[i], a->vals[i], SRC_FLAG) < 0)
+            goto out;
+    if (a->print) {
+        print_config(c);
+        rc = 1;
+        goto out;
+    }
+    for (size_t i = 0; i < cli_nflags; i++)
+        if (c->values[i] && cli_apply(c, &cli_flags[i], c->values[i]) < 0)
+            goto out;
+    const flag *bind = cli_find_flag("bind");
+    for (int b = 0; b < c->nbind_values; b++)
+        if (cli_apply(c, bind, c->bind_values[b]) < 0)
+            goto out;
+    if (c->nbinds == 0)
+        c->binds[c->nbinds++] = bind->def;
+    rc = 0;
+out:
+    free(a);
+    return rc;
+}

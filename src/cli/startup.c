@@ -1,0 +1,213 @@
+/* startup.c — cli_serve, the one start-up sequence of `spindle` and
+ * `python3 -m spindle`: --chdir, the server, its access log and --stats,
+ * the caller's application, --sessions, --root, the listeners (inherited or
+ * new), --user/--group, then the master with the reload hook. */
+#include "cli/cli.h"
+
+#include "base/log.h"
+#include "process/listen_fds.h"
+#include "server/access_log.h"
+#include "server/server.h"
+#include "server/static/static.h"
+
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int same_addr(const net_addr *a, const net_addr *b) {
+    if (a->u.sa.sa_family != b->u.sa.sa_family)
+        return 0;
+    switch (a->u.sa.sa_family) {
+    case AF_INET:
+        return a->u.in.sin_port == b->u.in.sin_port &&
+               a->u.in.sin_addr.s_addr == b->u.in.sin_addr.s_addr;
+    case AF_INET6:
+        return a->u.in6.sin6_port == b->u.in6.sin6_port &&
+               memcmp(&a->u.in6.sin6_addr, &b->u.in6.sin6_addr, 16) == 0;
+    case AF_UNIX:
+        return strcmp(a->u.un.sun_path, b->u.un.sun_path) == 0;
+    default:
+        return 0;
+    }
+}
+
+/* Every --bind address on s: a socket inherited from systemd or an
+ * upgrading master when one matches, else a new one. With socket
+ * activation and no --bind, exactly the sockets systemd passed. 0, or -1
+ * with a message printed. */
+static int listen_all(const cli_config *c, sp_server *s) {
+    int fds[LISTEN_FDS_MAX], used[LISTEN_FDS_MAX] = {0}, systemd;
+    int n = listen_fds_inherited(fds, LISTEN_FDS_MAX, &systemd);
+    int rc = 0;
+    if (systemd && c->nbind_values == 0) {
+        /* Socket activation without --bind: serve exactly what systemd passed. */
+        for (int i = 0; i < n && rc == 0; i++) {
+            rc = server_adopt_listener(s, fds[i]);
+            used[i] = rc == 0;
+        }
+        log_msg(LOG_INFO, "serving %d socket(s) passed by systemd", n);
+        goto out;
+    }
+    for (int b = 0; b < c->nbinds && rc == 0; b++) {
+        net_addr want;
+        int adopted = 0;
+        if (net_parse_addr(c->binds[b], &want) == 0) {
+            for (int i = 0; i < n && !adopted; i++) {
+                net_addr have;
+                have.len = sizeof have.u;
+                if (used[i] || getsockname(fds[i], &have.u.sa, &have.len) != 0 ||
+                    !same_addr(&want, &have))
+                    continue;
+                rc = server_adopt_listener(s, fds[i]);
+                used[i] = adopted = rc == 0;
+            }
+        }
+        if (adopted) {
+            log_msg(LOG_INFO, "listening on %s (socket inherited)", c->binds[b]);
+            continue;
+        }
+        rc = sp_server_listen(s, c->binds[b]);
+        if (rc < 0) {
+            fprintf(stderr, "spindle: cannot listen on %s: %s%s\n", c->binds[b], strerror(-rc),
+                    rc == -EADDRINUSE ? " (another server uses that port; pick another with --bind)"
+                    : rc == -EINVAL   ? " (write HOST:PORT, [V6]:PORT or unix:/path)"
+                                      : "");
+            break;
+        }
+        log_msg(LOG_INFO, "listening on %s", c->binds[b]);
+    }
+out:
+    for (int i = 0; i < n; i++)
+        if (!used[i])
+            close(fds[i]); /* inherited but no longer asked for */
+    return rc < 0 ? -1 : 0;
+}
+
+/* The access log, --stats route and request timing on s (before the
+ * application's routes, so the stats path wins). 0, or -1 with a message. */
+static int setup_server(cli_config *c, sp_server *s) {
+    if (c->access_log_format) {
+        char bad;
+        if (access_log_check_format(c->access_log_format, &bad) < 0) {
+            fprintf(stderr, "spindle: --access-log-format: unknown field %%%c (see --help)\n", bad);
+            return -1;
+        }
+    }
+    server_set_access_log(s, c->access_log, c->access_log_format);
+    if (c->stats) {
+        int rc = c->stats[0] == '/' ? stats_page_add_route(s, c->stats, &c->mo.board) : -EINVAL;
+        if (rc < 0) {
+            fprintf(stderr, "spindle: --stats %s: %s\n", c->stats,
+                    rc == -EINVAL ? "want a path starting with /" : strerror(-rc));
+            return -1;
+        }
+    }
+    server_set_timed(s, c->access_log || c->stats);
+    return 0;
+}
+
+/* --sessions / --session-secret-file, after the application's routes (so
+ * the flags override its choice). Under python3 -m spindle the store is
+ * set up and checked too, though WSGI applications cannot use it yet. 0,
+ * or -1 with a message. */
+static int setup_sessions(const cli_config *c, sp_server *s) {
+    if (!c->sessions && !c->session_secret)
+        return 0;
+    if (c->sessions && strcmp(c->sessions, "memory") == 0 && c->mo.workers > 1)
+        log_msg(LOG_WARNING,
+                "--sessions memory keeps sessions per worker: with %d workers a "
+                "visitor's requests can land on a worker that does not know its "
+                "session; use sqlite:PATH",
+                c->mo.workers);
+    if (c->role == ROLE_PY)
+        log_msg(LOG_WARNING, "--sessions: the store is set up, but WSGI applications cannot use "
+                             "it yet (spindle's sessions are for C handlers)");
+    if (sp_sessions_configure(s, c->sessions, c->session_secret) < 0) {
+        fprintf(stderr, "spindle: --sessions %s: see the error above\n",
+                c->sessions ? c->sessions : "memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* --user / --group, after binding. 0, or -1 with a message printed. */
+static int drop_privileges(const cli_config *c) {
+    if (!c->user && !c->group)
+        return 0;
+    struct passwd *pw = NULL;
+    if (c->user) {
+        pw = getpwnam(c->user);
+        if (!pw) {
+            fprintf(stderr, "spindle: --user %s: no such user\n", c->user);
+            return -1;
+        }
+    }
+    gid_t gid = pw ? pw->pw_gid : getgid();
+    if (c->group) {
+        struct group *gr = getgrnam(c->group);
+        if (!gr) {
+            fprintf(stderr, "spindle: --group %s: no such group\n", c->group);
+            return -1;
+        }
+        gid = gr->gr_gid;
+    }
+    if ((pw && initgroups(pw->pw_name, gid) != 0) || setgid(gid) != 0 ||
+        (pw && setuid(pw->pw_uid) != 0)) {
+        fprintf(stderr,
+                "spindle: cannot switch to user %s / group %s: %s (start as root to "
+                "use --user and --group)\n",
+                c->user ? c->user : "-", c->group ? c->group : "-", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* Everything before the master: 0, or the exit status. */
+static int setup(cli_config *c, const cli_app *app, sp_server *s) {
+    int rc;
+    if (setup_server(c, s) < 0)
+        return 2;
+    if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
+        return rc;
+    if (setup_sessions(c, s) < 0)
+        return 1;
+    /* Static files after the application's routes: those win. A fallback
+     * (the WSGI catch-all) comes after them and takes what names no file. */
+    if (c->root && (rc = static_mount_fallback(s, "/", c->root, app->fallback, app->ud)) < 0) {
+        fprintf(stderr, "spindle: --root %s: %s\n", c->root, strerror(-rc));
+        return 1;
+    }
+    if (app->fallback && (rc = sp_route(s, NULL, "/*", app->fallback, app->ud)) < 0) {
+        fprintf(stderr, "spindle: cannot route to the application: %s\n", strerror(-rc));
+        return 1;
+    }
+    if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
+        return 1;
+    return 0;
+}
+
+int cli_serve(cli_config *c, const cli_app *app) {
+    if (c->chdir && chdir(c->chdir) != 0) {
+        fprintf(stderr, "spindle: --chdir %s: %s\n", c->chdir, strerror(errno));
+        return 1;
+    }
+    sp_server *s = sp_server_new(&c->o);
+    if (!s) {
+        fprintf(stderr, "spindle: %s\n",
+                errno == EINVAL ? "--forwarded-allow-ips: not a list of IPs and CIDRs"
+                                : strerror(errno));
+        return 1;
+    }
+    int rc = setup(c, app, s);
+    if (rc == 0) {
+        c->mo.reload = cli_reload;
+        c->mo.reload_ud = c;
+        rc = master_run(s, &c->mo);
+    }
+    sp_server_free(s);
+    return rc;
+}
