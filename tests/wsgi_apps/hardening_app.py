@@ -56,18 +56,19 @@ def late(environ, start_response):
 
 def input_script(environ, start_response):
     """ops: comma-separated calls on wsgi.input: "line", "line3" (readline(3)),
-    "read", "read1" (read(1)); answers each result, base64."""
+    "read", "read1" (read(1)), "readlines", "iter" (those joined with "|");
+    answers each result, base64."""
     inp = environ["wsgi.input"]
     out = []
     for op in _q(environ)["ops"].split(","):
-        if op.startswith("line"):
-            out.append(inp.readline(int(op[4:])) if op[4:] else inp.readline())
-        elif op.startswith("read"):
-            out.append(inp.read(int(op[4:])) if op[4:] else inp.read())
-        elif op == "lines":
+        if op == "readlines":
             out.append(b"|".join(inp.readlines()))
         elif op == "iter":
             out.append(b"|".join(inp))
+        elif op.startswith("line"):
+            out.append(inp.readline(int(op[4:])) if op[4:] else inp.readline())
+        elif op.startswith("read"):
+            out.append(inp.read(int(op[4:])) if op[4:] else inp.read())
     return _json(start_response, [base64.b64encode(b).decode() for b in out])
 
 
