@@ -201,26 +201,13 @@ static PyObject *method_str(const http_request *h) {
     return m;
 }
 
-/* PATH_INFO: the target's path, percent-decoded, as latin-1 (PEP 3333),
- * less SCRIPT_NAME when the path starts with it. */
+/* PATH_INFO: the router's path (the target's, normalized: dot-segments
+ * removed, runs of '/' merged), percent-decoded, as latin-1 (PEP 3333), less
+ * SCRIPT_NAME when the path starts with it. The same split as the router's
+ * and QUERY_STRING's, so "http://h?/admin" is "/" with the query "/admin". */
 static PyObject *path_info(hub *h, const sp_req *r) {
-    const char *t = r->head.target;
-    size_t n = r->head.target_len;
-    if (n && t[0] != '/' && !(n == 1 && t[0] == '*')) {
-        /* absolute-form: skip scheme://authority */
-        const char *p = memchr(t, '/', n);
-        if (p && p + 1 < t + n && p[1] == '/')
-            p = memchr(p + 2, '/', (size_t)(t + n - (p + 2)));
-        if (!p) {
-            Py_INCREF(s_empty);
-            return s_empty;
-        }
-        n -= (size_t)(p - t);
-        t = p;
-    }
-    const char *q = memchr(t, '?', n);
-    if (q)
-        n = (size_t)(q - t);
+    const char *t = r->path.ptr;
+    size_t n = r->path.len;
     char stack[1024];
     char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
     if (!buf)
