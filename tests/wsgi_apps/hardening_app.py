@@ -82,7 +82,9 @@ def keys(environ, start_response):
     equal string built here returns the environ's own object only if it is."""
     interned = sorted(k for k in environ if k.startswith("HTTP_")
                       and sys.intern("".join(list(k))) is k)
-    return _json(start_response, {"interned": interned, "pid": os.getpid()})
+    from spindle import _spindle
+    cache = getattr(_spindle, "_header_key_cache", lambda: None)()
+    return _json(start_response, {"interned": interned, "cache": cache, "pid": os.getpid()})
 
 
 def ok(environ, start_response):
