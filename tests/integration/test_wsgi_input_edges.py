@@ -64,6 +64,8 @@ CASES = [
     (b"ab\n\n", "line,line,read"),
     (b"ab\nc", "read2,line,read"),
     (b"\nx", "line,line1,line"),
+    (b"ab\nc", "line,line0,read0,line"),
+    (b"ab\nc", "line,line1,read0,read1"),
 ]
 
 
