@@ -96,4 +96,13 @@ int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
 
+/* header_keys.c */
+int header_keys_init(void);
+/* "HTTP_" + the upper-case name with '-' as '_' (a new reference); NULL
+ * and *skip for names that must not reach the app (containing '_'), NULL
+ * with an error on failure. */
+PyObject *header_key(const char *name, size_t n, int *skip);
+/* _header_key_cache() -> {"common": n, "recent": used, "recent_slots": n} */
+PyObject *py_header_key_cache(PyObject *self, PyObject *unused);
+
 #endif

@@ -3,7 +3,7 @@
  * request's own: method, PATH_INFO (percent-decoded, as latin-1), query,
  * protocol, addresses, CONTENT_*, and HTTP_* (repeats joined with ", ",
  * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
- * pose as X-Forwarded-For). Header keys are cached by name. */
+ * pose as X-Forwarded-For). The keys come from header_keys.c. */
 #include "binding.h"
 
 #include "http/http_chars.h"
@@ -12,16 +12,6 @@
 #include <sys/socket.h>
 #include <string.h>
 
-#define KEY_CACHE_SLOTS 512
-#define KEY_NAME_MAX    64
-
-typedef struct key_slot {
-    uint8_t len;
-    char name[KEY_NAME_MAX]; /* lower-case field name */
-    PyObject *key;           /* "HTTP_NAME" */
-} key_slot;
-
-static key_slot key_cache[KEY_CACHE_SLOTS]; /* per worker process */
 static PyObject *s_get, *s_head, *s_post, *s_put, *s_http10, *s_http11, *s_empty;
 static PyObject *k_method, *k_path, *k_query, *k_proto, *k_sname, *k_sport, *k_raddr, *k_rport,
     *k_ctype, *k_clen, *k_input, *k_raw_uri, *k_scheme;
@@ -51,6 +41,8 @@ int environ_init(hub *h) {
     s_http10 = intern("HTTP/1.0");
     s_http11 = intern("HTTP/1.1");
     s_empty = intern("");
+    if (header_keys_init() < 0)
+        return -1;
     if (!k_method || !k_path || !k_query || !k_proto || !k_sname || !k_sport || !k_raddr ||
         !k_rport || !k_ctype || !k_clen || !k_input || !k_raw_uri || !k_scheme || !s_get ||
         !s_head || !s_post || !s_put || !s_http10 || !s_http11 || !s_empty)
@@ -82,53 +74,6 @@ int environ_init(hub *h) {
     }
     h->environ_template = t;
     return 0;
-}
-
-/* "HTTP_" + upper-case name with '-' as '_', cached; NULL and no error for
- * names that must not reach the app (containing '_'), NULL with an error on
- * failure. */
-static PyObject *header_key(const char *name, size_t n, int *skip) {
-    *skip = 0;
-    char lower[KEY_NAME_MAX];
-    uint32_t hash = 2166136261u;
-    for (size_t i = 0; i < n; i++) {
-        if (name[i] == '_') {
-            *skip = 1;
-            return NULL;
-        }
-        unsigned char c = http_lower((unsigned char)name[i]);
-        if (i < KEY_NAME_MAX)
-            lower[i] = (char)c;
-        hash = (hash ^ c) * 16777619u;
-    }
-    key_slot *slot = NULL;
-    if (n <= KEY_NAME_MAX) {
-        slot = &key_cache[hash % KEY_CACHE_SLOTS];
-        if (slot->key && slot->len == n && memcmp(slot->name, lower, n) == 0) {
-            Py_INCREF(slot->key);
-            return slot->key;
-        }
-    }
-    PyObject *key = PyUnicode_New((Py_ssize_t)(n + 5), 127);
-    if (!key)
-        return NULL;
-    char *k = (char *)PyUnicode_DATA(key);
-    memcpy(k, "HTTP_", 5);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)name[i];
-        k[5 + i] = c == '-' ? '_' : (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
-    }
-    PyUnicode_InternInPlace(&key);
-    if (slot) {
-        /* A slot holds the last name that hashed to it: bounded by design,
-         * so hostile header names cannot grow the cache. */
-        Py_XDECREF(slot->key);
-        slot->len = (uint8_t)n;
-        memcpy(slot->name, lower, n);
-        Py_INCREF(key);
-        slot->key = key;
-    }
-    return key;
 }
 
 static PyObject *latin1(const char *p, size_t n) {
@@ -201,26 +146,13 @@ static PyObject *method_str(const http_request *h) {
     return m;
 }
 
-/* PATH_INFO: the target's path, percent-decoded, as latin-1 (PEP 3333),
- * less SCRIPT_NAME when the path starts with it. */
+/* PATH_INFO: the router's path (the target's, normalized: dot-segments
+ * removed, runs of '/' merged), percent-decoded, as latin-1 (PEP 3333), less
+ * SCRIPT_NAME when the path starts with it. The same split as the router's
+ * and QUERY_STRING's, so "http://h?/admin" is "/" with the query "/admin". */
 static PyObject *path_info(hub *h, const sp_req *r) {
-    const char *t = r->head.target;
-    size_t n = r->head.target_len;
-    if (n && t[0] != '/' && !(n == 1 && t[0] == '*')) {
-        /* absolute-form: skip scheme://authority */
-        const char *p = memchr(t, '/', n);
-        if (p && p + 1 < t + n && p[1] == '/')
-            p = memchr(p + 2, '/', (size_t)(t + n - (p + 2)));
-        if (!p) {
-            Py_INCREF(s_empty);
-            return s_empty;
-        }
-        n -= (size_t)(p - t);
-        t = p;
-    }
-    const char *q = memchr(t, '?', n);
-    if (q)
-        n = (size_t)(q - t);
+    const char *t = r->path.ptr;
+    size_t n = r->path.len;
     char stack[1024];
     char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
     if (!buf)

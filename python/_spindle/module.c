@@ -215,6 +215,8 @@ static PyMethodDef methods[] = {
      "wait_writable(fd, timeout=None) -> bool: True when writable, False on timeout"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
+    {"_header_key_cache", py_header_key_cache, METH_NOARGS,
+     "_header_key_cache() -> dict: how many environ keys the worker keeps (for tests)"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -19,7 +19,7 @@
 typedef struct {
     PyObject_HEAD pyjob *j; /* NULL once the call is over */
     PyObject *status;       /* str */
-    PyObject *headers;      /* list of (str, str) */
+    PyObject *headers;      /* tuple of (str, str): start_response's copy */
     int called;
     int64_t content_length; /* the app's Content-Length, or -1 */
     uint64_t sent;
@@ -55,8 +55,8 @@ static int is_hop_by_hop(const char *n, size_t len) {
     return 0;
 }
 
-/* Checks what start_response was given; sets a Python error if wrong. */
-static int validate(PyObject *status, PyObject *headers) {
+/* The status: "NNN reason", code 1xx-5xx, no control characters. */
+static int validate_status(PyObject *status) {
     Py_ssize_t sl;
     PyObject *hold;
     const char *st = latin1_of(status, &sl, &hold);
@@ -71,13 +71,14 @@ static int validate(PyObject *status, PyObject *headers) {
         PyErr_Format(PyExc_ValueError, "invalid WSGI status %R: want '200 OK' form", status);
         return -1;
     }
-    if (!PyList_Check(headers)) {
-        PyErr_Format(PyExc_TypeError, "WSGI headers must be a list, not %.100s",
-                     Py_TYPE(headers)->tp_name);
-        return -1;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(headers); i++) {
-        PyObject *t = PyList_GET_ITEM(headers, i);
+    return 0;
+}
+
+/* Each header of the tuple: a (str, str) pair, a token name, a value
+ * without control characters, not hop-by-hop. */
+static int validate_headers(PyObject *headers) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(headers); i++) {
+        PyObject *t = PyTuple_GET_ITEM(headers, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
             PyErr_Format(PyExc_TypeError, "WSGI header %R is not a (name, value) tuple", t);
             return -1;
@@ -116,6 +117,24 @@ static int validate(PyObject *status, PyObject *headers) {
     return 0;
 }
 
+/* Checks what start_response was given and returns a private tuple of its
+ * headers (a new reference), or NULL with a Python error. The response is
+ * built from that copy only: the app may change its own list afterwards, and
+ * a late (name,) or a late Upgrade must neither crash nor reach the wire. */
+static PyObject *validated_headers(PyObject *status, PyObject *headers) {
+    if (validate_status(status) < 0)
+        return NULL;
+    if (!PyList_Check(headers)) {
+        PyErr_Format(PyExc_TypeError, "WSGI headers must be a list, not %.100s",
+                     Py_TYPE(headers)->tp_name);
+        return NULL;
+    }
+    PyObject *copy = PyList_AsTuple(headers);
+    if (copy && validate_headers(copy) < 0)
+        Py_CLEAR(copy);
+    return copy;
+}
+
 /* The head goes into the response (not on the wire yet: the coroutine sends
  * it with the first body bytes). body_len: the whole body's length when the
  * server knows it, else -1. */
@@ -139,8 +158,8 @@ static int commit_head(sr_obj *sr, int64_t body_len) {
         return -1;
     }
     sr->content_length = -1;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(sr->headers); i++) {
-        PyObject *t = PyList_GET_ITEM(sr->headers, i);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(sr->headers); i++) {
+        PyObject *t = PyTuple_GET_ITEM(sr->headers, i);
         Py_ssize_t nl, vl;
         PyObject *hn, *hv;
         const char *n = latin1_of(PyTuple_GET_ITEM(t, 0), &nl, &hn);
@@ -260,12 +279,12 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "start_response called a second time without exc_info");
         return NULL;
     }
-    if (validate(status, headers) < 0)
+    PyObject *copy = validated_headers(status, headers);
+    if (!copy)
         return NULL;
     Py_INCREF(status);
-    Py_INCREF(headers);
     Py_XSETREF(sr->status, status);
-    Py_XSETREF(sr->headers, headers);
+    Py_XSETREF(sr->headers, copy);
     sr->called = 1;
     static PyObject *write_name;
     if (!write_name && !(write_name = PyUnicode_InternFromString("write")))

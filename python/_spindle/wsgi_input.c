@@ -35,6 +35,17 @@ static void input_dealloc(input_obj *o) {
     PyObject_Free(o);
 }
 
+/* A copy of p[0..n) that is ours alone. PyBytes_FromStringAndSize hands out
+ * one shared object for every single byte, and _PyBytes_Resize refuses a
+ * shared object (SystemError): pushback is resized later, so it is built
+ * here, never shared. */
+static PyObject *own_bytes(const char *p, Py_ssize_t n) {
+    PyObject *b = PyBytes_FromStringAndSize(NULL, n);
+    if (b && n)
+        memcpy(PyBytes_AS_STRING(b), p, (size_t)n);
+    return b;
+}
+
 /* Reads up to n body bytes into dst (heap memory). Returns the count, 0 at
  * the end, or -1 with a Python error set. */
 static Py_ssize_t read_some(input_obj *o, char *dst, size_t n) {
@@ -67,8 +78,7 @@ static PyObject *input_read(input_obj *o, PyObject *args) {
     if (o->pushback) {
         Py_ssize_t pl = PyBytes_GET_SIZE(o->pushback);
         if (size >= 0 && pl > size) {
-            PyObject *rest =
-                PyBytes_FromStringAndSize(PyBytes_AS_STRING(o->pushback) + size, pl - size);
+            PyObject *rest = own_bytes(PyBytes_AS_STRING(o->pushback) + size, pl - size);
             PyObject *head = PyBytes_FromStringAndSize(PyBytes_AS_STRING(o->pushback), size);
             if (!rest || !head) {
                 Py_XDECREF(rest);
@@ -135,7 +145,7 @@ static PyObject *readline_impl(input_obj *o, Py_ssize_t limit) {
             cut = limit;
         if (cut >= 0) {
             if (cut < len) {
-                o->pushback = PyBytes_FromStringAndSize(p + cut, len - cut);
+                o->pushback = own_bytes(p + cut, len - cut);
                 if (!o->pushback) {
                     Py_DECREF(acc);
                     return NULL;

@@ -1,0 +1,135 @@
+/* header_keys.c — the environ key of a request header name ("User-Agent" ->
+ * "HTTP_USER_AGENT") without letting names a client makes up pin memory.
+ * The common names have prebuilt keys (a fixed set, interned once); other
+ * names hit a small direct-mapped cache of strong references or get a fresh
+ * str. Nothing per request is interned: on CPython 3.12 before gh-113993
+ * interned strings are immortal, so interning each new name grew a worker
+ * without bound. */
+#include "binding.h"
+
+#include "http/http_chars.h"
+
+#include <string.h>
+
+#define COMMON_SLOTS 128 /* a power of two, over twice the names below */
+#define RECENT_SLOTS 512
+#define KEY_NAME_MAX 64
+
+typedef struct key_slot {
+    uint8_t len;
+    char name[KEY_NAME_MAX]; /* lower-case field name */
+    PyObject *key;           /* "HTTP_NAME" */
+} key_slot;
+
+/* Request headers browsers, clients and proxies send; Content-Type and
+ * Content-Length never come here (CONTENT_TYPE, CONTENT_LENGTH). */
+/* clang-format off */
+static const char *const common_names[] = {
+    "host", "user-agent", "accept", "accept-encoding", "accept-language", "accept-charset",
+    "connection", "cookie", "referer", "origin", "authorization", "cache-control", "pragma",
+    "if-modified-since", "if-none-match", "if-match", "if-unmodified-since", "if-range", "range",
+    "upgrade-insecure-requests", "x-forwarded-for", "x-forwarded-proto", "x-forwarded-host",
+    "x-forwarded-port", "x-real-ip", "x-requested-with", "x-request-id", "x-csrftoken",
+    "forwarded", "via", "dnt", "te", "expect", "upgrade", "keep-alive", "transfer-encoding",
+    "content-encoding", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user",
+    "sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "sec-websocket-key",
+    "sec-websocket-version", "priority", "purpose",
+};
+/* clang-format on */
+
+static key_slot common[COMMON_SLOTS]; /* filled once per process, then read only */
+static key_slot recent[RECENT_SLOTS]; /* the last uncommon name of each hash */
+static size_t ncommon;
+
+static uint32_t fnv1a(const char *lower, size_t n) {
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)lower[i]) * 16777619u;
+    return h;
+}
+
+/* A new "HTTP_" + upper-case name, '-' as '_'. Field names are tokens:
+ * ASCII, so the str is compact ASCII. */
+static PyObject *make_key(const char *name, size_t n) {
+    PyObject *key = PyUnicode_New((Py_ssize_t)(n + 5), 127);
+    if (!key)
+        return NULL;
+    char *k = (char *)PyUnicode_DATA(key);
+    memcpy(k, "HTTP_", 5);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)name[i];
+        k[5 + i] = c == '-' ? '_' : (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+    }
+    return key;
+}
+
+static key_slot *common_find(const char *lower, size_t n, uint32_t hash) {
+    for (uint32_t i = hash & (COMMON_SLOTS - 1);; i = (i + 1) & (COMMON_SLOTS - 1)) {
+        key_slot *s = &common[i];
+        if (!s->key || (s->len == n && memcmp(s->name, lower, n) == 0))
+            return s;
+    }
+}
+
+int header_keys_init(void) {
+    if (ncommon)
+        return 0; /* once per process */
+    for (size_t i = 0; i < sizeof common_names / sizeof common_names[0]; i++) {
+        const char *name = common_names[i];
+        size_t n = strlen(name);
+        key_slot *s = common_find(name, n, fnv1a(name, n));
+        if (s->key)
+            continue;
+        PyObject *key = make_key(name, n);
+        if (!key)
+            return -1;
+        /* A fixed set: interning it costs nothing per request, and the
+         * app's literals ("HTTP_HOST") then find the key by identity. */
+        PyUnicode_InternInPlace(&key);
+        s->len = (uint8_t)n;
+        memcpy(s->name, name, n);
+        s->key = key;
+        ncommon++;
+    }
+    return 0;
+}
+
+PyObject *header_key(const char *name, size_t n, int *skip) {
+    *skip = 0;
+    char lower[KEY_NAME_MAX];
+    for (size_t i = 0; i < n; i++) {
+        if (name[i] == '_') {
+            *skip = 1;
+            return NULL;
+        }
+        if (i < KEY_NAME_MAX)
+            lower[i] = (char)http_lower((unsigned char)name[i]);
+    }
+    if (n > KEY_NAME_MAX)
+        return make_key(name, n);
+    uint32_t hash = fnv1a(lower, n);
+    key_slot *slot = common_find(lower, n, hash);
+    if (!slot->key) {
+        slot = &recent[hash % RECENT_SLOTS];
+        if (!(slot->key && slot->len == n && memcmp(slot->name, lower, n) == 0)) {
+            /* A slot holds the last name that hashed to it: made-up names
+             * replace each other, never add up. */
+            PyObject *key = make_key(name, n);
+            if (!key)
+                return NULL;
+            Py_XSETREF(slot->key, key);
+            slot->len = (uint8_t)n;
+            memcpy(slot->name, lower, n);
+        }
+    }
+    Py_INCREF(slot->key);
+    return slot->key;
+}
+
+PyObject *py_header_key_cache(PyObject *self, PyObject *unused) {
+    size_t used = 0;
+    for (size_t i = 0; i < RECENT_SLOTS; i++)
+        used += recent[i].key != NULL;
+    return Py_BuildValue("{snsnsn}", "common", (Py_ssize_t)ncommon, "recent", (Py_ssize_t)used,
+                         "recent_slots", (Py_ssize_t)RECENT_SLOTS);
+}
