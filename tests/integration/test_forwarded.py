@@ -60,11 +60,14 @@ def test_forged_forwarded_is_not_logged(spindle, tmp_path):
     assert _logged_clients(log, 2) == [PROXY, "127.0.0.1"]
 
 
-def test_bad_forwarded_header_refused():
-    p = subprocess.run([BIN, "--forwarded-header", "x-real-ip", "--workers", "0"],
-                       capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
-    assert p.returncode == 2
-    assert b"--forwarded-header is x-forwarded-for or forwarded" in p.stderr
+def test_bad_settings_refused():
+    for flags, msg in ((["--forwarded-header", "x-real-ip"],
+                        b"--forwarded-header is x-forwarded-for or forwarded"),
+                       (["--forwarded-allow-ips", "10.0.0.1, localhost"],
+                        b"--forwarded-allow-ips wants IP addresses, CIDR networks, unix or *")):
+        p = subprocess.run([BIN] + flags + ["--workers", "0"], capture_output=True, timeout=10,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 2 and msg in p.stderr, (flags, p.stderr)
 
 
 def _env(srv, fields, unix=None):
