@@ -7,7 +7,9 @@
 #include "http/http_parse.h"
 #include "unit.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdlib.h>
 
 /* The head of a GET with the given field lines ("Name: value\r\n"...). */
 static const http_request *head(const char *field_lines) {
@@ -333,4 +335,36 @@ TEST(client_truncated_to_cap) {
     char out[8];
     CHECK_EQ(fwd_client(head("X-Forwarded-For: 192.0.2.60\r\n"), &n, out, sizeof out), 1);
     CHECK_STR(out, "192.0.2");
+}
+
+/* 1 if s is an address as fwd_client writes it (no brackets, no port). */
+static int is_ip(const char *s) {
+    uint8_t a[16];
+    return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+TEST(random_values_stay_inside_the_field) {
+    /* Values ending where a PROT_NONE page begins: a walk reading past a
+     * field's end faults. Whatever comes out is an address or nothing. */
+    static const char alphabet[] = "for=proto;,\" \t[]:_10.2xhttps";
+    static const char *const names[] = {"Forwarded", "X-Forwarded-For", "X-Forwarded-Proto"};
+    fwd_nets n = nets(PROXIES, FWD);
+    unsigned seed = 7;
+    for (int i = 0; i < 30000; i++) {
+        char v[40];
+        size_t len = (size_t)rand_r(&seed) % sizeof v;
+        for (size_t k = 0; k < len; k++)
+            v[k] = alphabet[(size_t)rand_r(&seed) % (sizeof alphabet - 1)];
+        const char *name = names[i % 3];
+        http_field f = {name, strlen(name), unit_guarded(v, len), len};
+        http_request r = {.fields = &f, .fields_cap = 1, .nfields = 1};
+        char out[64];
+        n.header = (i / 3) % 2 ? FWD : XFF;
+        if (fwd_client(&r, &n, out, sizeof out))
+            CHECK(is_ip(out));
+        else
+            CHECK_STR(out, "");
+        int h = fwd_https(&r, &n);
+        CHECK(h == 0 || h == 1);
+    }
 }
