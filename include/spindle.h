@@ -119,10 +119,16 @@ typedef struct sp_server_options {
     int pipeline_burst;              /* pipelined requests served before yielding; 16 */
     size_t stack_size;               /* coroutine stack; 65536 */
     int no_guard_pages;              /* stacks without guard pages (README, "Limits") */
-    const char *forwarded_allow_ips; /* proxies trusted for X-Forwarded-For and
-                                        Forwarded: "ip,cidr,...", "*" for all;
-                                        NULL: none */
+    const char *forwarded_allow_ips; /* proxies trusted for the forwarded_header:
+                                        "ip,cidr,...", "unix" for peers on a unix
+                                        socket, "*" for all; NULL: none */
+    int forwarded_header;            /* SP_FORWARDED_*: the one header family the
+                                        trusted proxy sets, the only one read */
 } sp_server_options;
+
+/* forwarded_header: X-Forwarded-For (with X-Forwarded-Proto), the default,
+ * or Forwarded (RFC 7239, for= and proto=). */
+enum { SP_FORWARDED_X_FORWARDED_FOR = 0, SP_FORWARDED_FORWARDED = 1 };
 
 /* Fills o with the defaults above. */
 SP_API void sp_server_options_init(sp_server_options *o);
@@ -200,9 +206,16 @@ SP_API int64_t sp_req_content_length(const sp_req *r);
 /* The peer's address ("1.2.3.4:5678", "[::1]:80", "unix"), NUL-terminated. */
 SP_API const char *sp_req_peer(const sp_req *r);
 /* The client's address: the peer's, or, when the peer is a trusted proxy
- * (forwarded_allow_ips), the nearest untrusted address in Forwarded or
- * X-Forwarded-For. NUL-terminated, without a port. */
+ * (forwarded_allow_ips), the address its forwarded_header reports: all the
+ * header's field lines as one list, walked from the right past trusted
+ * hops to the first untrusted one (the leftmost if all are trusted). A hop
+ * that names nobody ("unknown", an obfuscated "_name", no for=) gives the
+ * peer's address. NUL-terminated, without a port. */
 SP_API const char *sp_req_client_addr(const sp_req *r);
+/* "https" when the peer is a trusted proxy whose forwarded_header family
+ * says the client came over https (the proto= of the client's Forwarded
+ * hop, or the rightmost X-Forwarded-Proto); else "http". */
+SP_API const char *sp_req_scheme(const sp_req *r);
 
 /* Reads up to len bytes of the request body (de-chunked). Returns the
  * count, 0 at the end of the body, or -errno: -ETIMEDOUT (body timeout),

@@ -256,7 +256,10 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         goto fail;
     const conn *c = r->c;
     if (c->peer_family == AF_UNIX) {
-        if (set_new(env, k_raddr, PyUnicode_FromString("127.0.0.1")) < 0)
+        /* A trusted proxy on the socket may name the client; else (or when
+         * it names nobody) the local address frameworks expect. */
+        const char *a = c->peer_trusted ? sp_req_client_addr(r) : "unix";
+        if (set_new(env, k_raddr, PyUnicode_FromString(strcmp(a, "unix") ? a : "127.0.0.1")) < 0)
             goto fail;
     } else {
         if (set_new(env, k_raddr, remote_addr(r)) < 0 ||
@@ -266,13 +269,10 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     for (size_t i = 0; i < hd->nfields; i++)
         if (add_header(env, &hd->fields[i]) < 0)
             goto fail;
-    if (c->peer_trusted) {
-        /* A trusted proxy says how the client reached it. */
-        sp_str proto = sp_req_header(r, "X-Forwarded-Proto");
-        if (proto.ptr && http_ieq(proto.ptr, proto.len, "https", 5) &&
-            set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
-            goto fail;
-    }
+    /* A trusted proxy says how the client reached it (--forwarded-header). */
+    if (c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
+        set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
+        goto fail;
     return env;
 fail:
     Py_DECREF(env);

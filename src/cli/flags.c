@@ -4,13 +4,21 @@
 #include "cli/flags.h"
 
 #include "base/log.h"
+#include "server/forwarded.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 static int add_bind(cli_config *c, const char *text);
 static int set_log_level(cli_config *c, const char *text);
+static int set_forwarded_header(cli_config *c, const char *text);
+static int set_forwarded_allow_ips(cli_config *c, const char *text);
+
+/* A field its own setter checks or parses from words: reloaded like a field. */
+#define INT_WORDS(field, fn)   T_INT, offsetof(cli_config, field), fn
+#define STR_CHECKED(field, fn) T_STR, offsetof(cli_config, field), fn
 
 #define B       ROLE_BOTH
 #define HUP     1
@@ -64,8 +72,14 @@ const flag cli_flags[] = {
     {"no-guard-pages", NULL, K_FLAG, B, HUP, INT(o.no_guard_pages), NULL,
      "coroutine stacks without guard pages: one memory mapping each "
      "instead of two (see README, Limits)"},
-    {"forwarded-allow-ips", "LIST", K_STR, B, HUP, STR(o.forwarded_allow_ips), "none",
-     "proxies trusted for Forwarded / X-Forwarded-For: IPs and CIDRs, comma-separated, or *"},
+    {"forwarded-allow-ips", "LIST", K_STR, B, HUP,
+     STR_CHECKED(o.forwarded_allow_ips, set_forwarded_allow_ips), "none",
+     "proxies trusted for the --forwarded-header: IPs and CIDRs, comma-separated; unix for "
+     "peers on a unix socket; * for every peer (unix ones too)"},
+    {"forwarded-header", "NAME", K_STR, B, HUP,
+     INT_WORDS(o.forwarded_header, set_forwarded_header), "x-forwarded-for",
+     "the header the trusted proxy sets, the only one read: x-forwarded-for (with "
+     "X-Forwarded-Proto) or forwarded (RFC 7239 for= and proto=)"},
     {"root", "DIR", K_STR, B, RESTART, STR(root), "none",
      "serve the files under DIR for requests no route claims; under python3 -m spindle, "
      "GET and HEAD of a path naming a file under DIR, the application everything else"},
@@ -303,5 +317,41 @@ static int set_log_level(cli_config *c, const char *text) {
         return -1;
     }
     log_set_level((log_level)lv);
+    return 0;
+}
+
+static int set_forwarded_header(cli_config *c, const char *text) {
+    if (strcmp(text, "x-forwarded-for") == 0)
+        c->o.forwarded_header = SP_FORWARDED_X_FORWARDED_FOR;
+    else if (strcmp(text, "forwarded") == 0)
+        c->o.forwarded_header = SP_FORWARDED_FORWARDED;
+    else {
+        fprintf(stderr,
+                "spindle: --forwarded-header is x-forwarded-for or forwarded (the header "
+                "your proxy sets), not '%s'\n",
+                text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checked here (parsed again by the server) so that a bad list is named at
+ * start and on a reload (HUP), before anything is applied. */
+static int set_forwarded_allow_ips(cli_config *c, const char *text) {
+    fwd_nets scratch = {0};
+    int rc = fwd_parse_nets(&scratch, text);
+    if (rc == -ENOSPC) {
+        fprintf(stderr, "spindle: --forwarded-allow-ips: at most %d networks, not '%s'\n",
+                FORWARD_MAX_NETS, text);
+        return -1;
+    }
+    if (rc < 0) {
+        fprintf(stderr,
+                "spindle: --forwarded-allow-ips wants IP addresses, CIDR networks, unix or *, "
+                "separated by commas or spaces, not '%s'\n",
+                text);
+        return -1;
+    }
+    c->o.forwarded_allow_ips = text;
     return 0;
 }

@@ -198,7 +198,7 @@ int cli_serve(cli_config *c, const cli_app *app) {
     sp_server *s = sp_server_new(&c->o);
     if (!s) {
         fprintf(stderr, "spindle: %s\n",
-                errno == EINVAL ? "--forwarded-allow-ips: not a list of IPs and CIDRs"
+                errno == EINVAL ? "--forwarded-allow-ips: not a list of IPs, CIDRs, unix or *"
                                 : strerror(errno));
         return 1;
     }

@@ -152,6 +152,10 @@ const char *sp_req_client_addr(const sp_req *r) {
     return r->client_text;
 }
 
+const char *sp_req_scheme(const sp_req *r) {
+    return r->c->peer_trusted && fwd_https(&r->head, &r->srv->fwd) ? "https" : "http";
+}
+
 /* ---- the body ---------------------------------------------------------- */
 
 /* Records a body failure: every later read repeats it, and the connection

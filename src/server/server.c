@@ -34,6 +34,10 @@ void sp_server_options_init(sp_server_options *o) {
     };
 }
 
+_Static_assert((int)FWD_HDR_XFF == (int)SP_FORWARDED_X_FORWARDED_FOR &&
+                   (int)FWD_HDR_FORWARDED == (int)SP_FORWARDED_FORWARDED,
+               "forwarded.h and spindle.h name the header families alike");
+
 int server_set_options(sp_server *s, const sp_server_options *o) {
     sp_server_options n, d;
     if (o)
@@ -68,10 +72,14 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.stack_size = d.stack_size;
     if (n.fields_max > 1000)
         n.fields_max = 1000;
-    s->fwd.ntrusted = 0;
-    s->fwd.trust_all = 0;
-    if (n.forwarded_allow_ips && fwd_parse_nets(&s->fwd, n.forwarded_allow_ips) < 0)
+    /* Parsed aside: a refused list (a failed reload) leaves the old one. */
+    fwd_nets fwd = {.header = n.forwarded_header};
+    if (n.forwarded_header != SP_FORWARDED_X_FORWARDED_FOR &&
+        n.forwarded_header != SP_FORWARDED_FORWARDED)
         return -EINVAL;
+    if (n.forwarded_allow_ips && fwd_parse_nets(&fwd, n.forwarded_allow_ips) < 0)
+        return -EINVAL;
+    s->fwd = fwd;
     n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
     s->opt = n;
     /* The buffer holds a whole head plus what follows it in the same read. */

@@ -52,7 +52,7 @@ struct sp_server {
     sp_server_options opt;
     size_t buf_size;
     router routes;
-    fwd_nets fwd; /* forwarded_allow_ips, parsed */
+    fwd_nets fwd; /* forwarded_allow_ips and forwarded_header, parsed */
     /* listening and accepting (server.c) */
     listener listeners[SERVER_MAX_LISTENERS];
     int nlisteners;
@@ -105,7 +105,8 @@ struct sp_server {
 /* ---- setters for the process layer and the command line (server.c) ---- */
 
 /* Sets (or, on reload, replaces) the options, zero meaning the default.
- * 0, or -EINVAL for a bad forwarded_allow_ips list. */
+ * 0, or -EINVAL for a bad forwarded_allow_ips list or forwarded_header
+ * (the server keeps its trust list then). */
 int server_set_options(sp_server *s, const sp_server_options *o);
 void server_set_observer(sp_server *s, const server_observer *o);
 /* Several workers share the listeners (EPOLLEXCLUSIVE, balanced accept). */
