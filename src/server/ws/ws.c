@@ -12,6 +12,7 @@
 #include "server/ws/ws_frame.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,8 +222,12 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
     return n == 0 ? -ECONNRESET : n;
 }
 
-/* Makes room for len more message bytes (and a NUL). */
+/* Makes room for len more message bytes (and a NUL). -EMSGSIZE for what no
+ * buffer can hold (max_message may be SIZE_MAX: "no limit"), so neither the
+ * sum nor the doubling below can overflow. */
 static int reserve(sp_ws *ws, uint64_t len) {
+    if (len > SIZE_MAX / 2 - 1 - ws->msg_len)
+        return -EMSGSIZE;
     size_t need = ws->msg_len + (size_t)len + 1;
     if (need <= ws->msg_cap)
         return 0;
