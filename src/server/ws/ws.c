@@ -2,7 +2,8 @@
  * handshake, whole messages reassembled from frames read through the
  * connection's own buffer (ws_frame.c checks them), pings answered, the
  * closing handshake, whole frames sent under a writer lock so several
- * coroutines may send, and a 1001 close for every WebSocket when the
+ * coroutines may send, keep-alive pings and a 1001 close after the idle
+ * timeout (ws_keepalive.c), and a 1001 close for every WebSocket when the
  * server stops. */
 #include "base/list.h"
 #include "http/http_chars.h"
@@ -10,6 +11,7 @@
 #include "net/net.h"
 #include "server/handler.h"
 #include "server/ws/ws_frame.h"
+#include "server/ws/ws_keepalive.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -29,6 +31,7 @@ struct sp_ws {
     conn *c;
     loop *l;
     ws_parser p;
+    ws_keepalive ka; /* pings and the idle timeout, while the handler receives */
     uint64_t max_message;
     int close_timeout_ms;
     int state;
@@ -98,13 +101,29 @@ static int64_t send_deadline(const sp_ws *ws) {
     return server_deadline(ws->s, server_options(ws->s)->send_timeout_ms);
 }
 
-/* Sends one whole frame under the writer lock, only while WS_OPEN; a close
- * frame moves the state to WS_CLOSE_SENT, a failed write to WS_DONE. */
-static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
+/* The connection cannot go on (a frame may be half out, or could not be
+ * sent in time): done, and the handler's sp_ws_recv is told at once, so a
+ * peer that does not keep up leaves at once. */
+static void lost(sp_ws *ws) {
+    ws->state = WS_DONE;
+    if (!ws->close_code)
+        ws->close_code = WS_CLOSE_ABNORMAL;
+    if (ws->recv_task)
+        loop_wake(ws->l, ws->recv_task, -ECONNRESET);
+}
+
+/* Sends one whole frame under the writer lock by deadline (the lock
+ * included), only while WS_OPEN; a close frame moves the state to
+ * WS_CLOSE_SENT, a failed or late write to WS_DONE. */
+static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, int64_t deadline) {
     if (!loop_task(ws->l))
         return -EPERM;
     ws->senders++;
-    int rc = mutex_lock(ws->l, &ws->wlock, LOOP_NO_DEADLINE, NULL);
+    int rc = mutex_lock(ws->l, &ws->wlock, deadline, NULL);
+    if (rc == -EAGAIN || rc == -ETIMEDOUT) {
+        rc = -ETIMEDOUT; /* another sender is stuck on a full socket */
+        lost(ws);
+    }
     if (rc < 0)
         goto out;
     if (ws->state != WS_OPEN) {
@@ -113,14 +132,11 @@ static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
     }
     uint8_t head[WS_HEAD_MAX];
     struct iovec iov[2] = {{head, ws_write_head(head, 1, opcode, len, NULL)}, {(void *)data, len}};
-    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, send_deadline(ws));
+    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, deadline);
     if (opcode == WS_OP_CLOSE)
         ws->state = WS_CLOSE_SENT;
     if (n < 0) {
-        /* A frame may be half out: nothing more can follow it. */
-        ws->state = WS_DONE;
-        if (!ws->close_code)
-            ws->close_code = WS_CLOSE_ABNORMAL;
+        lost(ws); /* a frame may be half out: nothing more can follow it */
         rc = (int)n;
     }
 unlock:
@@ -130,6 +146,10 @@ out:
     if (ws->releaser && ws->senders == 0)
         loop_wake(ws->l, ws->releaser, 0);
     return rc;
+}
+
+static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
+    return send_frame_by(ws, opcode, data, len, send_deadline(ws));
 }
 
 static int send_close(sp_ws *ws, uint16_t code, const char *reason, size_t rlen) {
@@ -145,7 +165,7 @@ static int send_close(sp_ws *ws, uint16_t code, const char *reason, size_t rlen)
     return send_frame(ws, WS_OP_CLOSE, payload, n);
 }
 
-int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
+int sp_ws_send_timeout(sp_ws *ws, int opcode, const void *data, size_t len, int64_t timeout_ms) {
     switch (opcode) {
     case SP_WS_TEXT:
         if (!ws_utf8_valid(data, len))
@@ -163,7 +183,12 @@ int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
     }
     if (ws->state != WS_OPEN)
         return -EPIPE;
-    return send_frame(ws, opcode, data, len);
+    int64_t deadline = timeout_ms < 0 ? send_deadline(ws) : loop_clock_ms() + timeout_ms;
+    return send_frame_by(ws, opcode, data, len, deadline);
+}
+
+int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
+    return sp_ws_send_timeout(ws, opcode, data, len, -1);
 }
 
 /* ---- ending ------------------------------------------------------------- */
@@ -217,8 +242,10 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
     ssize_t n =
         net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
     ws->recv_task = NULL;
-    if (n > 0)
+    if (n > 0) {
         c->buf_len += (uint32_t)n;
+        ws_keepalive_heard(&ws->ka, loop_clock_ms());
+    }
     return n == 0 ? -ECONNRESET : n;
 }
 
@@ -312,6 +339,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
                 take = (size_t)n;
+                ws_keepalive_heard(&ws->ka, loop_clock_ms());
             } else {
                 ssize_t n = fill(ws, deadline);
                 if (n < 0)
@@ -338,6 +366,36 @@ static int read_message(sp_ws *ws, int64_t deadline) {
     }
 }
 
+/* read_message that keeps the connection alive meanwhile: a ping after
+ * each stretch of silence, a 1001 close once the peer has been silent for
+ * the idle timeout (however long the handler would wait). -ETIMEDOUT only
+ * at the handler's own deadline. */
+static int read_alive(sp_ws *ws, int64_t deadline) {
+    for (;;) {
+        int64_t due = ws_keepalive_due(&ws->ka);
+        int rc = read_message(ws, due < deadline ? due : deadline);
+        if (rc != -ETIMEDOUT)
+            return rc;
+        int64_t now = loop_clock_ms();
+        switch (ws_keepalive_step(&ws->ka, now)) {
+        case WS_KA_CLOSE:
+            return fail(ws, WS_CLOSE_GOING_AWAY, -ECONNABORTED);
+        case WS_KA_PING: {
+            /* Not past the idle limit: a peer that cannot take a ping is gone. */
+            int64_t by = ws->ka.idle_ms ? ws->ka.last_rx + ws->ka.idle_ms : send_deadline(ws);
+            rc = send_frame_by(ws, WS_OP_PING, NULL, 0, by);
+            if (rc < 0 && rc != -EPIPE)
+                return -ECONNRESET;
+            break;
+        }
+        default:
+            break;
+        }
+        if (now >= deadline)
+            return -ETIMEDOUT;
+    }
+}
+
 static int recv_error(sp_ws *ws, int rc) {
     switch (rc) {
     case -ETIMEDOUT:
@@ -348,6 +406,7 @@ static int recv_error(sp_ws *ws, int rc) {
     case -EPROTO:
     case -EILSEQ:
     case -EMSGSIZE:
+    case -ECONNABORTED:
         return rc; /* ended already, with the closing handshake */
     default:
         /* The TCP connection failed or ended without a close frame. */
@@ -369,7 +428,7 @@ int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
         return -EPERM;
     if (server_stopping(ws->s))
         return fail(ws, WS_CLOSE_GOING_AWAY, -ESHUTDOWN);
-    int rc = read_message(ws, sync_deadline(timeout_ms));
+    int rc = read_alive(ws, sync_deadline(timeout_ms));
     if (rc < 0)
         return recv_error(ws, rc);
     ws->msg[ws->msg_len] = '\0';
@@ -486,6 +545,11 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     ws->max_message = opt && opt->max_message ? opt->max_message : WS_MAX_MESSAGE_DEFAULT;
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);
+    const sp_server_options *so = server_options(req->srv);
+    ws_keepalive_init(
+        &ws->ka, opt && opt->ping_interval_ms ? opt->ping_interval_ms : so->ws_ping_interval_ms,
+        opt && opt->idle_timeout_ms ? opt->idle_timeout_ms : so->ws_idle_timeout_ms,
+        loop_clock_ms());
 
     char accept[WS_ACCEPT_LEN + 1];
     ws_accept_key(key.ptr, key.len, accept);
