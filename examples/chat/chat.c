@@ -3,6 +3,13 @@
  * polling (/poll, POST /send) as the fallback; the nickname is kept in a
  * cookie; a periodic timer announces how many people are online.
  *   build/examples/chat --bind 127.0.0.1:8090 [--announce-ms N] [--poll-ms N]
+ *                       [--ws-ping-ms N] [--ws-idle-ms N]
+ *
+ * A WebSocket that does not keep up (its socket stays full: it stopped
+ * reading) is disconnected at the first message its socket cannot take, so
+ * the broadcast never waits on it; it may reconnect with ?since=N. A silent
+ * one is pinged every --ws-ping-ms (20000) and closed with 1001 after
+ * --ws-idle-ms (60000) without a byte, pong included.
  *
  * One process, one loop: the room (the message log, the WebSockets, the
  * parked pollers) lives in this process's memory. Several workers would each
@@ -41,7 +48,7 @@
 #define HISTORY         50   /* sent to a new WebSocket without ?since */
 #define TEXT_MAX        1000 /* bytes of one chat message */
 #define NICK_MAX        32   /* bytes of a nickname */
-#define FANOUT_HELPERS  8    /* coroutines per broadcast: a stuck client holds one */
+#define FANOUT_HELPERS  8    /* coroutines per broadcast, for the syscalls of big rooms */
 #define VISITOR_BUCKETS 1024
 #define ID_LEN          16
 
@@ -449,14 +456,22 @@ static void client_remove(client *c) {
 }
 
 /* Sends m to c unless it has it already; per client, messages go out in
- * order because broadcasts run one after another. */
+ * order because broadcasts run one after another. Without waiting: a
+ * client whose socket cannot take m now has fallen a socket buffer behind
+ * and is disconnected, rather than holding up the room. */
 static void deliver(client *c, msg *m) {
     if (!c->ws || m->seq <= c->last_sent)
         return;
-    if (sp_ws_send(c->ws, SP_WS_TEXT, m->json, m->len) == 0)
+    int rc = sp_ws_send_timeout(c->ws, SP_WS_TEXT, m->json, m->len, 0);
+    if (rc == 0)
         c->last_sent = m->seq;
-    /* On failure the connection is done: its handler's sp_ws_recv ends and
-     * it leaves the room. */
+    else if (rc == -ETIMEDOUT)
+        fprintf(stderr,
+                "chat: disconnected a WebSocket client that fell behind (its socket "
+                "stayed full at message %" PRIu64 ")\n",
+                m->seq);
+    /* On failure the connection is done: its handler's sp_ws_recv ends at
+     * once and it leaves the room. */
 }
 
 typedef struct fanout {
@@ -474,9 +489,9 @@ static void fanout_helper(void *arg) {
 }
 
 /* The broadcaster: one coroutine taking seq numbers from room.out. Each
- * message is sent to a snapshot of the clients by a few helper coroutines,
- * so one client whose socket is full (it stops reading) holds up one
- * helper until the send timeout fails it, not the whole room. */
+ * message is sent to a snapshot of the clients by a few helper coroutines;
+ * no send waits on a client (deliver), so one that stops reading cannot
+ * hold up the others. */
 static void broadcaster(void *arg) {
     sp_wg *wg = sp_wg_new();
     client **snap = NULL;
@@ -804,7 +819,8 @@ static int h_ws(sp_req *req, sp_res *res, void *ud) {
 
 static void usage(void) {
     fprintf(stderr, "usage: chat [--bind HOST:PORT] [--announce-ms N] [--poll-ms N] "
-                    "[--static DIR] [--max-connections N] [--no-guard-pages]\n");
+                    "[--ws-ping-ms N] [--ws-idle-ms N] [--static DIR] [--max-connections N] "
+                    "[--no-guard-pages]\n");
 }
 
 int main(int argc, char **argv) {
@@ -830,6 +846,10 @@ int main(int argc, char **argv) {
             room.announce_ms = atoi(val);
         else if (strcmp(a, "--poll-ms") == 0)
             room.poll_ms = atoi(val);
+        else if (strcmp(a, "--ws-ping-ms") == 0)
+            o.ws_ping_interval_ms = atoi(val);
+        else if (strcmp(a, "--ws-idle-ms") == 0)
+            o.ws_idle_timeout_ms = atoi(val);
         else if (strcmp(a, "--static") == 0)
             dir = val;
         else if (strcmp(a, "--max-connections") == 0)
@@ -839,7 +859,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (room.announce_ms < 1 || room.poll_ms < 1 || o.max_connections < 1) {
+    if (room.announce_ms < 1 || room.poll_ms < 1 || o.max_connections < 1 ||
+        o.ws_ping_interval_ms < 1 || o.ws_idle_timeout_ms < 1) {
         usage();
         return 2;
     }
