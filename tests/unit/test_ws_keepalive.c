@@ -1,7 +1,8 @@
 /* test_ws_keepalive.c — the WebSocket keep-alive clock: pings after each
  * stretch of silence, anything heard from the peer resets both clocks, a
- * close after the idle timeout whatever was pinged, and the corner cases
- * (off, a ping interval not below the idle timeout). */
+ * close after the idle timeout once a ping went unanswered long enough
+ * (also when the handler came back late), and the corner cases (off, a
+ * ping interval not below the idle timeout). */
 #include "server/ws/ws_keepalive.h"
 #include "unit.h"
 
@@ -61,5 +62,26 @@ TEST(ws_keepalive_off_and_odd_settings) {
     CHECK_EQ(ws_keepalive_due(&k), 300);
     CHECK_EQ(ws_keepalive_step(&k, 300), WS_KA_PING);
     ws_keepalive_init(&k, 5, 1, 0);
+    CHECK_EQ(ws_keepalive_step(&k, 1), WS_KA_PING);
     CHECK_EQ(ws_keepalive_step(&k, 1), WS_KA_CLOSE);
+}
+
+TEST(ws_keepalive_a_late_handler_gives_the_peer_time_to_answer) {
+    /* The handler was away (not in sp_ws_recv) far past the idle timeout:
+     * the peer was never pinged meanwhile, so it gets a ping and idle - ping
+     * to answer, not an instant close. */
+    ws_keepalive k;
+    ws_keepalive_init(&k, 200, 600, 0);
+    CHECK_EQ(ws_keepalive_step(&k, 5000), WS_KA_PING);
+    CHECK_EQ(ws_keepalive_due(&k), 5200);
+    CHECK_EQ(ws_keepalive_step(&k, 5200), WS_KA_PING); /* repeated pings keep the first's clock */
+    CHECK_EQ(ws_keepalive_step(&k, 5399), WS_KA_WAIT);
+    CHECK_EQ(ws_keepalive_due(&k), 5400);
+    CHECK_EQ(ws_keepalive_step(&k, 5400), WS_KA_CLOSE);
+    /* an answer in time resets it all */
+    ws_keepalive_init(&k, 200, 600, 0);
+    CHECK_EQ(ws_keepalive_step(&k, 5000), WS_KA_PING);
+    ws_keepalive_heard(&k, 5390);
+    CHECK_EQ(ws_keepalive_step(&k, 5400), WS_KA_WAIT);
+    CHECK_EQ(ws_keepalive_due(&k), 5590);
 }

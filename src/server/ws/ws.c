@@ -102,14 +102,17 @@ static int64_t send_deadline(const sp_ws *ws) {
 }
 
 /* The connection cannot go on (a frame may be half out, or could not be
- * sent in time): done, and the handler's sp_ws_recv is told at once, so a
- * peer that does not keep up leaves at once. */
+ * sent in time): done, and the handler's sp_ws_recv and a sender parked on
+ * the full socket are told at once, so a peer that does not keep up
+ * leaves at once. */
 static void lost(sp_ws *ws) {
     ws->state = WS_DONE;
     if (!ws->close_code)
         ws->close_code = WS_CLOSE_ABNORMAL;
     if (ws->recv_task)
         loop_wake(ws->l, ws->recv_task, -ECONNRESET);
+    if (ws->c->w.writer)
+        loop_wake(ws->l, ws->c->w.writer, -EPIPE);
 }
 
 /* Sends one whole frame under the writer lock by deadline (the lock
@@ -276,6 +279,8 @@ static int on_control(sp_ws *ws) {
     case WS_OP_PING:
         if (ws->state == WS_OPEN) {
             int rc = send_frame(ws, WS_OP_PONG, ws->ctl, ws->ctl_len);
+            if (ws->state == WS_DONE)
+                return -ECONNRESET; /* lost meanwhile (lost()) */
             if (rc < 0 && rc != -EPIPE)
                 return rc;
         }
@@ -381,8 +386,9 @@ static int read_alive(sp_ws *ws, int64_t deadline) {
         case WS_KA_CLOSE:
             return fail(ws, WS_CLOSE_GOING_AWAY, -ECONNABORTED);
         case WS_KA_PING: {
-            /* Not past the idle limit: a peer that cannot take a ping is gone. */
-            int64_t by = ws->ka.idle_ms ? ws->ka.last_rx + ws->ka.idle_ms : send_deadline(ws);
+            /* Within the peer's time to answer: one that cannot even take
+             * a ping by then is gone. */
+            int64_t by = ws->ka.idle_ms ? now + ws->ka.idle_ms - ws->ka.ping_ms : send_deadline(ws);
             rc = send_frame_by(ws, WS_OP_PING, NULL, 0, by);
             if (rc < 0 && rc != -EPIPE)
                 return -ECONNRESET;
