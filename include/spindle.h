@@ -114,10 +114,9 @@ typedef struct sp_server_options {
     int send_timeout_ms;             /* client not reading the response; 30000 (close) */
     int keepalive_timeout_ms;        /* idle between requests; 5000 (silent close) */
     int linger_timeout_ms;           /* lingering close after an error; 2000 */
-    int ws_ping_interval_ms;         /* WebSocket silence before the server pings;
-                                        20000; < 0 never */
-    int ws_idle_timeout_ms;          /* WebSocket silence (pings unanswered) before
-                                        a 1001 close; 60000; < 0 never */
+    int ws_ping_interval_ms;         /* WebSocket silence before a ping; 20000; < 0 no */
+    int ws_idle_timeout_ms;          /* WebSocket silence, pings unanswered; 60000 (1001
+                                        close); < 0 never; see sp_ws_recv */
     int max_connections;             /* per worker; 10000 (more wait in the backlog) */
     int backlog;                     /* listen backlog; 4096 */
     int pipeline_burst;              /* pipelined requests served before yielding; 16 */
@@ -414,8 +413,7 @@ enum { SP_WS_TEXT = 1, SP_WS_BINARY = 2, SP_WS_CLOSE = 8, SP_WS_PING = 9, SP_WS_
 
 typedef struct sp_ws_options {
     size_t max_message;   /* reassembled message bytes; 0 = 1 MiB (1009 beyond);
-                             SIZE_MAX: as much as memory allows (a frame no buffer
-                             can hold is refused with 1009) */
+                             SIZE_MAX: what memory allows (else 1009) */
     int close_timeout_ms; /* waiting for the peer's close frame; 0 = 2000 */
     int ping_interval_ms; /* 0 = the server's ws_ping_interval_ms; < 0 never */
     int idle_timeout_ms;  /* 0 = the server's ws_idle_timeout_ms; < 0 never */
@@ -443,12 +441,11 @@ typedef struct sp_ws_msg {
 SP_API sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt);
 
 /* Waits for the next whole message (yields). Pings are answered with pongs
- * and pongs dropped along the way. Keep-alive works while the handler waits
- * here: after ping_interval_ms without a byte from the peer the server
- * pings it (again after each such stretch), and once the peer has sent
- * nothing at all (no pong either) for idle_timeout_ms the connection is
- * closed with 1001 "going away" (RFC 6455 §7.4.1), whatever timeout_ms
- * says (-1 is bounded too). Returns 0 with *out filled, or:
+ * and pongs dropped along the way. While the handler waits here, a peer
+ * silent for ping_interval_ms is pinged (again after each such stretch);
+ * one silent for idle_timeout_ms that has had idle - ping ms to answer a
+ * ping is closed with 1001 "going away", whatever timeout_ms says (-1 is
+ * bounded too). Returns 0 with *out filled, or:
  * -EPIPE: the connection closed with the closing handshake (the peer's
  *   close was answered, or ours was answered); see sp_ws_close_code;
  * -ETIMEDOUT: nothing whole within timeout_ms (the connection stays
@@ -472,11 +469,10 @@ SP_API int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len);
 
 /* sp_ws_send waiting at most timeout_ms (0: not at all, only what the
  * socket takes at once; < 0: the server's send timeout) for the socket and
- * for another coroutine's send to finish: for a broadcast that must never
- * wait on one slow peer. When the time runs out the frame may be partly
- * out, so the connection is failed: -ETIMEDOUT, and the handler's
- * sp_ws_recv returns -ECONNRESET at once (close code 1006); the peer sees
- * the connection close. Yields (at most until timeout_ms). */
+ * another coroutine's send: for a broadcast that must never wait on one
+ * slow peer. When the time runs out the frame may be partly out, so the
+ * connection is failed: -ETIMEDOUT, and the handler's sp_ws_recv returns
+ * -ECONNRESET at once (close code 1006). Yields (until timeout_ms). */
 SP_API int sp_ws_send_timeout(sp_ws *ws, int opcode, const void *data, size_t len,
                               int64_t timeout_ms);
 
