@@ -330,6 +330,23 @@ def test_chat_client_that_never_reads_does_not_stall_the_room(chat_server):
     stuck.close()
 
 
+def test_chat_silent_websocket_pinged_then_closed_with_1001(chat_factory):
+    # The handler waits in sp_ws_recv(ws, &in, -1): the idle timeout bounds it.
+    srv = chat_factory("--ws-ping-ms", "200", "--ws-idle-ms", "600", *QUIET)
+    w = srv.ws()
+    w.sock.settimeout(3)
+    t0 = time.monotonic()
+    ops = []
+    while not ops or ops[-1][0] != 8:
+        fin, op, data = w._frame()  # read, never answer (no pong)
+        ops.append((op, data))
+    assert [op for op, _ in ops[:-1]] == [9] * (len(ops) - 1) and len(ops) >= 2, ops
+    assert ops[-1][1][:2] == b"\x03\xe9"  # 1001
+    assert 0.5 < time.monotonic() - t0 < 1.5
+    w.sock.close()
+    wait_for(lambda: stats(srv)["ws"] == 0, what="the idle WebSocket gone")
+
+
 # ---- the periodic announcement -------------------------------------------------
 
 def test_chat_announces_online_count(chat_factory):
