@@ -186,7 +186,9 @@ int sp_ws_send_timeout(sp_ws *ws, int opcode, const void *data, size_t len, int6
     }
     if (ws->state != WS_OPEN)
         return -EPIPE;
-    int64_t deadline = timeout_ms < 0 ? send_deadline(ws) : loop_clock_ms() + timeout_ms;
+    int64_t now = loop_clock_ms(), deadline = send_deadline(ws);
+    if (timeout_ms >= 0)
+        deadline = timeout_ms < LOOP_NO_DEADLINE - now ? now + timeout_ms : LOOP_NO_DEADLINE;
     return send_frame_by(ws, opcode, data, len, deadline);
 }
 
