@@ -2,7 +2,8 @@
  * 6455 accept key, frame heads of every length encoding (parsed from input
  * placed against an unreadable page, so over-reads crash), every protocol
  * violation and its close code, fragmentation, UTF-8 across fragments,
- * close payloads, and head encoding round trips. */
+ * close payloads, head encoding round trips, and the handshake's header
+ * tokens. */
 #include "base/sha1.h"
 #include "unit.h"
 #include "server/ws/ws_frame.h"
@@ -333,4 +334,16 @@ TEST(server_heads_round_trip) {
         CHECK_EQ(f.len, lens[i]);
         CHECK(!f.masked);
     }
+}
+
+TEST(handshake_header_tokens) {
+    const char *yes[] = {"upgrade", "Upgrade", "keep-alive, Upgrade", " UPGRADE ,x",
+                         "a,,\tupgrade\t"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        CHECK(ws_has_token(yes[i], strlen(yes[i]), "upgrade"));
+    const char *no[] = {"", ",", "upgrades", "keep-alive", "up grade", "xupgrade, y"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECK(!ws_has_token(no[i], strlen(no[i]), "upgrade"));
+    /* only len bytes are looked at */
+    CHECK(!ws_has_token("upgrade", 6, "upgrade"));
 }

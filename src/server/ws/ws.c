@@ -478,31 +478,12 @@ int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason) {
 
 /* ---- the handshake --------------------------------------------------------- */
 
-/* 1 if the comma-separated header value has the token (lower-case; the
- * value is compared ignoring case). */
-static int has_token(sp_str v, const char *tok) {
-    size_t tl = strlen(tok), i = 0;
-    while (v.ptr && i < v.len) {
-        while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < v.len && v.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t'))
-            end--;
-        if (http_ieq(v.ptr + start, end - start, tok, tl))
-            return 1;
-    }
-    return 0;
-}
-
-/* Like has_token, over every instance of a repeated header (name in lower
- * case). */
+/* 1 if any instance of a repeated header (name in lower case) has the
+ * token (ws_has_token). */
 static int header_has_token(const sp_req *req, const char *name, const char *tok) {
     sp_str n, v;
     for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
-        if (http_ieq(n.ptr, n.len, name, strlen(name)) && has_token(v, tok))
+        if (http_ieq(n.ptr, n.len, name, strlen(name)) && v.ptr && ws_has_token(v.ptr, v.len, tok))
             return 1;
     return 0;
 }
