@@ -94,9 +94,9 @@ $(B)/examples/%: examples/%.c $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
 
-$(B)/examples/chat: examples/chat/chat.c $(LIB)
+$(B)/examples/chat: $(wildcard examples/chat/*.c examples/chat/*.h) include/spindle.h $(LIB)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_ALL) -MMD -MP -o $@ $< $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
+	$(CC) $(CFLAGS_ALL) -o $@ $(filter %.c,$^) $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
 $(B)/examples/%.so: examples/%.c include/spindle.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<

@@ -89,6 +89,8 @@ def handle_ws(c, t, stats, counts):
         op = c.buf[0] & 0x0F
         if op == 1:
             msgs.append(json.loads(c.buf[off:off + n]))
+        elif op == 9:  # the server's keep-alive ping: answered, or closed as idle
+            c.s.send(bytes([0x8A, 0x80 | n]) + b"\0\0\0\0" + c.buf[off:off + n])
         elif op == 8:
             raise OSError("ws closed by the server")
         c.buf = c.buf[off + n:]

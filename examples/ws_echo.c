@@ -34,6 +34,9 @@ static int echo(sp_req *req, sp_res *res, void *ud) {
                                : -errno;
     clients++;
     sp_ws_msg m;
+    /* -1: no deadline of ours, yet a silent client is pinged after the
+     * server's ws_ping_interval_ms and closed (1001) after its
+     * ws_idle_timeout_ms, so a peer gone without a FIN frees its slot. */
     while (sp_ws_recv(ws, &m, -1) == 0)
         if (sp_ws_send(ws, m.opcode, m.data, m.len) < 0)
             break;

@@ -114,6 +114,9 @@ typedef struct sp_server_options {
     int send_timeout_ms;             /* client not reading the response; 30000 (close) */
     int keepalive_timeout_ms;        /* idle between requests; 5000 (silent close) */
     int linger_timeout_ms;           /* lingering close after an error; 2000 */
+    int ws_ping_interval_ms;         /* WebSocket silence before a ping; 20000; < 0 no */
+    int ws_idle_timeout_ms;          /* WebSocket silence, pings unanswered; 60000 (1001
+                                        close); < 0 never; see sp_ws_recv */
     int max_connections;             /* per worker; 10000 (more wait in the backlog) */
     int backlog;                     /* listen backlog; 4096 */
     int pipeline_burst;              /* pipelined requests served before yielding; 16 */
@@ -422,8 +425,11 @@ typedef struct sp_ws sp_ws;
 enum { SP_WS_TEXT = 1, SP_WS_BINARY = 2, SP_WS_CLOSE = 8, SP_WS_PING = 9, SP_WS_PONG = 10 };
 
 typedef struct sp_ws_options {
-    size_t max_message;   /* reassembled message bytes; 0 = 1 MiB (1009 beyond) */
+    size_t max_message;   /* reassembled message bytes; 0 = 1 MiB (1009 beyond);
+                             SIZE_MAX: what memory allows (else 1009) */
     int close_timeout_ms; /* waiting for the peer's close frame; 0 = 2000 */
+    int ping_interval_ms; /* 0 = the server's ws_ping_interval_ms; < 0 never */
+    int idle_timeout_ms;  /* 0 = the server's ws_idle_timeout_ms; < 0 never */
 } sp_ws_options;
 
 /* A whole message: data valid until the next sp_ws_recv or the handler's
@@ -448,7 +454,11 @@ typedef struct sp_ws_msg {
 SP_API sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt);
 
 /* Waits for the next whole message (yields). Pings are answered with pongs
- * and pongs dropped along the way. Returns 0 with *out filled, or:
+ * and pongs dropped along the way. While the handler waits here, a peer
+ * silent for ping_interval_ms is pinged (again after each such stretch);
+ * one silent for idle_timeout_ms that has had idle - ping ms to answer a
+ * ping is closed with 1001 "going away", whatever timeout_ms says (-1 is
+ * bounded too). Returns 0 with *out filled, or:
  * -EPIPE: the connection closed with the closing handshake (the peer's
  *   close was answered, or ours was answered); see sp_ws_close_code;
  * -ETIMEDOUT: nothing whole within timeout_ms (the connection stays
@@ -456,7 +466,10 @@ SP_API sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt);
  * -EPROTO, -EILSEQ, -EMSGSIZE: the peer broke the protocol, sent invalid
  *   UTF-8 in text, or a message beyond max_message: a close with 1002,
  *   1007 or 1009 was sent and the connection is done;
- * -ECONNRESET: the TCP connection went away without a close (1006);
+ * -ECONNABORTED: the peer was silent for the idle timeout: a close with
+ *   1001 was sent and the connection is done;
+ * -ECONNRESET: the TCP connection went away without a close (1006), or a
+ *   send on it failed or ran out of time (sp_ws_send_timeout);
  * -ESHUTDOWN: the server is stopping: a close with 1001 was sent. */
 SP_API int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms);
 
@@ -466,6 +479,15 @@ SP_API int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms);
  * timeout: the connection is failed), -EINVAL (opcode). Yields while the
  * socket is full or another coroutine is sending. */
 SP_API int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len);
+
+/* sp_ws_send waiting at most timeout_ms (0: not at all, only what the
+ * socket takes at once; < 0: the server's send timeout) for the socket and
+ * another coroutine's send: for a broadcast that must never wait on one
+ * slow peer. When the time runs out the frame may be partly out, so the
+ * connection is failed: -ETIMEDOUT, and the handler's sp_ws_recv returns
+ * -ECONNRESET at once (close code 1006). Yields (until timeout_ms). */
+SP_API int sp_ws_send_timeout(sp_ws *ws, int opcode, const void *data, size_t len,
+                              int64_t timeout_ms);
 
 /* Starts the closing handshake: sends a close frame with code (1000..4999,
  * not a reserved one: -EINVAL; 0 sends none) and reason (UTF-8, at most

@@ -3,6 +3,13 @@
  * polling (/poll, POST /send) as the fallback; the nickname is kept in a
  * cookie; a periodic timer announces how many people are online.
  *   build/examples/chat --bind 127.0.0.1:8090 [--announce-ms N] [--poll-ms N]
+ *                       [--ws-ping-ms N] [--ws-idle-ms N]
+ *
+ * A WebSocket that does not keep up (its socket stays full: it stopped
+ * reading) is disconnected at the first message its socket cannot take, so
+ * the broadcast never waits on it; it may reconnect with ?since=N. A silent
+ * one is pinged every --ws-ping-ms (20000) and closed with 1001 after
+ * --ws-idle-ms (60000) without a byte, pong included.
  *
  * One process, one loop: the room (the message log, the WebSockets, the
  * parked pollers) lives in this process's memory. Several workers would each
@@ -25,7 +32,11 @@
  *   GET  /stats        counters (WebSockets, parked pollers, fan-out time)
  *   GET  /...          examples/chat/static (--static DIR)
  * Every message is a JSON object with "seq" (1, 2, ...), "type" ("msg" with
- * "nick" and "text", or "online" with "n") and "ts" (wall clock, ms). */
+ * "nick" and "text", or "online" with "n") and "ts" (wall clock, ms).
+ * Beside this file: chat_text.c (buffers, JSON, cookies, text checks) and
+ * chat_visitors.c (who is online). */
+#include "chat_text.h"
+#include "chat_visitors.h"
 #include "spindle.h"
 
 #include <errno.h>
@@ -33,204 +44,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/random.h>
-#include <time.h>
 
-#define RING            256  /* messages kept for late pollers and new pages */
-#define HISTORY         50   /* sent to a new WebSocket without ?since */
-#define TEXT_MAX        1000 /* bytes of one chat message */
-#define NICK_MAX        32   /* bytes of a nickname */
-#define FANOUT_HELPERS  8    /* coroutines per broadcast: a stuck client holds one */
-#define VISITOR_BUCKETS 1024
-#define ID_LEN          16
-
-/* ---- small helpers -------------------------------------------------------- */
-
-typedef struct buf {
-    char *p;
-    size_t len, cap;
-} buf;
-
-static int buf_grow(buf *b, size_t more) {
-    if (b->len + more + 1 <= b->cap)
-        return 0;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < b->len + more + 1)
-        cap *= 2;
-    char *p = realloc(b->p, cap);
-    if (!p)
-        return -ENOMEM;
-    b->p = p;
-    b->cap = cap;
-    return 0;
-}
-
-static int buf_add(buf *b, const void *data, size_t len) {
-    if (buf_grow(b, len) < 0)
-        return -ENOMEM;
-    memcpy(b->p + b->len, data, len);
-    b->len += len;
-    b->p[b->len] = 0;
-    return 0;
-}
-
-static int buf_str(buf *b, const char *s) {
-    return buf_add(b, s, strlen(s));
-}
-
-static int buf_fmt(buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int buf_fmt(buf *b, const char *fmt, ...) {
-    char tmp[128];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    return n < 0 ? -EINVAL : buf_add(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-/* A JSON string (quotes included) from valid UTF-8. */
-static int buf_json_str(buf *b, const char *s, size_t len) {
-    static const char hex[] = "0123456789abcdef";
-    if (buf_add(b, "\"", 1) < 0)
-        return -ENOMEM;
-    for (size_t i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        char esc[7] = {'\\', 0};
-        size_t n = 2;
-        if (c == '"' || c == '\\')
-            esc[1] = (char)c;
-        else if (c == '\n')
-            esc[1] = 'n';
-        else if (c < 0x20 || c == 0x7f || c == '<' || c == '>' || c == '&') {
-            /* controls, and what could end a <script> if someone inlines it */
-            esc[1] = 'u', esc[2] = '0', esc[3] = '0', esc[4] = hex[c >> 4], esc[5] = hex[c & 15];
-            n = 6;
-        } else {
-            if (buf_add(b, &s[i], 1) < 0)
-                return -ENOMEM;
-            continue;
-        }
-        if (buf_add(b, esc, n) < 0)
-            return -ENOMEM;
-    }
-    return buf_add(b, "\"", 1);
-}
-
-static int64_t wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static int64_t mono_us(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-/* Valid UTF-8 without control characters. */
-static int utf8_ok(const unsigned char *s, size_t len) {
-    for (size_t i = 0; i < len;) {
-        unsigned c = s[i];
-        size_t n;
-        unsigned cp;
-        if (c < 0x80) {
-            if (c < 0x20 || c == 0x7f)
-                return 0;
-            i++;
-            continue;
-        } else if ((c & 0xe0) == 0xc0)
-            n = 1, cp = c & 0x1f;
-        else if ((c & 0xf0) == 0xe0)
-            n = 2, cp = c & 0x0f;
-        else if ((c & 0xf8) == 0xf0)
-            n = 3, cp = c & 0x07;
-        else
-            return 0;
-        if (i + n >= len)
-            return 0;
-        for (size_t k = 1; k <= n; k++) {
-            if ((s[i + k] & 0xc0) != 0x80)
-                return 0;
-            cp = cp << 6 | (s[i + k] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0))
-            return 0;
-        i += n + 1;
-    }
-    return 1;
-}
-
-static int hexval(int c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes src into out (NUL-terminated); -1 if malformed or too long. */
-static int pct_decode(sp_str src, char *out, size_t cap) {
-    size_t n = 0;
-    for (size_t i = 0; i < src.len; i++) {
-        int c = (unsigned char)src.ptr[i];
-        if (c == '%') {
-            if (i + 2 >= src.len)
-                return -1;
-            int h = hexval(src.ptr[i + 1]), l = hexval(src.ptr[i + 2]);
-            if (h < 0 || l < 0)
-                return -1;
-            c = h << 4 | l;
-            i += 2;
-        }
-        if (n + 1 >= cap)
-            return -1;
-        out[n++] = (char)c;
-    }
-    out[n] = 0;
-    return (int)n;
-}
-
-/* The value of cookie `name` among the request's Cookie fields. */
-static sp_str cookie(const sp_req *req, const char *name) {
-    size_t nlen = strlen(name);
-    sp_str k, v;
-    for (size_t i = 0; sp_req_header_at(req, i, &k, &v); i++) {
-        if (k.len != 6 || strncasecmp(k.ptr, "cookie", 6) != 0)
-            continue;
-        const char *p = v.ptr, *end = v.ptr + v.len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == ';'))
-                p++;
-            const char *semi = memchr(p, ';', (size_t)(end - p));
-            const char *item_end = semi ? semi : end;
-            if ((size_t)(item_end - p) > nlen && memcmp(p, name, nlen) == 0 && p[nlen] == '=')
-                return (sp_str){p + nlen + 1, (size_t)(item_end - p - nlen - 1)};
-            p = item_end;
-        }
-    }
-    return (sp_str){NULL, 0};
-}
-
-/* A cross-site page may not post or open a WebSocket in a visitor's name:
- * an Origin header, when there is one, must name this host. */
-static int same_origin(const sp_req *req) {
-    sp_str o = sp_req_header(req, "Origin"), h = sp_req_header(req, "Host");
-    if (!o.ptr)
-        return 1;
-    if (!h.ptr)
-        return 0;
-    const char *sep = o.len > 3 ? memchr(o.ptr, ':', o.len) : NULL;
-    if (!sep || (size_t)(o.ptr + o.len - sep) < 3 || sep[1] != '/' || sep[2] != '/')
-        return 0;
-    const char *host = sep + 3;
-    size_t hlen = (size_t)(o.ptr + o.len - host);
-    return hlen == h.len && strncasecmp(host, h.ptr, hlen) == 0;
-}
+#define RING           256 /* messages kept for late pollers and new pages */
+#define HISTORY        50  /* sent to a new WebSocket without ?since */
+#define FANOUT_HELPERS 8   /* coroutines per broadcast, for the syscalls of big rooms */
 
 /* ---- the room --------------------------------------------------------------- */
 
@@ -240,14 +57,6 @@ typedef struct msg {
     size_t len;
     char json[];
 } msg;
-
-typedef struct visitor {
-    char id[ID_LEN + 1];
-    int ws;            /* open WebSockets */
-    int parked;        /* parked polls */
-    int64_t last_poll; /* loop clock, ms */
-    struct visitor *next;
-} visitor;
 
 typedef struct client {
     int refs;
@@ -266,8 +75,6 @@ static struct room {
     sp_chan *out; /* seq numbers for the broadcaster */
     client **clients;
     size_t nclients, cap_clients;
-    visitor *visitors[VISITOR_BUCKETS];
-    size_t nvisitors;
     int anon_ws, anon_parked, parked;
     int started;
     uint64_t broadcasts;
@@ -331,94 +138,14 @@ static int fill_line(buf *b, const void *arg) {
     return buf_json_str(b, l->text, l->text_len);
 }
 
-static int online_count(void);
+/* Online: the visitors (chat_visitors.c), and each connection without a
+ * cookie while it is open or parked. */
+static int online_count(void) {
+    return room.anon_ws + room.anon_parked + visitors_online(room.poll_ms);
+}
 
 static int fill_online(buf *b, const void *arg) {
     return buf_fmt(b, "\"type\":\"online\",\"n\":%d", online_count());
-}
-
-/* ---- visitors (who is online) ------------------------------------------------
- * Online: a visitor (chat_id cookie) with an open WebSocket or a poll within
- * the last poll timeout + 5 s; a connection without the cookie counts alone
- * while it is open or parked. */
-
-static unsigned id_hash(const char *id) {
-    unsigned h = 2166136261u;
-    for (; *id; id++)
-        h = (h ^ (unsigned char)*id) * 16777619u;
-    return h % VISITOR_BUCKETS;
-}
-
-static visitor *visitor_get(const sp_req *req) {
-    sp_str c = cookie(req, "chat_id");
-    if (!c.ptr || c.len != ID_LEN)
-        return NULL;
-    for (size_t i = 0; i < ID_LEN; i++)
-        if (hexval(c.ptr[i]) < 0)
-            return NULL;
-    char id[ID_LEN + 1];
-    memcpy(id, c.ptr, ID_LEN);
-    id[ID_LEN] = 0;
-    visitor **head = &room.visitors[id_hash(id)];
-    for (visitor *v = *head; v; v = v->next)
-        if (strcmp(v->id, id) == 0)
-            return v;
-    visitor *v = calloc(1, sizeof *v);
-    if (!v)
-        return NULL;
-    memcpy(v->id, id, sizeof id);
-    v->last_poll = sp_now_ms() - room.poll_ms - 10000; /* not polled yet */
-    v->next = *head;
-    *head = v;
-    room.nvisitors++;
-    return v;
-}
-
-static int visitor_online(const visitor *v, int64_t now) {
-    return v->ws > 0 || v->parked > 0 || now - v->last_poll < room.poll_ms + 5000;
-}
-
-/* Counts the online visitors and forgets the others. */
-static int online_count(void) {
-    int64_t now = sp_now_ms();
-    int n = room.anon_ws + room.anon_parked;
-    for (size_t b = 0; b < VISITOR_BUCKETS; b++)
-        for (visitor **pv = &room.visitors[b]; *pv;) {
-            visitor *v = *pv;
-            if (visitor_online(v, now)) {
-                n++;
-                pv = &v->next;
-            } else {
-                *pv = v->next;
-                free(v);
-                room.nvisitors--;
-            }
-        }
-    return n;
-}
-
-/* Gives a visitor without a chat_id cookie one. */
-static void ensure_id(const sp_req *req, sp_res *res) {
-    sp_str c = cookie(req, "chat_id");
-    if (c.ptr && c.len == ID_LEN)
-        return;
-    unsigned char rnd[ID_LEN / 2];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd)
-        return;
-    char hdr[96];
-    int n = snprintf(hdr, sizeof hdr, "chat_id=");
-    for (size_t i = 0; i < sizeof rnd; i++)
-        n += snprintf(hdr + n, sizeof hdr - (size_t)n, "%02x", rnd[i]);
-    snprintf(hdr + n, sizeof hdr - (size_t)n, "; Path=/; HttpOnly; SameSite=Lax; Max-Age=31536000");
-    sp_res_header(res, "Set-Cookie", hdr);
-}
-
-/* The visitor's nickname from its cookie, or "anonymous". */
-static void nickname(const sp_req *req, char out[NICK_MAX + 1]) {
-    sp_str c = cookie(req, "nick");
-    int n = c.ptr ? pct_decode(c, out, NICK_MAX + 1) : -1;
-    if (n <= 0 || !utf8_ok((const unsigned char *)out, (size_t)n))
-        strcpy(out, "anonymous");
 }
 
 /* ---- broadcasting to the WebSockets ------------------------------------------- */
@@ -449,14 +176,22 @@ static void client_remove(client *c) {
 }
 
 /* Sends m to c unless it has it already; per client, messages go out in
- * order because broadcasts run one after another. */
+ * order because broadcasts run one after another. Without waiting: a
+ * client whose socket cannot take m now has fallen a socket buffer behind
+ * and is disconnected, rather than holding up the room. */
 static void deliver(client *c, msg *m) {
     if (!c->ws || m->seq <= c->last_sent)
         return;
-    if (sp_ws_send(c->ws, SP_WS_TEXT, m->json, m->len) == 0)
+    int rc = sp_ws_send_timeout(c->ws, SP_WS_TEXT, m->json, m->len, 0);
+    if (rc == 0)
         c->last_sent = m->seq;
-    /* On failure the connection is done: its handler's sp_ws_recv ends and
-     * it leaves the room. */
+    else if (rc == -ETIMEDOUT)
+        fprintf(stderr,
+                "chat: disconnected a WebSocket client that fell behind (its socket "
+                "stayed full at message %" PRIu64 ")\n",
+                m->seq);
+    /* On failure the connection is done: its handler's sp_ws_recv ends at
+     * once and it leaves the room. */
 }
 
 typedef struct fanout {
@@ -474,9 +209,9 @@ static void fanout_helper(void *arg) {
 }
 
 /* The broadcaster: one coroutine taking seq numbers from room.out. Each
- * message is sent to a snapshot of the clients by a few helper coroutines,
- * so one client whose socket is full (it stops reading) holds up one
- * helper until the send timeout fails it, not the whole room. */
+ * message is sent to a snapshot of the clients by a few helper coroutines;
+ * no send waits on a client (deliver), so one that stops reading cannot
+ * hold up the others. */
 static void broadcaster(void *arg) {
     sp_wg *wg = sp_wg_new();
     client **snap = NULL;
@@ -555,61 +290,9 @@ static int forbidden(sp_res *res) {
     return sp_res_send(res, 403, "text/plain", "cross-origin request refused\n", 29);
 }
 
-static uint64_t query_u64(const sp_req *req, const char *name, uint64_t dflt) {
-    sp_str v = sp_req_query_param(req, name);
-    if (!v.ptr || v.len == 0 || v.len > 19)
-        return dflt;
-    uint64_t n = 0;
-    for (size_t i = 0; i < v.len; i++) {
-        if (v.ptr[i] < '0' || v.ptr[i] > '9')
-            return dflt;
-        n = n * 10 + (uint64_t)(v.ptr[i] - '0');
-    }
-    return n;
-}
-
-/* Reads a small text body, trimmed of surrounding white space. The length,
- * or -EMSGSIZE, or -errno from sp_read. */
-static ssize_t read_text(sp_req *req, char *out, size_t cap) {
-    size_t n = 0;
-    for (;;) {
-        char tmp[512];
-        ssize_t r = sp_read(req, tmp, sizeof tmp);
-        if (r < 0)
-            return r;
-        if (r == 0)
-            break;
-        if (n + (size_t)r >= cap)
-            return -EMSGSIZE;
-        memcpy(out + n, tmp, (size_t)r);
-        n += (size_t)r;
-    }
-    while (n &&
-           (out[n - 1] == ' ' || out[n - 1] == '\n' || out[n - 1] == '\r' || out[n - 1] == '\t'))
-        n--;
-    size_t s = 0;
-    while (s < n && (out[s] == ' ' || out[s] == '\n' || out[s] == '\r' || out[s] == '\t'))
-        s++;
-    memmove(out, out + s, n - s);
-    out[n - s] = 0;
-    return (ssize_t)(n - s);
-}
-
-/* Chat text: valid UTF-8, newlines and tabs allowed, other controls not. */
-static int text_ok(const char *t, size_t len) {
-    char tmp[TEXT_MAX + 1];
-    if (len == 0 || len > TEXT_MAX)
-        return 0;
-    memcpy(tmp, t, len);
-    for (size_t i = 0; i < len; i++)
-        if (tmp[i] == '\n' || tmp[i] == '\t')
-            tmp[i] = ' ';
-    return utf8_ok((const unsigned char *)tmp, len);
-}
-
 static int h_poll(sp_req *req, sp_res *res, void *ud) {
     uint64_t since = query_u64(req, "since", room.last_seq);
-    visitor *v = visitor_get(req);
+    visitor *v = visitor_get(req, room.poll_ms);
     ensure_id(req, res);
     buf b = {0};
     if (since > room.last_seq) { /* the server restarted: start over */
@@ -730,7 +413,7 @@ static int h_me(sp_req *req, sp_res *res, void *ud) {
 static int h_stats(sp_req *req, sp_res *res, void *ud) {
     buf b = {0};
     buf_fmt(&b, "{\"ws\":%zu,\"parked\":%d,\"visitors\":%zu,", room.nclients, room.parked,
-            room.nvisitors);
+            visitors_known());
     buf_fmt(&b, "\"seq\":%" PRIu64 ",\"broadcasts\":%" PRIu64 ",", room.last_seq, room.broadcasts);
     buf_fmt(&b, "\"fanout_last_us\":%" PRId64 ",\"fanout_max_us\":%" PRId64 "}",
             room.fanout_last_us, room.fanout_max_us);
@@ -743,7 +426,7 @@ static int h_ws(sp_req *req, sp_res *res, void *ud) {
     char nick[NICK_MAX + 1];
     nickname(req, nick);
     uint64_t since = query_u64(req, "since", room.last_seq > HISTORY ? room.last_seq - HISTORY : 0);
-    visitor *v = visitor_get(req);
+    visitor *v = visitor_get(req, room.poll_ms);
     ensure_id(req, res);
     sp_ws *ws = sp_ws_upgrade(req, res, &(sp_ws_options){.max_message = 4096});
     if (!ws)
@@ -804,7 +487,8 @@ static int h_ws(sp_req *req, sp_res *res, void *ud) {
 
 static void usage(void) {
     fprintf(stderr, "usage: chat [--bind HOST:PORT] [--announce-ms N] [--poll-ms N] "
-                    "[--static DIR] [--max-connections N] [--no-guard-pages]\n");
+                    "[--ws-ping-ms N] [--ws-idle-ms N] [--static DIR] [--max-connections N] "
+                    "[--no-guard-pages]\n");
 }
 
 int main(int argc, char **argv) {
@@ -830,6 +514,10 @@ int main(int argc, char **argv) {
             room.announce_ms = atoi(val);
         else if (strcmp(a, "--poll-ms") == 0)
             room.poll_ms = atoi(val);
+        else if (strcmp(a, "--ws-ping-ms") == 0)
+            o.ws_ping_interval_ms = atoi(val);
+        else if (strcmp(a, "--ws-idle-ms") == 0)
+            o.ws_idle_timeout_ms = atoi(val);
         else if (strcmp(a, "--static") == 0)
             dir = val;
         else if (strcmp(a, "--max-connections") == 0)
@@ -839,7 +527,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (room.announce_ms < 1 || room.poll_ms < 1 || o.max_connections < 1) {
+    if (room.announce_ms < 1 || room.poll_ms < 1 || o.max_connections < 1 ||
+        o.ws_ping_interval_ms < 1 || o.ws_idle_timeout_ms < 1) {
         usage();
         return 2;
     }

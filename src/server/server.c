@@ -27,6 +27,8 @@ void sp_server_options_init(sp_server_options *o) {
         .send_timeout_ms = 30000,
         .keepalive_timeout_ms = 5000,
         .linger_timeout_ms = 2000,
+        .ws_ping_interval_ms = 20000,
+        .ws_idle_timeout_ms = 60000,
         .max_connections = 10000,
         .backlog = 4096,
         .pipeline_burst = 16,
@@ -62,6 +64,10 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.keepalive_timeout_ms = d.keepalive_timeout_ms;
     if (!n.linger_timeout_ms)
         n.linger_timeout_ms = d.linger_timeout_ms;
+    if (!n.ws_ping_interval_ms)
+        n.ws_ping_interval_ms = d.ws_ping_interval_ms;
+    if (!n.ws_idle_timeout_ms)
+        n.ws_idle_timeout_ms = d.ws_idle_timeout_ms;
     if (!n.max_connections)
         n.max_connections = d.max_connections;
     if (!n.backlog)

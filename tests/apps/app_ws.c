@@ -2,10 +2,12 @@
  * every message back with its opcode; a few text commands make the server
  * act first: "close" (a 1000 close with a reason), "ping" (a server ping),
  * "spam N" (N messages sent by another coroutine while the handler keeps
- * receiving), "sleep" (the handler parks, to test hang-up). */
+ * receiving), "sleep" (the handler parks, to test hang-up). GET
+ * /ws-unlimited is the same with max_message = SIZE_MAX ("no limit"). */
 #include "spindle.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,7 @@ static int is_cmd(const sp_ws_msg *m, const char *cmd) {
 }
 
 static int ws_echo(sp_req *req, sp_res *res, void *ud) {
-    sp_ws *ws = sp_ws_upgrade(req, res, NULL);
+    sp_ws *ws = sp_ws_upgrade(req, res, ud);
     if (!ws) {
         if (errno == EINVAL)
             return sp_res_send(res, 400, "text/plain", "not a WebSocket upgrade\n", 24);
@@ -83,8 +85,11 @@ static int ws_echo(sp_req *req, sp_res *res, void *ud) {
     return 0;
 }
 
+static sp_ws_options unlimited = {.max_message = SIZE_MAX};
+
 static int init(sp_server *s) {
-    return sp_route(s, "GET", "/ws", ws_echo, NULL);
+    int rc = sp_route(s, "GET", "/ws", ws_echo, NULL);
+    return rc < 0 ? rc : sp_route(s, "GET", "/ws-unlimited", ws_echo, &unlimited);
 }
 
 SP_APP_MODULE(init)

@@ -288,6 +288,65 @@ def test_chat_cross_origin_refused(chat_server):
     assert http(chat_server, "GET", "/ws").status == 400  # not an upgrade
 
 
+def non_reader(srv, rcvbuf=4096):
+    """A WebSocket that reads its 101 and then nothing: a small receive buffer,
+    so the server's socket to it fills soon."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(5)
+    s.connect(srv.addr)
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)  # byte by byte: nothing past the head is read
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
+
+
+def test_chat_client_that_never_reads_does_not_stall_the_room(chat_server):
+    stuck = non_reader(chat_server)
+    b = chat_server.ws()
+    wait_for(lambda: stats(chat_server)["ws"] == 2, what="two WebSockets")
+    text = "x" * 900
+    t0 = time.monotonic()
+    sent = 0
+    # Each message must reach b promptly while stuck's socket fills up, until
+    # the server gives up on stuck; bounded in count and time.
+    while sent < 6000 and time.monotonic() - t0 < 5:
+        t1 = time.monotonic()
+        assert http(chat_server, "POST", "/send", text).status == 200
+        sent += 1
+        try:
+            m = b.recv_json(1.0)
+        except socket.timeout:
+            pytest.fail("message %d did not arrive within 1 s: the room stalled" % sent)
+        assert m["seq"] == sent and time.monotonic() - t1 < 0.2, (sent, time.monotonic() - t1)
+        if sent % 50 == 0 and stats(chat_server)["ws"] == 1:
+            break
+    assert stats(chat_server)["ws"] == 1, "the client that never reads is still in the room"
+    assert "fell behind" in chat_server.stderr()
+    b.close()
+    stuck.close()
+
+
+def test_chat_silent_websocket_pinged_then_closed_with_1001(chat_factory):
+    # The handler waits in sp_ws_recv(ws, &in, -1): the idle timeout bounds it.
+    srv = chat_factory("--ws-ping-ms", "200", "--ws-idle-ms", "600", *QUIET)
+    w = srv.ws()
+    w.sock.settimeout(3)
+    t0 = time.monotonic()
+    ops = []
+    while not ops or ops[-1][0] != 8:
+        fin, op, data = w._frame()  # read, never answer (no pong)
+        ops.append((op, data))
+    assert [op for op, _ in ops[:-1]] == [9] * (len(ops) - 1) and len(ops) >= 2, ops
+    assert ops[-1][1][:2] == b"\x03\xe9"  # 1001
+    assert 0.5 < time.monotonic() - t0 < 1.5
+    w.sock.close()
+    wait_for(lambda: stats(srv)["ws"] == 0, what="the idle WebSocket gone")
+
+
 # ---- the periodic announcement -------------------------------------------------
 
 def test_chat_announces_online_count(chat_factory):

@@ -67,9 +67,9 @@ def test_ws_client(ws_server, scenario):
 
 # ---- raw sockets -------------------------------------------------------------
 
-def handshake(srv, extra=b"", key=KEY, version=b"13"):
+def handshake(srv, extra=b"", key=KEY, version=b"13", path=b"/ws"):
     s = socket.create_connection(srv.addr, timeout=5)
-    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+    s.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
               b"Connection: keep-alive, Upgrade\r\nSec-WebSocket-Key: " + key.encode() +
               b"\r\nSec-WebSocket-Version: " + version + b"\r\n\r\n" + extra)
     return s
@@ -256,3 +256,89 @@ def test_graceful_stop_closes_websockets_with_1001(ws_server):
     s.settimeout(5)
     expect_close(r, 1001)
     assert time.monotonic() - t0 < 3
+
+
+def test_unlimited_max_message_refuses_a_frame_it_cannot_hold(ws_server):
+    # max_message = SIZE_MAX: a continuation announcing 2^63-1 bytes after a
+    # first fragment made the buffer's doubling overflow to 0 and spin.
+    s = handshake(ws_server, path=b"/ws-unlimited")
+    _, rest = read_head(s)
+    r = Reader(s, rest)
+    s.sendall(frame(1, b"ok"))
+    assert r.frame() == (1, True, b"ok")
+    t0 = time.monotonic()
+    s.sendall(frame(1, b"a", fin=False) + frame(0, b"", length=(1 << 63) - 1))
+    s.settimeout(3)
+    expect_close(r, 1009)
+    assert time.monotonic() - t0 < 3
+    # the worker is free: a new WebSocket is served at once
+    s = handshake(ws_server)
+    _, rest = read_head(s)
+    s.sendall(frame(1, b"again"))
+    assert Reader(s, rest).frame() == (1, True, b"again")
+    s.close()
+
+
+# ---- keep-alive: --ws-ping-interval, --ws-idle-timeout ------------------------
+
+KEEPALIVE = ["--ws-ping-interval", "0.2", "--ws-idle-timeout", "0.6"]
+
+
+def open_connections(srv):
+    with socket.create_connection(srv.addr, timeout=5) as c:
+        c.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = c.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    line = [l for l in data.decode().splitlines() if l.startswith("spindle_open_connections ")]
+    return int(line[0].split()[1]) - 1  # less this request's own
+
+
+def test_ws_client_answering_pings_stays(spindle):
+    srv = spindle("--app", APP_WS, *KEEPALIVE)
+    s = handshake(srv)
+    _, rest = read_head(s)
+    r = Reader(s, rest)
+    s.settimeout(1)
+    t0, pings = time.monotonic(), 0
+    while time.monotonic() - t0 < 1.3:  # twice the idle timeout
+        op, fin, payload = r.frame()
+        assert op == 9, (op, payload)  # the server pings a silent client
+        s.sendall(frame(10, payload))
+        pings += 1
+    assert pings >= 4
+    s.sendall(frame(1, b"still here"))
+    while True:
+        op, fin, payload = r.frame()
+        if op != 9:
+            break
+    assert (op, payload) == (1, b"still here")
+    s.close()
+
+
+def test_ws_silent_client_closed_with_1001_and_freed(spindle):
+    srv = spindle("--app", APP_WS, "--stats", "/stats", *KEEPALIVE)
+    s = handshake(srv)
+    _, rest = read_head(s)
+    t0 = time.monotonic()
+    assert open_connections(srv) == 1
+    # Never read, never answer: the server gives up after the idle timeout,
+    # sends a 1001 close, waits its close timeout (2 s) for the answer, and
+    # frees the connection.
+    while open_connections(srv) and time.monotonic() - t0 < 5:
+        time.sleep(0.1)
+    assert open_connections(srv) == 0
+    assert time.monotonic() - t0 < 4
+    r = Reader(s, rest)
+    ops = []
+    while True:
+        op, fin, payload = r.frame()
+        ops.append(op)
+        if op == 8:
+            break
+    assert set(ops[:-1]) <= {9} and len(ops) >= 2, ops  # pings, then the close
+    assert struct.unpack("!H", payload[:2])[0] == 1001, payload
+    r.eof()

@@ -2,7 +2,8 @@
  * 6455 accept key, frame heads of every length encoding (parsed from input
  * placed against an unreadable page, so over-reads crash), every protocol
  * violation and its close code, fragmentation, UTF-8 across fragments,
- * close payloads, and head encoding round trips. */
+ * close payloads, head encoding round trips, and the handshake's header
+ * tokens. */
 #include "base/sha1.h"
 #include "unit.h"
 #include "server/ws/ws_frame.h"
@@ -224,6 +225,26 @@ TEST(message_size_limit_is_1009) {
     CHECK_EQ(ws_parse_head(&p, b, h, &f), -1009);
 }
 
+TEST(no_limit_sums_without_overflow) {
+    /* max_message = UINT64_MAX (SIZE_MAX from sp_ws_options): a
+     * continuation announcing 2^63 - 1 bytes after one byte sums to 2^63
+     * without wrapping; the head is taken (ws.c's reserve() refuses what
+     * no buffer can hold), and 2^63 itself is a protocol error. */
+    uint8_t b[64], out[64];
+    ws_parser p;
+    ws_frame f;
+    int prc;
+    ws_parser_init(&p, 1, UINT64_MAX);
+    size_t n = client_frame(b, 0, WS_OP_TEXT, "a", 1);
+    CHECK_EQ(parse_one(&p, b, n, out, &prc), 6);
+    size_t h = ws_write_head(b, 1, WS_OP_CONT, (UINT64_C(1) << 63) - 1, MASK);
+    CHECK_EQ(ws_parse_head(&p, b, h, &f), (int)h);
+    CHECK(p.left == (UINT64_C(1) << 63) - 1 && p.msg_len == UINT64_C(1) << 63);
+    ws_parser_init(&p, 1, UINT64_MAX);
+    h = ws_write_head(b, 1, WS_OP_BINARY, UINT64_C(1) << 63, MASK);
+    CHECK_EQ(ws_parse_head(&p, b, h, &f), -1002);
+}
+
 static int text_rc(const char *const *frags, const size_t *lens, int nfrag) {
     uint8_t b[64], out[64];
     ws_parser p;
@@ -313,4 +334,16 @@ TEST(server_heads_round_trip) {
         CHECK_EQ(f.len, lens[i]);
         CHECK(!f.masked);
     }
+}
+
+TEST(handshake_header_tokens) {
+    const char *yes[] = {"upgrade", "Upgrade", "keep-alive, Upgrade", " UPGRADE ,x",
+                         "a,,\tupgrade\t"};
+    for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++)
+        CHECK(ws_has_token(yes[i], strlen(yes[i]), "upgrade"));
+    const char *no[] = {"", ",", "upgrades", "keep-alive", "up grade", "xupgrade, y"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        CHECK(!ws_has_token(no[i], strlen(no[i]), "upgrade"));
+    /* only len bytes are looked at */
+    CHECK(!ws_has_token("upgrade", 6, "upgrade"));
 }

@@ -2,7 +2,8 @@
  * handshake, whole messages reassembled from frames read through the
  * connection's own buffer (ws_frame.c checks them), pings answered, the
  * closing handshake, whole frames sent under a writer lock so several
- * coroutines may send, and a 1001 close for every WebSocket when the
+ * coroutines may send, keep-alive pings and a 1001 close after the idle
+ * timeout (ws_keepalive.c), and a 1001 close for every WebSocket when the
  * server stops. */
 #include "base/list.h"
 #include "http/http_chars.h"
@@ -10,8 +11,10 @@
 #include "net/net.h"
 #include "server/handler.h"
 #include "server/ws/ws_frame.h"
+#include "server/ws/ws_keepalive.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +31,7 @@ struct sp_ws {
     conn *c;
     loop *l;
     ws_parser p;
+    ws_keepalive ka; /* pings and the idle timeout, while the handler receives */
     uint64_t max_message;
     int close_timeout_ms;
     int state;
@@ -97,13 +101,32 @@ static int64_t send_deadline(const sp_ws *ws) {
     return server_deadline(ws->s, server_options(ws->s)->send_timeout_ms);
 }
 
-/* Sends one whole frame under the writer lock, only while WS_OPEN; a close
- * frame moves the state to WS_CLOSE_SENT, a failed write to WS_DONE. */
-static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
+/* The connection cannot go on (a frame may be half out, or could not be
+ * sent in time): done, and the handler's sp_ws_recv and a sender parked on
+ * the full socket are told at once, so a peer that does not keep up
+ * leaves at once. */
+static void lost(sp_ws *ws) {
+    ws->state = WS_DONE;
+    if (!ws->close_code)
+        ws->close_code = WS_CLOSE_ABNORMAL;
+    if (ws->recv_task)
+        loop_wake(ws->l, ws->recv_task, -ECONNRESET);
+    if (ws->c->w.writer)
+        loop_wake(ws->l, ws->c->w.writer, -EPIPE);
+}
+
+/* Sends one whole frame under the writer lock by deadline (the lock
+ * included), only while WS_OPEN; a close frame moves the state to
+ * WS_CLOSE_SENT, a failed or late write to WS_DONE. */
+static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, int64_t deadline) {
     if (!loop_task(ws->l))
         return -EPERM;
     ws->senders++;
-    int rc = mutex_lock(ws->l, &ws->wlock, LOOP_NO_DEADLINE, NULL);
+    int rc = mutex_lock(ws->l, &ws->wlock, deadline, NULL);
+    if (rc == -EAGAIN || rc == -ETIMEDOUT) {
+        rc = -ETIMEDOUT; /* another sender is stuck on a full socket */
+        lost(ws);
+    }
     if (rc < 0)
         goto out;
     if (ws->state != WS_OPEN) {
@@ -112,14 +135,11 @@ static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
     }
     uint8_t head[WS_HEAD_MAX];
     struct iovec iov[2] = {{head, ws_write_head(head, 1, opcode, len, NULL)}, {(void *)data, len}};
-    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, send_deadline(ws));
+    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, deadline);
     if (opcode == WS_OP_CLOSE)
         ws->state = WS_CLOSE_SENT;
     if (n < 0) {
-        /* A frame may be half out: nothing more can follow it. */
-        ws->state = WS_DONE;
-        if (!ws->close_code)
-            ws->close_code = WS_CLOSE_ABNORMAL;
+        lost(ws); /* a frame may be half out: nothing more can follow it */
         rc = (int)n;
     }
 unlock:
@@ -129,6 +149,10 @@ out:
     if (ws->releaser && ws->senders == 0)
         loop_wake(ws->l, ws->releaser, 0);
     return rc;
+}
+
+static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
+    return send_frame_by(ws, opcode, data, len, send_deadline(ws));
 }
 
 static int send_close(sp_ws *ws, uint16_t code, const char *reason, size_t rlen) {
@@ -144,7 +168,7 @@ static int send_close(sp_ws *ws, uint16_t code, const char *reason, size_t rlen)
     return send_frame(ws, WS_OP_CLOSE, payload, n);
 }
 
-int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
+int sp_ws_send_timeout(sp_ws *ws, int opcode, const void *data, size_t len, int64_t timeout_ms) {
     switch (opcode) {
     case SP_WS_TEXT:
         if (!ws_utf8_valid(data, len))
@@ -162,7 +186,14 @@ int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
     }
     if (ws->state != WS_OPEN)
         return -EPIPE;
-    return send_frame(ws, opcode, data, len);
+    int64_t now = loop_clock_ms(), deadline = send_deadline(ws);
+    if (timeout_ms >= 0)
+        deadline = timeout_ms < LOOP_NO_DEADLINE - now ? now + timeout_ms : LOOP_NO_DEADLINE;
+    return send_frame_by(ws, opcode, data, len, deadline);
+}
+
+int sp_ws_send(sp_ws *ws, int opcode, const void *data, size_t len) {
+    return sp_ws_send_timeout(ws, opcode, data, len, -1);
 }
 
 /* ---- ending ------------------------------------------------------------- */
@@ -216,13 +247,19 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
     ssize_t n =
         net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
     ws->recv_task = NULL;
-    if (n > 0)
+    if (n > 0) {
         c->buf_len += (uint32_t)n;
+        ws_keepalive_heard(&ws->ka, loop_clock_ms());
+    }
     return n == 0 ? -ECONNRESET : n;
 }
 
-/* Makes room for len more message bytes (and a NUL). */
+/* Makes room for len more message bytes (and a NUL). -EMSGSIZE for what no
+ * buffer can hold (max_message may be SIZE_MAX: "no limit"), so neither the
+ * sum nor the doubling below can overflow. */
 static int reserve(sp_ws *ws, uint64_t len) {
+    if (len > SIZE_MAX / 2 - 1 - ws->msg_len)
+        return -EMSGSIZE;
     size_t need = ws->msg_len + (size_t)len + 1;
     if (need <= ws->msg_cap)
         return 0;
@@ -244,6 +281,8 @@ static int on_control(sp_ws *ws) {
     case WS_OP_PING:
         if (ws->state == WS_OPEN) {
             int rc = send_frame(ws, WS_OP_PONG, ws->ctl, ws->ctl_len);
+            if (ws->state == WS_DONE)
+                return -ECONNRESET; /* lost meanwhile (lost()) */
             if (rc < 0 && rc != -EPIPE)
                 return rc;
         }
@@ -307,6 +346,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
                 take = (size_t)n;
+                ws_keepalive_heard(&ws->ka, loop_clock_ms());
             } else {
                 ssize_t n = fill(ws, deadline);
                 if (n < 0)
@@ -333,6 +373,37 @@ static int read_message(sp_ws *ws, int64_t deadline) {
     }
 }
 
+/* read_message that keeps the connection alive meanwhile: a ping after
+ * each stretch of silence, a 1001 close once the peer has been silent for
+ * the idle timeout (however long the handler would wait). -ETIMEDOUT only
+ * at the handler's own deadline. */
+static int read_alive(sp_ws *ws, int64_t deadline) {
+    for (;;) {
+        int64_t due = ws_keepalive_due(&ws->ka);
+        int rc = read_message(ws, due < deadline ? due : deadline);
+        if (rc != -ETIMEDOUT)
+            return rc;
+        int64_t now = loop_clock_ms();
+        switch (ws_keepalive_step(&ws->ka, now)) {
+        case WS_KA_CLOSE:
+            return fail(ws, WS_CLOSE_GOING_AWAY, -ECONNABORTED);
+        case WS_KA_PING: {
+            /* Within the peer's time to answer: one that cannot even take
+             * a ping by then is gone. */
+            int64_t by = ws->ka.idle_ms ? now + ws->ka.idle_ms - ws->ka.ping_ms : send_deadline(ws);
+            rc = send_frame_by(ws, WS_OP_PING, NULL, 0, by);
+            if (rc < 0 && rc != -EPIPE)
+                return -ECONNRESET;
+            break;
+        }
+        default:
+            break;
+        }
+        if (now >= deadline)
+            return -ETIMEDOUT;
+    }
+}
+
 static int recv_error(sp_ws *ws, int rc) {
     switch (rc) {
     case -ETIMEDOUT:
@@ -343,6 +414,7 @@ static int recv_error(sp_ws *ws, int rc) {
     case -EPROTO:
     case -EILSEQ:
     case -EMSGSIZE:
+    case -ECONNABORTED:
         return rc; /* ended already, with the closing handshake */
     default:
         /* The TCP connection failed or ended without a close frame. */
@@ -364,7 +436,7 @@ int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
         return -EPERM;
     if (server_stopping(ws->s))
         return fail(ws, WS_CLOSE_GOING_AWAY, -ESHUTDOWN);
-    int rc = read_message(ws, sync_deadline(timeout_ms));
+    int rc = read_alive(ws, sync_deadline(timeout_ms));
     if (rc < 0)
         return recv_error(ws, rc);
     ws->msg[ws->msg_len] = '\0';
@@ -406,31 +478,12 @@ int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason) {
 
 /* ---- the handshake --------------------------------------------------------- */
 
-/* 1 if the comma-separated header value has the token (lower-case; the
- * value is compared ignoring case). */
-static int has_token(sp_str v, const char *tok) {
-    size_t tl = strlen(tok), i = 0;
-    while (v.ptr && i < v.len) {
-        while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < v.len && v.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t'))
-            end--;
-        if (http_ieq(v.ptr + start, end - start, tok, tl))
-            return 1;
-    }
-    return 0;
-}
-
-/* Like has_token, over every instance of a repeated header (name in lower
- * case). */
+/* 1 if any instance of a repeated header (name in lower case) has the
+ * token (ws_has_token). */
 static int header_has_token(const sp_req *req, const char *name, const char *tok) {
     sp_str n, v;
     for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
-        if (http_ieq(n.ptr, n.len, name, strlen(name)) && has_token(v, tok))
+        if (http_ieq(n.ptr, n.len, name, strlen(name)) && v.ptr && ws_has_token(v.ptr, v.len, tok))
             return 1;
     return 0;
 }
@@ -481,6 +534,11 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     ws->max_message = opt && opt->max_message ? opt->max_message : WS_MAX_MESSAGE_DEFAULT;
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);
+    const sp_server_options *so = server_options(req->srv);
+    ws_keepalive_init(
+        &ws->ka, opt && opt->ping_interval_ms ? opt->ping_interval_ms : so->ws_ping_interval_ms,
+        opt && opt->idle_timeout_ms ? opt->idle_timeout_ms : so->ws_idle_timeout_ms,
+        loop_clock_ms());
 
     char accept[WS_ACCEPT_LEN + 1];
     ws_accept_key(key.ptr, key.len, accept);

@@ -5,6 +5,7 @@
 #include "server/ws/ws_frame.h"
 
 #include "base/sha1.h"
+#include "http/http_chars.h"
 
 #include <string.h>
 
@@ -225,6 +226,23 @@ size_t ws_write_head(uint8_t out[WS_HEAD_MAX], int fin, int opcode, uint64_t len
         n += 4;
     }
     return n;
+}
+
+int ws_has_token(const char *v, size_t len, const char *tok) {
+    size_t tl = strlen(tok), i = 0;
+    while (i < len) {
+        while (i < len && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < len && v[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end > start && http_ieq(v + start, end - start, tok, tl))
+            return 1;
+    }
+    return 0;
 }
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

@@ -2,7 +2,7 @@
  * bytes: an incremental frame parser that enforces the protocol (RSV bits,
  * opcodes, masking, control frame rules, fragmentation, message size,
  * UTF-8 of text across fragments), frame head encoding, close payloads,
- * and the handshake's accept key. No I/O, no allocation. */
+ * and the handshake's header tokens and accept key. No I/O, no allocation. */
 #ifndef SPINDLE_WS_FRAME_H
 #define SPINDLE_WS_FRAME_H
 
@@ -94,6 +94,10 @@ int ws_utf8_valid(const uint8_t *s, size_t n);
  * non-NULL). Returns its length (<= WS_HEAD_MAX). */
 size_t ws_write_head(uint8_t out[WS_HEAD_MAX], int fin, int opcode, uint64_t len,
                      const uint8_t *mask);
+
+/* 1 if the comma-separated header value v (len bytes) lists the token
+ * tok (lower case; v compared ignoring case, spaces around items skipped). */
+int ws_has_token(const char *v, size_t len, const char *tok);
 
 /* 1 if key (len bytes) is a Sec-WebSocket-Key: base64 of 16 bytes. */
 int ws_key_valid(const char *key, size_t len);
