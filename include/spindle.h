@@ -203,6 +203,10 @@ SP_API const char *sp_req_peer(const sp_req *r);
  * (forwarded_allow_ips), the nearest untrusted address in Forwarded or
  * X-Forwarded-For. NUL-terminated, without a port. */
 SP_API const char *sp_req_client_addr(const sp_req *r);
+/* The scheme the client used: "https" when a trusted proxy
+ * (--forwarded-allow-ips) says the client came over TLS, else "http"
+ * (spindle itself speaks no TLS). Never NULL. */
+SP_API const char *sp_req_scheme(const sp_req *req);
 
 /* Reads up to len bytes of the request body (de-chunked). Returns the
  * count, 0 at the end of the body, or -errno: -ETIMEDOUT (body timeout),
@@ -498,12 +502,18 @@ SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
 
 /* ---- Sessions ---------------------------------------------------------------
  * A session per visitor, keyed by a cookie: "spindle_sid", HttpOnly,
- * SameSite=Lax, Path=/, holding a random 128-bit id and the session's
- * expiry, signed with HMAC-SHA256. A cookie that is forged, truncated,
- * signed with another key or past its expiry is ignored: the visitor gets
- * a fresh, empty session under a new id, never someone else's. Keys and
- * values are NUL-terminated strings (at most 64 KiB per session in all).
- * Every change is written through to the store before the call returns,
+ * SameSite=Lax, Path=/ (and Secure when sp_req_scheme is "https", or
+ * always after sp_sessions_cookie_secure), holding a random 128-bit id and
+ * the session's expiry, signed with HMAC-SHA256. A cookie that is forged,
+ * truncated, signed with another key or past its expiry is ignored, and so
+ * is a validly signed one whose id the store does not hold (never saved,
+ * cleared, expired there, or planted by someone else: session fixation):
+ * the visitor gets a fresh, empty session under a new id, never someone
+ * else's. With several session cookies in a request, the first that
+ * verifies and that the store holds wins (at most 4 are tried). Rotate
+ * the id at every change of privilege (log-in) with sp_session_regenerate.
+ * Keys and values are NUL-terminated strings (at most 64 KiB per session
+ * in all). Every change is written through to the store before the call returns,
  * so there is nothing to save when the handler ends, and the response
  * cannot overtake the data it reports. Two requests of one visitor that
  * change the same session at once: the last write wins, whole. Stores:
@@ -531,6 +541,12 @@ typedef struct sp_session sp_session;
  * is logged. */
 SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file);
 
+/* always: every session cookie of s carries Secure, even on a request
+ * that came over plain http (a TLS proxy that does not say so; the
+ * --session-cookie-secure flag). After sp_sessions_configure. 0, or
+ * -ENXIO (no sessions configured). */
+SP_API int sp_sessions_cookie_secure(sp_server *s, int always);
+
 /* The visitor's session (the function cannot be called sp_session: C
  * gives the type that name), loaded from the store (yields for SQLite and
  * Redis), or a new empty one under a fresh id. Adds its Set-Cookie to res,
@@ -538,7 +554,9 @@ SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *se
  * returns the same session. Valid until the handler returns. NULL with
  * errno: ENXIO (no sp_sessions_configure for this server), EALREADY (the
  * response head was sent), ENOMEM, ENOSPC (no room for the header), or the
- * store's error (EIO, EBUSY, ECONNREFUSED, ...). */
+ * store's error (EIO, EBUSY, ECONNREFUSED, ...). After a failure nothing
+ * is kept: a later call tries again, except when the Set-Cookie could not
+ * be added, when every later call of the request fails the same way. */
 SP_API sp_session *sp_session_of(sp_req *req, sp_res *res);
 
 /* The session's id (hex, NUL-terminated). */
@@ -559,6 +577,15 @@ SP_API int sp_session_del(sp_session *s, const char *key);
  * new id with a full lifetime (log-out: whoever held the old cookie shares
  * nothing new). Before the head is sent (-EALREADY). Yields. 0 or -errno. */
 SP_API int sp_session_clear(sp_session *s);
+
+/* Gives the session a new id, keeping its data and expiry: the data is
+ * stored under the new id, the old id is deleted from the store, and the
+ * visitor's cookie is replaced. Call it when the visitor's privilege
+ * changes (log-in, sudo) so an id known before (planted, or seen on the
+ * wire) is worth nothing after. Before the head is sent (-EALREADY).
+ * Yields. 0 or -errno; on an error the session keeps its old id, data
+ * and store entry. */
+SP_API int sp_session_regenerate(sp_session *s);
 
 /* The session now expires seconds from now (default: one day after it was
  * made; the expiry does not slide by itself); the cookie and the store

@@ -80,6 +80,9 @@ const flag cli_flags[] = {
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},
+    {"session-cookie-secure", NULL, K_FLAG, B, RESTART, INT(session_cookie_secure), NULL,
+     "mark every session cookie Secure, also on requests that no trusted proxy reports as "
+     "https (without it: only those that one does)"},
     {"access-log", "FILE", K_STR, B, RESTART, STR(access_log), "none, as in gunicorn",
      "write an access log to FILE, or - for stdout"},
     {"access-log-format", "FMT", K_STR, B, RESTART, STR(access_log_format), "combined",

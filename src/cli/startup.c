@@ -115,6 +115,15 @@ static int setup_server(cli_config *c, sp_server *s) {
  * set up and checked too, though WSGI applications cannot use it yet. 0,
  * or -1 with a message. */
 static int setup_sessions(const cli_config *c, sp_server *s) {
+    if (c->session_cookie_secure && !c->sessions && !c->session_secret) {
+        /* The application's own sessions (configured by its init). */
+        if (sp_sessions_cookie_secure(s, 1) < 0) {
+            fprintf(stderr, "spindle: --session-cookie-secure: no sessions are configured "
+                            "(add --sessions STORE)\n");
+            return -1;
+        }
+        return 0;
+    }
     if (!c->sessions && !c->session_secret)
         return 0;
     if (c->sessions && strcmp(c->sessions, "memory") == 0 && c->mo.workers > 1)
@@ -131,6 +140,8 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
                 c->sessions ? c->sessions : "memory");
         return -1;
     }
+    if (c->session_cookie_secure)
+        sp_sessions_cookie_secure(s, 1); /* configured just above: cannot fail */
     return 0;
 }
 

@@ -4,20 +4,21 @@
 #ifndef SPINDLE_SESSION_H
 #define SPINDLE_SESSION_H
 
+#include "server/session/session_cookie.h"
 #include "server/session/session_store.h"
 #include "spindle.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define SESS_COOKIE_NAME "spindle_sid"
 #define SESS_DEFAULT_TTL 86400 /* seconds: one day */
 
 typedef struct sess_cfg {
     sess_store store;
     uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
     size_t key_len;
-    int64_t ttl; /* seconds */
+    int64_t ttl;       /* seconds */
+    int cookie_secure; /* Secure on every cookie, even over plain http */
     /* Session objects of finished requests, for reuse (session.c). */
     sp_session *spare;
     size_t nspare;

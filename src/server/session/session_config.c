@@ -247,3 +247,11 @@ fail:
     cfg_free(c);
     return rc;
 }
+
+int sp_sessions_cookie_secure(sp_server *s, int always) {
+    sess_cfg *c = s ? sess_cfg_of(s) : NULL;
+    if (!c)
+        return -ENXIO;
+    c->cookie_secure = always != 0;
+    return 0;
+}
