@@ -534,9 +534,10 @@ typedef struct sp_session sp_session;
  * a random key made now, logged as a warning: sessions then do not survive
  * a restart. Call it before the server serves — from an --app init, in the
  * master before the fork, so every worker shares the key. A SQLite
- * database is opened once here to report a bad path at start, and again in
- * each worker (sp_server_on_worker_start). Calling it again replaces the
- * configuration. 0, -EINVAL (unknown store spec, secret too short),
+ * database is opened by each worker (sp_server_on_worker_start), so after
+ * any privilege drop; the spindle command also opens it once after --user
+ * and before the workers start, to report a bad path. Calling it again
+ * replaces the configuration. 0, -EINVAL (unknown store spec, secret too short),
  * -ENOENT/-EACCES (secret file or database), -ENOSPC, -ENOMEM; the reason
  * is logged. */
 SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file);

@@ -97,7 +97,10 @@ const flag cli_flags[] = {
     {"user", "NAME", K_STR, B, RESTART, STR(user), "stay",
      "switch to this user after binding the sockets"},
     {"group", "NAME", K_STR, B, RESTART, STR(group), "the user's",
-     "switch to this group after binding the sockets"},
+     "switch to this group after binding the sockets (as root, only with --user)"},
+    {"core-dumps", NULL, K_FLAG, B, RESTART, INT(core_dumps), NULL,
+     "let workers dump core when they crash (off: a core would carry the session key and "
+     "requests in flight)"},
     {"chdir", "DIR", K_STR, B, RESTART, STR(chdir), "stay",
      "change to DIR before loading the application"},
     {"preload", NULL, K_FLAG, ROLE_PY, RESTART, INT(preload), NULL,

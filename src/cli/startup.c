@@ -1,13 +1,15 @@
 /* startup.c — cli_serve, the one start-up sequence of `spindle` and
  * `python3 -m spindle`: --chdir, the server, its access log and --stats,
  * the caller's application, --sessions, --root, the listeners (inherited or
- * new), --user/--group, then the master with the reload hook. */
+ * new), --user/--group, the session store's first open (as that user), then
+ * the master with the reload hook. */
 #include "cli/cli.h"
 
 #include "base/log.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
 #include "server/server.h"
+#include "server/session/session.h"
 #include "server/static/static.h"
 
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int same_addr(const net_addr *a, const net_addr *b) {
@@ -177,9 +180,30 @@ static int drop_privileges(const cli_config *c) {
     return 0;
 }
 
+/* Settings that cannot work together, refused before anything starts. 0,
+ * or -1 with a message. */
+static int check_combinations(const cli_config *c) {
+    if (c->group && !c->user && geteuid() == 0) {
+        fprintf(stderr, "spindle: --group without --user would keep running as root (uid 0); "
+                        "add --user NAME (the group then defaults to that user's)\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Core dumps off unless --core-dumps: a worker's core would hold the
+ * session signing key and the requests in flight. After the privilege
+ * drop (which resets the flag), inherited by every worker. */
+static void set_dumpable(const cli_config *c) {
+    if (prctl(PR_SET_DUMPABLE, c->core_dumps ? 1 : 0) != 0)
+        log_msg(LOG_WARNING, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
+    if (check_combinations(c) < 0)
+        return 2;
     if (setup_server(c, s) < 0)
         return 2;
     if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
@@ -198,6 +222,13 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     }
     if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
         return 1;
+    set_dumpable(c);
+    /* As the user the workers run as: a database made now is theirs. */
+    if (sess_check_store(s) < 0) {
+        fprintf(stderr, "spindle: --sessions: see the error above%s\n",
+                c->user ? " (the store is opened as the --user)" : "");
+        return 1;
+    }
     return 0;
 }
 

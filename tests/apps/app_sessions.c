@@ -1,6 +1,7 @@
 /* app_sessions.c — the test application for sessions: GET /count adds one
  * to the visitor's counter and answers "count=N pid=P id=ID"; /get?k=K,
- * /set?k=K&v=V, /clear, /ttl?s=S, /regen and /retry exercise the rest of the API. Its init
+ * /set?k=K&v=V, /clear, /ttl?s=S, /regen and /retry exercise the rest of the API;
+ * /dumpable tells whether the worker may dump core. Its init
  * reads SESSIONS_STORE and SESSIONS_SECRET (a secret file) from the
  * environment, until the CLI has flags for them. */
 #include "spindle.h"
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int fail(sp_res *res, int err) {
@@ -130,6 +132,13 @@ static int block(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", body, (size_t)n);
 }
 
+/* Whether this worker may dump core (the session key would be in it). */
+static int dumpable(sp_req *req, sp_res *res, void *ud) {
+    char body[32];
+    int n = snprintf(body, sizeof body, "dumpable=%d\n", prctl(PR_GET_DUMPABLE));
+    return sp_res_send(res, 200, "text/plain", body, (size_t)n);
+}
+
 static int hello(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", "Hello world!", 12);
 }
@@ -141,9 +150,9 @@ static int init(sp_server *s) {
     static const struct {
         const char *path;
         sp_handler h;
-    } routes[] = {{"/", hello},      {"/count", count}, {"/get", get},
-                  {"/set", set},     {"/clear", clear}, {"/ttl", ttl},
-                  {"/block", block}, {"/retry", retry}, {"/regen", regen}};
+    } routes[] = {{"/", hello},      {"/count", count},      {"/get", get},     {"/set", set},
+                  {"/clear", clear}, {"/ttl", ttl},          {"/block", block}, {"/retry", retry},
+                  {"/regen", regen}, {"/dumpable", dumpable}};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if ((rc = sp_route(s, "GET", routes[i].path, routes[i].h, NULL)) < 0)
             return rc;

@@ -38,6 +38,13 @@ int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, i
                     int64_t now);
 int sess_store_del(sess_cfg *c, const char *id);
 
+/* Opens and closes s's SQLite database once (creating it), so a bad path
+ * is reported at start: called by the command line after --user, so the
+ * file belongs to the user the workers run as (each worker opens its own
+ * connection after the fork). 0 (also without sessions or for another
+ * store) or -errno, logged. */
+int sess_check_store(sp_server *s);
+
 /* Parses a store spec: "memory", "sqlite:PATH", "redis://HOST:PORT" (port
  * 6379 if omitted). Fills ops, where (malloc'd) and port. 0 or -EINVAL. */
 int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port);
