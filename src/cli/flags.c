@@ -91,6 +91,9 @@ const flag cli_flags[] = {
     {"stats", "PATH", K_STR, B, RESTART, STR(stats), "off",
      "serve Prometheus-format counters summed over all workers at PATH, and a status page at "
      "PATH?html"},
+    {"stats-bind", "ADDR", K_STR, B, RESTART, STR(stats_bind), "none",
+     "serve --stats only on this address of its own (127.0.0.1:PORT or unix:/path), never on "
+     "the --bind listeners"},
     {"log-level", "LEVEL", K_STR, B, HUP, SET(set_log_level), "info",
      "debug, info, warning, error or critical"},
     {"pid", "FILE", K_STR, B, RESTART, STR(mo.pid_file), "none", "write the master's pid to FILE"},

@@ -38,11 +38,41 @@ static int same_addr(const net_addr *a, const net_addr *b) {
     }
 }
 
-/* Every --bind address on s: a socket inherited from systemd or an
- * upgrading master when one matches, else a new one. With socket
- * activation and no --bind, exactly the sockets systemd passed. 0, or -1
- * with a message printed. */
-static int listen_all(const cli_config *c, sp_server *s) {
+/* Listens on spec: a socket inherited from systemd or an upgrading master
+ * when one matches (marked in used), else a new one. 0, or -1 with a
+ * message printed. */
+static int listen_on(sp_server *s, const char *spec, const int *fds, int *used, int n) {
+    net_addr want;
+    if (net_parse_addr(spec, &want) == 0) {
+        for (int i = 0; i < n; i++) {
+            net_addr have;
+            have.len = sizeof have.u;
+            if (used[i] || getsockname(fds[i], &have.u.sa, &have.len) != 0 ||
+                !same_addr(&want, &have))
+                continue;
+            if (server_adopt_listener(s, fds[i]) < 0)
+                break;
+            used[i] = 1;
+            log_msg(LOG_INFO, "listening on %s (socket inherited)", spec);
+            return 0;
+        }
+    }
+    int rc = sp_server_listen(s, spec);
+    if (rc < 0) {
+        fprintf(stderr, "spindle: cannot listen on %s: %s%s\n", spec, strerror(-rc),
+                rc == -EADDRINUSE ? " (another server uses that port; pick another with --bind)"
+                : rc == -EINVAL   ? " (write HOST:PORT, [V6]:PORT or unix:/path)"
+                                  : "");
+        return -1;
+    }
+    log_msg(LOG_INFO, "listening on %s", spec);
+    return 0;
+}
+
+/* Every --bind address on s (with socket activation and no --bind, exactly
+ * the sockets systemd passed), then --stats-bind, last, with its own route
+ * table holding only the --stats page. 0, or -1 with a message printed. */
+static int listen_all(cli_config *c, sp_server *s) {
     int fds[LISTEN_FDS_MAX], used[LISTEN_FDS_MAX] = {0}, systemd;
     int n = listen_fds_inherited(fds, LISTEN_FDS_MAX, &systemd);
     int rc = 0;
@@ -53,37 +83,15 @@ static int listen_all(const cli_config *c, sp_server *s) {
             used[i] = rc == 0;
         }
         log_msg(LOG_INFO, "serving %d socket(s) passed by systemd", n);
-        goto out;
+    } else {
+        for (int b = 0; b < c->nbinds && rc == 0; b++)
+            rc = listen_on(s, c->binds[b], fds, used, n);
     }
-    for (int b = 0; b < c->nbinds && rc == 0; b++) {
-        net_addr want;
-        int adopted = 0;
-        if (net_parse_addr(c->binds[b], &want) == 0) {
-            for (int i = 0; i < n && !adopted; i++) {
-                net_addr have;
-                have.len = sizeof have.u;
-                if (used[i] || getsockname(fds[i], &have.u.sa, &have.len) != 0 ||
-                    !same_addr(&want, &have))
-                    continue;
-                rc = server_adopt_listener(s, fds[i]);
-                used[i] = adopted = rc == 0;
-            }
-        }
-        if (adopted) {
-            log_msg(LOG_INFO, "listening on %s (socket inherited)", c->binds[b]);
-            continue;
-        }
-        rc = sp_server_listen(s, c->binds[b]);
-        if (rc < 0) {
-            fprintf(stderr, "spindle: cannot listen on %s: %s%s\n", c->binds[b], strerror(-rc),
-                    rc == -EADDRINUSE ? " (another server uses that port; pick another with --bind)"
-                    : rc == -EINVAL   ? " (write HOST:PORT, [V6]:PORT or unix:/path)"
-                                      : "");
-            break;
-        }
-        log_msg(LOG_INFO, "listening on %s", c->binds[b]);
+    if (rc == 0 && c->stats_bind && (rc = listen_on(s, c->stats_bind, fds, used, n)) == 0) {
+        rc = stats_page_add_listener_route(s, server_nlisteners(s) - 1, c->stats, &c->mo.board);
+        if (rc < 0)
+            fprintf(stderr, "spindle: --stats-bind %s: %s\n", c->stats_bind, strerror(-rc));
     }
-out:
     for (int i = 0; i < n; i++)
         if (!used[i])
             close(fds[i]); /* inherited but no longer asked for */
@@ -101,8 +109,16 @@ static int setup_server(cli_config *c, sp_server *s) {
         }
     }
     server_set_access_log(s, c->access_log, c->access_log_format);
+    if (c->stats_bind && !c->stats) {
+        fprintf(stderr, "spindle: --stats-bind needs --stats PATH (the path the counters are "
+                        "served at on that address)\n");
+        return -1;
+    }
     if (c->stats) {
-        int rc = c->stats[0] == '/' ? stats_page_add_route(s, c->stats, &c->mo.board) : -EINVAL;
+        /* With --stats-bind the page is only on that listener (listen_all). */
+        int rc = c->stats[0] != '/' ? -EINVAL
+                 : c->stats_bind    ? 0
+                                    : stats_page_add_route(s, c->stats, &c->mo.board);
         if (rc < 0) {
             fprintf(stderr, "spindle: --stats %s: %s\n", c->stats,
                     rc == -EINVAL ? "want a path starting with /" : strerror(-rc));

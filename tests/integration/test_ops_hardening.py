@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from opsutil import http_get, ops_spindle, read_pid, run_spindle, wait_for  # noqa: F401
+from opsutil import free_port, http_get, ops_spindle, read_pid, run_spindle, wait_for  # noqa: F401
 from sessutil import APP, sid_of, visit
 
 
@@ -83,3 +83,23 @@ def test_sqlite_sessions_after_user_drop(ops_spindle, tmp_path):
         assert db.stat().st_uid == nobody.pw_uid
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_stats_on_its_own_address_only(ops_spindle):
+    """--stats-bind: the counters on their own listener; the main one has
+    no /_stats under any spelling that normalizes to it."""
+    p2 = free_port()
+    srv = ops_spindle("--stats", "/_stats", "--stats-bind", "127.0.0.1:%d" % p2, workers=2)
+    for path in ("/_stats", "/%5fstats", "/%5Fstats", "/x/../_stats", "//_stats"):
+        assert http_get(srv.addr, path).status == 404, path
+    r = http_get(("127.0.0.1", p2), "/_stats")
+    assert r.status == 200 and b"spindle_requests_total" in r.body, r
+    assert http_get(("127.0.0.1", p2), "/%5fstats").status == 200
+    # Only the stats: the application's routes are not on that address.
+    assert http_get(("127.0.0.1", p2), "/").status == 404
+    assert http_get(srv.addr, "/").status == 200
+
+
+def test_stats_bind_needs_stats(tmp_path):
+    r = run_spindle(["--bind", "127.0.0.1:0", "--stats-bind", "127.0.0.1:0", "--workers", "1"])
+    assert r.returncode == 2 and "--stats-bind needs --stats PATH" in r.stderr, r.stderr
