@@ -203,9 +203,7 @@ SP_API const char *sp_req_peer(const sp_req *r);
  * (forwarded_allow_ips), the nearest untrusted address in Forwarded or
  * X-Forwarded-For. NUL-terminated, without a port. */
 SP_API const char *sp_req_client_addr(const sp_req *r);
-/* The scheme the client used: "https" when a trusted proxy
- * (--forwarded-allow-ips) says the client came over TLS, else "http"
- * (spindle itself speaks no TLS). Never NULL. */
+/* "https" when a trusted proxy says the client came over TLS, else "http". */
 SP_API const char *sp_req_scheme(const sp_req *req);
 
 /* Reads up to len bytes of the request body (de-chunked). Returns the
@@ -502,19 +500,15 @@ SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
 
 /* ---- Sessions ---------------------------------------------------------------
  * A session per visitor, keyed by a cookie: "spindle_sid", HttpOnly,
- * SameSite=Lax, Path=/ (and Secure when sp_req_scheme is "https", or
- * always after sp_sessions_cookie_secure), holding a random 128-bit id and
- * the session's expiry, signed with HMAC-SHA256. A cookie that is forged,
- * truncated, signed with another key or past its expiry is ignored, and so
- * is a validly signed one whose id the store does not hold (never saved,
- * cleared, expired there, or planted by someone else: session fixation):
- * the visitor gets a fresh, empty session under a new id, never someone
- * else's. With several session cookies in a request, the first that
- * verifies and that the store holds wins (at most 4 are tried). Rotate
- * the id at every change of privilege (log-in) with sp_session_regenerate.
+ * SameSite=Lax, Path=/, Secure on https (sp_req_scheme), holding a random
+ * 128-bit id and the session's expiry, signed with HMAC-SHA256. A cookie
+ * that is forged, truncated, expired, or signed but for an id the store
+ * does not hold (fixation) is ignored: the visitor gets a fresh, empty
+ * session under a new id, never someone else's. Of several session
+ * cookies the first that verifies and that the store holds wins (4 tried).
  * Keys and values are NUL-terminated strings (at most 64 KiB per session
- * in all). Every change is written through to the store before the call returns,
- * so there is nothing to save when the handler ends, and the response
+ * in all). Every change is written through to the store before the call
+ * returns, so there is nothing to save when the handler ends, and the response
  * cannot overtake the data it reports. Two requests of one visitor that
  * change the same session at once: the last write wins, whole. Stores:
  *   "memory"            this process only (one worker), lost at exit;
@@ -534,18 +528,15 @@ typedef struct sp_session sp_session;
  * a random key made now, logged as a warning: sessions then do not survive
  * a restart. Call it before the server serves — from an --app init, in the
  * master before the fork, so every worker shares the key. A SQLite
- * database is opened by each worker (sp_server_on_worker_start), so after
- * any privilege drop; the spindle command also opens it once after --user
- * and before the workers start, to report a bad path. Calling it again
- * replaces the configuration. 0, -EINVAL (unknown store spec, secret too short),
+ * database is opened in each worker (after --user; the spindle command
+ * tries it once at start too). Calling it again replaces the
+ * configuration. 0, -EINVAL (unknown store spec, secret too short),
  * -ENOENT/-EACCES (secret file or database), -ENOSPC, -ENOMEM; the reason
  * is logged. */
 SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file);
 
-/* always: every session cookie of s carries Secure, even on a request
- * that came over plain http (a TLS proxy that does not say so; the
- * --session-cookie-secure flag). After sp_sessions_configure. 0, or
- * -ENXIO (no sessions configured). */
+/* always: Secure on every cookie, even over http (--session-cookie-secure).
+ * After sp_sessions_configure. 0, or -ENXIO. */
 SP_API int sp_sessions_cookie_secure(sp_server *s, int always);
 
 /* The visitor's session (the function cannot be called sp_session: C
@@ -555,9 +546,8 @@ SP_API int sp_sessions_cookie_secure(sp_server *s, int always);
  * returns the same session. Valid until the handler returns. NULL with
  * errno: ENXIO (no sp_sessions_configure for this server), EALREADY (the
  * response head was sent), ENOMEM, ENOSPC (no room for the header), or the
- * store's error (EIO, EBUSY, ECONNREFUSED, ...). After a failure nothing
- * is kept: a later call tries again, except when the Set-Cookie could not
- * be added, when every later call of the request fails the same way. */
+ * store's error (EIO, EBUSY, ECONNREFUSED, ...); if the Set-Cookie could
+ * not be added, every later call of the request fails the same way. */
 SP_API sp_session *sp_session_of(sp_req *req, sp_res *res);
 
 /* The session's id (hex, NUL-terminated). */
@@ -579,13 +569,10 @@ SP_API int sp_session_del(sp_session *s, const char *key);
  * nothing new). Before the head is sent (-EALREADY). Yields. 0 or -errno. */
 SP_API int sp_session_clear(sp_session *s);
 
-/* Gives the session a new id, keeping its data and expiry: the data is
- * stored under the new id, the old id is deleted from the store, and the
- * visitor's cookie is replaced. Call it when the visitor's privilege
- * changes (log-in, sudo) so an id known before (planted, or seen on the
- * wire) is worth nothing after. Before the head is sent (-EALREADY).
- * Yields. 0 or -errno; on an error the session keeps its old id, data
- * and store entry. */
+/* A new id, same data and expiry: stored under the new id, the old one
+ * deleted, the cookie replaced. Call it at log-in (any change of
+ * privilege), so an id known before is worth nothing. Before the head is
+ * sent (-EALREADY). Yields. 0, or -errno with the old id kept. */
 SP_API int sp_session_regenerate(sp_session *s);
 
 /* The session now expires seconds from now (default: one day after it was

@@ -253,19 +253,6 @@ int sp_route(sp_server *s, const char *method, const char *pattern, sp_handler h
     return router_add(&s->routes, method, pattern, h, ud);
 }
 
-int server_listener_route(sp_server *s, int i, const char *method, const char *pattern,
-                          sp_handler fn, void *ud) {
-    if (i < 0 || i >= s->nlisteners)
-        return -EINVAL;
-    s->listeners[i].own_routes = 1;
-    return router_add(&s->listeners[i].routes, method, pattern, fn, ud);
-}
-
-const router *server_routes_for(const sp_server *s, const conn *c) {
-    const listener *li = c->listener ? &s->listeners[c->listener - 1] : NULL;
-    return li && li->own_routes ? &li->routes : &s->routes;
-}
-
 int64_t server_deadline(const sp_server *s, int timeout_ms) {
     return loop_now(s->l) + timeout_ms;
 }
