@@ -67,9 +67,13 @@ static sp_session *sess_take(sess_cfg *c, sp_res *res) {
  * half-made one is never handed out; this is the guard behind that) and
  * the head is not out. 0 or -errno. */
 static int writable(const sp_session *s) {
-    if (s->err || s->field >= s->res->nfields)
+    if (s->res->head_sent)
+        return -EALREADY;
+    const http_field *f = s->field < s->res->nfields ? &s->res->fields[s->field] : NULL;
+    /* Not ours any more if the head was cleared (an error answer). */
+    if (s->err || !f || f->name_len != 10 || memcmp(f->name, "Set-Cookie", 10) != 0)
         return -EINVAL;
-    return s->res->head_sent ? -EALREADY : 0;
+    return 0;
 }
 
 /* Rewrites our Set-Cookie after a new id or expiry (same length). */
@@ -132,6 +136,10 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
         errno = ENXIO;
         return NULL;
     }
+    if (res->head_sent) {
+        errno = EALREADY;
+        return NULL;
+    }
     sp_session *s = req_deferred(req, sess_release);
     if (s) {
         if (s->err) {
@@ -139,10 +147,6 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
             return NULL;
         }
         return s; /* this request's, made by an earlier call */
-    }
-    if (res->head_sent) {
-        errno = EALREADY;
-        return NULL;
     }
     if (!(s = sess_take(c, res))) {
         errno = ENOMEM;
