@@ -76,9 +76,17 @@ $(B)/obj/%.o: src/%.S
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
-$(LIB): $(LIB_OBJS)
+# The list of objects, rewritten only when it changes: the archive (and the
+# extension) is rebuilt when a source is removed, not only when one changes,
+# so a deleted file's symbols never linger in it.
+$(B)/objs.list: FORCE
+	@mkdir -p $(@D)
+	@echo '$(LIB_OBJS)' | cmp -s - $@ || echo '$(LIB_OBJS)' >$@
+.PHONY: FORCE
+FORCE:
+$(LIB): $(LIB_OBJS) $(B)/objs.list
 	@rm -f $@
-	$(AR) rcs $@ $^
+	$(AR) rcs $@ $(LIB_OBJS)
 
 # The binary exports the public API (-rdynamic; everything else is hidden)
 # so --app modules can call it: the whole library is linked in, not only
@@ -217,9 +225,9 @@ build/pic/py_%.o: python/_spindle/%.c
 	@mkdir -p $(@D)
 	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the WSGI binding needs $(PYTHON) with its headers (python3-dev) and greenlet (python3-greenlet): run scripts/deps.sh"; exit 1; }
 	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
-$(PY_EXT): $(PY_OBJS) $(PIC_OBJS)
+$(PY_EXT): $(PY_OBJS) $(PIC_OBJS) $(B)/objs.list
 	@mkdir -p $(@D)
-	$(CC) -shared -o $@ $^ $(LDLIBS_ALL)
+	$(CC) -shared -o $@ $(PY_OBJS) $(PIC_OBJS) $(LDLIBS_ALL)
 build/python/spindle/%.py: python/spindle/%.py
 	@mkdir -p $(@D)
 	cp $< $@

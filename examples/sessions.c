@@ -1,6 +1,7 @@
 /* sessions.c — Eurasia's session demo: every visitor gets a session and a
- * counter in it, shown on each visit. GET /hello is a plain hello world
- * beside it (bench/sessions.sh compares the two).
+ * counter in it, shown on each visit; GET /login?user=NAME rotates the id
+ * (sp_session_regenerate) as a log-in must. GET /hello is a plain hello
+ * world beside it (bench/sessions.sh compares the two).
  *   build/examples/sessions [ADDR] [STORE] [SECRET_FILE]
  *   STORE: memory (default), sqlite:/tmp/sessions.db or redis://127.0.0.1:6379 */
 #include "spindle.h"
@@ -25,6 +26,22 @@ static int visit(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", body, (size_t)len);
 }
 
+/* GET /login?user=NAME (a demo: no password). The id is rotated before
+ * the session holds the user: an id planted in the visitor's browser, or
+ * seen before, is worth nothing after the log-in. */
+static int login(sp_req *req, sp_res *res, void *ud) {
+    sp_session *s = sp_session_of(req, res);
+    if (!s)
+        return -errno;
+    sp_str who = sp_req_query_param(req, "user");
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", who.ptr ? (int)who.len : 0, who.ptr ? who.ptr : "");
+    int rc = sp_session_regenerate(s);
+    if (rc < 0 || (rc = sp_session_set(s, "user", name)) < 0)
+        return rc;
+    return sp_res_send(res, 200, "text/plain", "logged in\n", 10);
+}
+
 static int hello(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", "Hello world!", 12);
 }
@@ -35,7 +52,8 @@ int main(int argc, char **argv) {
     const char *secret = argc > 3 ? argv[3] : NULL;
     sp_server *s = sp_server_new(NULL);
     if (!s || sp_server_listen(s, addr) < 0 || sp_route(s, "GET", "/", visit, NULL) < 0 ||
-        sp_route(s, "GET", "/hello", hello, NULL) < 0) {
+        sp_route(s, "GET", "/hello", hello, NULL) < 0 ||
+        sp_route(s, "GET", "/login", login, NULL) < 0) {
         fprintf(stderr, "sessions: cannot serve on %s\n", addr);
         return 1;
     }

@@ -533,13 +533,15 @@ SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
 
 /* ---- Sessions ---------------------------------------------------------------
  * A session per visitor, keyed by a cookie: "spindle_sid", HttpOnly,
- * SameSite=Lax, Path=/, holding a random 128-bit id and the session's
- * expiry, signed with HMAC-SHA256. A cookie that is forged, truncated,
- * signed with another key or past its expiry is ignored: the visitor gets
- * a fresh, empty session under a new id, never someone else's. Keys and
- * values are NUL-terminated strings (at most 64 KiB per session in all).
- * Every change is written through to the store before the call returns,
- * so there is nothing to save when the handler ends, and the response
+ * SameSite=Lax, Path=/, Secure on https (sp_req_scheme), holding a random
+ * 128-bit id and the session's expiry, signed with HMAC-SHA256. A cookie
+ * that is forged, truncated, expired, or signed but for an id the store
+ * does not hold (fixation) is ignored: the visitor gets a fresh, empty
+ * session under a new id, never someone else's. Of several session
+ * cookies the first that verifies and that the store holds wins (4 tried).
+ * Keys and values are NUL-terminated strings (at most 64 KiB per session
+ * in all). Every change is written through to the store before the call
+ * returns, so there is nothing to save when the handler ends, and the response
  * cannot overtake the data it reports. Two requests of one visitor that
  * change the same session at once: the last write wins, whole. Stores:
  *   "memory"            this process only (one worker), lost at exit;
@@ -559,12 +561,16 @@ typedef struct sp_session sp_session;
  * a random key made now, logged as a warning: sessions then do not survive
  * a restart. Call it before the server serves — from an --app init, in the
  * master before the fork, so every worker shares the key. A SQLite
- * database is opened once here to report a bad path at start, and again in
- * each worker (sp_server_on_worker_start). Calling it again replaces the
+ * database is opened in each worker (after --user; the spindle command
+ * tries it once at start too). Calling it again replaces the
  * configuration. 0, -EINVAL (unknown store spec, secret too short),
  * -ENOENT/-EACCES (secret file or database), -ENOSPC, -ENOMEM; the reason
  * is logged. */
 SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *secret_file);
+
+/* always: Secure on every cookie, even over http (--session-cookie-secure).
+ * After sp_sessions_configure. 0, or -ENXIO. */
+SP_API int sp_sessions_cookie_secure(sp_server *s, int always);
 
 /* The visitor's session (the function cannot be called sp_session: C
  * gives the type that name), loaded from the store (yields for SQLite and
@@ -573,7 +579,8 @@ SP_API int sp_sessions_configure(sp_server *s, const char *store, const char *se
  * returns the same session. Valid until the handler returns. NULL with
  * errno: ENXIO (no sp_sessions_configure for this server), EALREADY (the
  * response head was sent), ENOMEM, ENOSPC (no room for the header), or the
- * store's error (EIO, EBUSY, ECONNREFUSED, ...). */
+ * store's error (EIO, EBUSY, ECONNREFUSED, ...); if the Set-Cookie could
+ * not be added, every later call of the request fails the same way. */
 SP_API sp_session *sp_session_of(sp_req *req, sp_res *res);
 
 /* The session's id (hex, NUL-terminated). */
@@ -594,6 +601,12 @@ SP_API int sp_session_del(sp_session *s, const char *key);
  * new id with a full lifetime (log-out: whoever held the old cookie shares
  * nothing new). Before the head is sent (-EALREADY). Yields. 0 or -errno. */
 SP_API int sp_session_clear(sp_session *s);
+
+/* A new id, same data and expiry: stored under the new id, the old one
+ * deleted, the cookie replaced. Call it at log-in (any change of
+ * privilege), so an id known before is worth nothing. Before the head is
+ * sent (-EALREADY). Yields. 0, or -errno with the old id kept. */
+SP_API int sp_session_regenerate(sp_session *s);
 
 /* The session now expires seconds from now (default: one day after it was
  * made; the expiry does not slide by itself); the cookie and the store

@@ -30,6 +30,9 @@ typedef struct cli_config {
     const char *root; /* --root DIR: static files */
     const char *access_log, *access_log_format, *stats;
     const char *sessions, *session_secret;
+    int session_cookie_secure; /* --session-cookie-secure */
+    const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */
+    int core_dumps;            /* --core-dumps: workers stay dumpable */
     const char *user, *group, *chdir;
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */

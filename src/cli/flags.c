@@ -99,6 +99,9 @@ const flag cli_flags[] = {
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},
+    {"session-cookie-secure", NULL, K_FLAG, B, RESTART, INT(session_cookie_secure), NULL,
+     "mark every session cookie Secure, also on requests that no trusted proxy reports as "
+     "https (without it: only those that one does)"},
     {"access-log", "FILE", K_STR, B, RESTART, STR(access_log), "none, as in gunicorn",
      "write an access log to FILE, or - for stdout"},
     {"access-log-format", "FMT", K_STR, B, RESTART, STR(access_log_format), "combined",
@@ -107,13 +110,19 @@ const flag cli_flags[] = {
     {"stats", "PATH", K_STR, B, RESTART, STR(stats), "off",
      "serve Prometheus-format counters summed over all workers at PATH, and a status page at "
      "PATH?html"},
+    {"stats-bind", "ADDR", K_STR, B, RESTART, STR(stats_bind), "none",
+     "serve --stats only on this address of its own (127.0.0.1:PORT or unix:/path), never on "
+     "the --bind listeners"},
     {"log-level", "LEVEL", K_STR, B, HUP, SET(set_log_level), "info",
      "debug, info, warning, error or critical"},
     {"pid", "FILE", K_STR, B, RESTART, STR(mo.pid_file), "none", "write the master's pid to FILE"},
     {"user", "NAME", K_STR, B, RESTART, STR(user), "stay",
      "switch to this user after binding the sockets"},
     {"group", "NAME", K_STR, B, RESTART, STR(group), "the user's",
-     "switch to this group after binding the sockets"},
+     "switch to this group after binding the sockets (as root, only with --user)"},
+    {"core-dumps", NULL, K_FLAG, B, RESTART, INT(core_dumps), NULL,
+     "let workers dump core when they crash (off: a core would carry the session key and "
+     "requests in flight)"},
     {"chdir", "DIR", K_STR, B, RESTART, STR(chdir), "stay",
      "change to DIR before loading the application"},
     {"preload", NULL, K_FLAG, ROLE_PY, RESTART, INT(preload), NULL,

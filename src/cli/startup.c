@@ -1,13 +1,15 @@
 /* startup.c — cli_serve, the one start-up sequence of `spindle` and
  * `python3 -m spindle`: --chdir, the server, its access log and --stats,
  * the caller's application, --sessions, --root, the listeners (inherited or
- * new), --user/--group, then the master with the reload hook. */
+ * new), --user/--group, the session store's first open (as that user), then
+ * the master with the reload hook. */
 #include "cli/cli.h"
 
 #include "base/log.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
 #include "server/server.h"
+#include "server/session/session.h"
 #include "server/static/static.h"
 
 #include <errno.h>
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int same_addr(const net_addr *a, const net_addr *b) {
@@ -35,11 +38,41 @@ static int same_addr(const net_addr *a, const net_addr *b) {
     }
 }
 
-/* Every --bind address on s: a socket inherited from systemd or an
- * upgrading master when one matches, else a new one. With socket
- * activation and no --bind, exactly the sockets systemd passed. 0, or -1
- * with a message printed. */
-static int listen_all(const cli_config *c, sp_server *s) {
+/* Listens on spec: a socket inherited from systemd or an upgrading master
+ * when one matches (marked in used), else a new one. 0, or -1 with a
+ * message printed. */
+static int listen_on(sp_server *s, const char *spec, const int *fds, int *used, int n) {
+    net_addr want;
+    if (net_parse_addr(spec, &want) == 0) {
+        for (int i = 0; i < n; i++) {
+            net_addr have;
+            have.len = sizeof have.u;
+            if (used[i] || getsockname(fds[i], &have.u.sa, &have.len) != 0 ||
+                !same_addr(&want, &have))
+                continue;
+            if (server_adopt_listener(s, fds[i]) < 0)
+                break;
+            used[i] = 1;
+            log_msg(LOG_INFO, "listening on %s (socket inherited)", spec);
+            return 0;
+        }
+    }
+    int rc = sp_server_listen(s, spec);
+    if (rc < 0) {
+        fprintf(stderr, "spindle: cannot listen on %s: %s%s\n", spec, strerror(-rc),
+                rc == -EADDRINUSE ? " (another server uses that port; pick another with --bind)"
+                : rc == -EINVAL   ? " (write HOST:PORT, [V6]:PORT or unix:/path)"
+                                  : "");
+        return -1;
+    }
+    log_msg(LOG_INFO, "listening on %s", spec);
+    return 0;
+}
+
+/* Every --bind address on s (with socket activation and no --bind, exactly
+ * the sockets systemd passed), then --stats-bind, last, with its own route
+ * table holding only the --stats page. 0, or -1 with a message printed. */
+static int listen_all(cli_config *c, sp_server *s) {
     int fds[LISTEN_FDS_MAX], used[LISTEN_FDS_MAX] = {0}, systemd;
     int n = listen_fds_inherited(fds, LISTEN_FDS_MAX, &systemd);
     int rc = 0;
@@ -50,37 +83,15 @@ static int listen_all(const cli_config *c, sp_server *s) {
             used[i] = rc == 0;
         }
         log_msg(LOG_INFO, "serving %d socket(s) passed by systemd", n);
-        goto out;
+    } else {
+        for (int b = 0; b < c->nbinds && rc == 0; b++)
+            rc = listen_on(s, c->binds[b], fds, used, n);
     }
-    for (int b = 0; b < c->nbinds && rc == 0; b++) {
-        net_addr want;
-        int adopted = 0;
-        if (net_parse_addr(c->binds[b], &want) == 0) {
-            for (int i = 0; i < n && !adopted; i++) {
-                net_addr have;
-                have.len = sizeof have.u;
-                if (used[i] || getsockname(fds[i], &have.u.sa, &have.len) != 0 ||
-                    !same_addr(&want, &have))
-                    continue;
-                rc = server_adopt_listener(s, fds[i]);
-                used[i] = adopted = rc == 0;
-            }
-        }
-        if (adopted) {
-            log_msg(LOG_INFO, "listening on %s (socket inherited)", c->binds[b]);
-            continue;
-        }
-        rc = sp_server_listen(s, c->binds[b]);
-        if (rc < 0) {
-            fprintf(stderr, "spindle: cannot listen on %s: %s%s\n", c->binds[b], strerror(-rc),
-                    rc == -EADDRINUSE ? " (another server uses that port; pick another with --bind)"
-                    : rc == -EINVAL   ? " (write HOST:PORT, [V6]:PORT or unix:/path)"
-                                      : "");
-            break;
-        }
-        log_msg(LOG_INFO, "listening on %s", c->binds[b]);
+    if (rc == 0 && c->stats_bind && (rc = listen_on(s, c->stats_bind, fds, used, n)) == 0) {
+        rc = stats_page_add_listener_route(s, server_nlisteners(s) - 1, c->stats, &c->mo.board);
+        if (rc < 0)
+            fprintf(stderr, "spindle: --stats-bind %s: %s\n", c->stats_bind, strerror(-rc));
     }
-out:
     for (int i = 0; i < n; i++)
         if (!used[i])
             close(fds[i]); /* inherited but no longer asked for */
@@ -98,8 +109,16 @@ static int setup_server(cli_config *c, sp_server *s) {
         }
     }
     server_set_access_log(s, c->access_log, c->access_log_format);
+    if (c->stats_bind && !c->stats) {
+        fprintf(stderr, "spindle: --stats-bind needs --stats PATH (the path the counters are "
+                        "served at on that address)\n");
+        return -1;
+    }
     if (c->stats) {
-        int rc = c->stats[0] == '/' ? stats_page_add_route(s, c->stats, &c->mo.board) : -EINVAL;
+        /* With --stats-bind the page is only on that listener (listen_all). */
+        int rc = c->stats[0] != '/' ? -EINVAL
+                 : c->stats_bind    ? 0
+                                    : stats_page_add_route(s, c->stats, &c->mo.board);
         if (rc < 0) {
             fprintf(stderr, "spindle: --stats %s: %s\n", c->stats,
                     rc == -EINVAL ? "want a path starting with /" : strerror(-rc));
@@ -115,6 +134,15 @@ static int setup_server(cli_config *c, sp_server *s) {
  * set up and checked too, though WSGI applications cannot use it yet. 0,
  * or -1 with a message. */
 static int setup_sessions(const cli_config *c, sp_server *s) {
+    if (c->session_cookie_secure && !c->sessions && !c->session_secret) {
+        /* The application's own sessions (configured by its init). */
+        if (sp_sessions_cookie_secure(s, 1) < 0) {
+            fprintf(stderr, "spindle: --session-cookie-secure: no sessions are configured "
+                            "(add --sessions STORE)\n");
+            return -1;
+        }
+        return 0;
+    }
     if (!c->sessions && !c->session_secret)
         return 0;
     if (c->sessions && strcmp(c->sessions, "memory") == 0 && c->mo.workers > 1)
@@ -131,6 +159,8 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
                 c->sessions ? c->sessions : "memory");
         return -1;
     }
+    if (c->session_cookie_secure)
+        sp_sessions_cookie_secure(s, 1); /* configured just above: cannot fail */
     return 0;
 }
 
@@ -166,9 +196,30 @@ static int drop_privileges(const cli_config *c) {
     return 0;
 }
 
+/* Settings that cannot work together, refused before anything starts. 0,
+ * or -1 with a message. */
+static int check_combinations(const cli_config *c) {
+    if (c->group && !c->user && geteuid() == 0) {
+        fprintf(stderr, "spindle: --group without --user would keep running as root (uid 0); "
+                        "add --user NAME (the group then defaults to that user's)\n");
+        return -1;
+    }
+    return 0;
+}
+
+/* Core dumps off unless --core-dumps: a worker's core would hold the
+ * session signing key and the requests in flight. After the privilege
+ * drop (which resets the flag), inherited by every worker. */
+static void set_dumpable(const cli_config *c) {
+    if (prctl(PR_SET_DUMPABLE, c->core_dumps ? 1 : 0) != 0)
+        log_msg(LOG_WARNING, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
+    if (check_combinations(c) < 0)
+        return 2;
     if (setup_server(c, s) < 0)
         return 2;
     if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
@@ -187,6 +238,13 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     }
     if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
         return 1;
+    set_dumpable(c);
+    /* As the user the workers run as: a database made now is theirs. */
+    if (sess_check_store(s) < 0) {
+        fprintf(stderr, "spindle: --sessions: see the error above%s\n",
+                c->user ? " (the store is opened as the --user)" : "");
+        return 1;
+    }
     return 0;
 }
 

@@ -273,7 +273,9 @@ static void reap(master *m, int64_t now) {
             worker_stats_fold(m->mo->board.retired, (const worker_stats *)&m->slots[i].st);
             m->slots[i].pid = 0;
             memset((void *)&m->slots[i].st, 0, sizeof m->slots[i].st);
-            if (m->stopping || k->gen != m->gen) {
+            /* A stop signal still pending counts as stopping (on_flags
+             * handles those first; this keeps reap right on its own). */
+            if (m->stopping || got_term || got_int || got_quit || k->gen != m->gen) {
                 k->gen = 0; /* retired: the slot is free */
                 break;
             }
@@ -416,16 +418,20 @@ static void signals_restore(master *m, const struct sigaction saved[NHANDLED]) {
 
 /* Acts on the flags the handlers set since the last wake-up. */
 static void on_flags(master *m, int64_t now) {
-    if (got_chld) {
-        got_chld = 0;
-        reap(m, now);
-    }
+    /* Stop requests before the dead are reaped: on Ctrl-C the terminal
+     * sends SIGINT to the whole group, the workers exit 0 at once, and
+     * their SIGCHLD can be handled in the same wake-up as our SIGINT. Seen
+     * stopping, they are retired, not recycled and restarted. */
     if (got_quit || got_int >= 2) {
         got_quit = 0;
         begin_stop(m, 2, now);
     } else if ((got_term || got_int) && !m->stopping) {
         got_term = 0;
         begin_stop(m, 1, now);
+    }
+    if (got_chld) {
+        got_chld = 0;
+        reap(m, now);
     }
     if (got_hup) {
         got_hup = 0;

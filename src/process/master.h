@@ -45,5 +45,8 @@ void worker_watch_install(sp_server *s, worker_watch *ww);
 /* The --stats endpoint (stats_page.c): Prometheus text summed over every
  * slot of board, or at PATH?html a page that draws it. 0 or -errno. */
 int stats_page_add_route(sp_server *s, const char *path, const worker_board *board);
+/* The same on listener i's own route table only (--stats-bind): the
+ * server's other listeners do not serve it. */
+int stats_page_add_listener_route(sp_server *s, int i, const char *path, const worker_board *board);
 
 #endif

@@ -1,9 +1,11 @@
 /* stats_page.c — the --stats endpoint: served by whichever worker the
  * client reached, it sums every worker's slot in the master's shared memory
  * plus the retired workers' totals, so any worker answers for the whole
- * server; Prometheus text, or at PATH?html a page that draws it. */
+ * server; Prometheus text, or at PATH?html a page that draws it. On the
+ * server's routes, or (--stats-bind) on one listener's own. */
 #include "process/master.h"
 #include "server/handler.h"
+#include "server/server.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,4 +132,9 @@ static int stats_handler(sp_req *req, sp_res *res, void *ud) {
 
 int stats_page_add_route(sp_server *s, const char *path, const worker_board *board) {
     return sp_route(s, "GET", path, stats_handler, (void *)board);
+}
+
+int stats_page_add_listener_route(sp_server *s, int li, const char *path,
+                                  const worker_board *board) {
+    return server_listener_route(s, li, "GET", path, stats_handler, (void *)board);
 }

@@ -29,6 +29,7 @@ typedef struct conn {
                            more that no new edge will announce */
     uint8_t peer_family;
     uint8_t peer_trusted; /* forwarded_allow_ips matched the peer */
+    uint8_t listener;     /* 1 + the index of the listener that accepted it; 0 adopted */
     uint16_t peer_port;
     uint8_t peer_ip[16];
 } conn;

@@ -132,12 +132,11 @@ static int answer_options(sp_server *s, sp_req *req, sp_res *res, const char *al
 }
 
 /* Every method some route answers, for "OPTIONS *". */
-static void all_methods(const sp_server *s, char *out, size_t cap) {
+static void all_methods(const router *rt, char *out, size_t cap) {
     out[0] = '\0';
     size_t len = 0;
-    for (size_t i = 0; i < s->routes.n; i++) {
-        const char *m =
-            s->routes.v[i].method ? s->routes.v[i].method : "GET, HEAD, POST, PUT, DELETE, PATCH";
+    for (size_t i = 0; i < rt->n; i++) {
+        const char *m = rt->v[i].method ? rt->v[i].method : "GET, HEAD, POST, PUT, DELETE, PATCH";
         if (strstr(out, m))
             continue;
         int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", m);
@@ -157,15 +156,16 @@ static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
     char allow[256];
     const http_request *h = &req->head;
     int is_options = h->method_id == HTTP_M_OPTIONS;
+    const router *rt = server_routes_for(s, req->c); /* its listener's own, or the server's */
     if (req->path.len == 1 && req->path.ptr[0] == '*') {
         if (!is_options)
             return res_send_error(res, 400, 1, NULL);
-        all_methods(s, allow, sizeof allow);
+        all_methods(rt, allow, sizeof allow);
         return answer_options(s, req, res, allow);
     }
     route_match m;
-    int st = router_match(&s->routes, h->method, h->method_len, req->path.ptr, req->path.len, &m,
-                          allow, sizeof allow);
+    int st = router_match(rt, h->method, h->method_len, req->path.ptr, req->path.len, &m, allow,
+                          sizeof allow);
     if (st == 0) {
         req->match = &m;
         if (s->obs.request_begin)

@@ -336,8 +336,15 @@ void server_conn_idle(sp_server *s, conn *c) {
         server_conn_close(s, c);
 }
 
+/* What on_accept is told: the server, and which listener accepted. */
+typedef struct accept_ctx {
+    sp_server *s;
+    int listener; /* 1 + index; 0: an adopted connection */
+} accept_ctx;
+
 static void on_accept(int fd, const net_addr *peer, void *ud) {
-    sp_server *s = ud;
+    const accept_ctx *ax = ud;
+    sp_server *s = ax->s;
     if (fd >= s->nconns_cap) {
         /* The table covers RLIMIT_NOFILE at start; only a raised limit gets here. */
         close(fd);
@@ -354,6 +361,7 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
         c->peer_port = ntohs(peer->u.in6.sin6_port);
     }
     c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
+    c->listener = (uint8_t)ax->listener;
     s->nconns++;
     if (s->obs.conns_open)
         s->obs.conns_open(s->obs.ud, s->nconns);
@@ -374,7 +382,8 @@ int server_adopt_conn(sp_server *s, int fd) {
     net_addr peer = {.len = sizeof(sa_family_t)};
     peer.u.sa.sa_family = AF_UNIX;
     int before = s->nconns;
-    on_accept(fd, &peer, s);
+    accept_ctx ax = {s, 0};
+    on_accept(fd, &peer, &ax);
     return s->nconns > before ? 0 : -EIO;
 }
 
@@ -403,7 +412,8 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     int max = s->accept_exclusive ? SERVER_ACCEPT_BATCH_SHARED : SERVER_ACCEPT_BATCH;
     int batch = room < max ? room : max;
     if (batch > 0) {
-        int n = net_accept_batch(w->fd, batch, on_accept, s);
+        accept_ctx ax = {s, (int)(container_of(w, listener, w) - s->listeners) + 1};
+        int n = net_accept_batch(w->fd, batch, on_accept, &ax);
         if (n < 0) {
             /* Out of fds or memory: stop accepting for a moment; clients
              * wait in the backlog meanwhile. */
@@ -550,9 +560,11 @@ void sp_server_stop(sp_server *s) {
      * Connection: close), then close, not pause: once every process has
      * closed its copy, new clients are refused at once instead of queueing
      * for nobody and being reset. */
-    for (int i = 0; i < s->nlisteners; i++)
+    for (int i = 0; i < s->nlisteners; i++) {
+        accept_ctx ax = {s, i + 1};
         if (s->listeners[i].w.fd >= 0)
-            net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, s);
+            net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
+    }
     server_close_listeners(s);
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
@@ -582,6 +594,7 @@ void sp_server_free(sp_server *s) {
             close(s->listeners[i].w.fd);
         if (s->listeners[i].addr.u.sa.sa_family == AF_UNIX)
             unlink(s->listeners[i].addr.u.un.sun_path);
+        router_free(&s->listeners[i].routes);
     }
     router_free(&s->routes);
     free(s);

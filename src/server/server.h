@@ -26,6 +26,8 @@ typedef struct listener {
     loop_watch w;
     net_addr addr;
     int paused;
+    int own_routes; /* routes holds this listener's own table (server_listener_route) */
+    router routes;
 } listener;
 
 /* What the server tells whoever supervises it (the process layer's shared
@@ -128,6 +130,16 @@ int server_nlisteners(const sp_server *s);
 int server_listener_fd(const sp_server *s, int i);
 const net_addr *server_listener_addr(const sp_server *s, int i);
 void server_set_listener_fd(sp_server *s, int i, int fd);
+/* Adds a route to listener i's own table; the first call makes the table
+ * its own: requests on the connections it accepts are then routed only
+ * through that table, never the server's (sp_route), and the server's
+ * listeners never reach these routes. A side door for an endpoint that must
+ * not be on the public address (--stats-bind). 0, -EINVAL (no such
+ * listener, bad pattern) or -ENOMEM. */
+int server_listener_route(sp_server *s, int i, const char *method, const char *pattern,
+                          sp_handler fn, void *ud);
+/* The route table for requests on c: its listener's own, or the server's. */
+const router *server_routes_for(const sp_server *s, const conn *c);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
 /* Closes this process's listening sockets (a stopping server). */

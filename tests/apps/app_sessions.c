@@ -1,6 +1,7 @@
 /* app_sessions.c — the test application for sessions: GET /count adds one
  * to the visitor's counter and answers "count=N pid=P id=ID"; /get?k=K,
- * /set?k=K&v=V, /clear and /ttl?s=S exercise the rest of the API. Its init
+ * /set?k=K&v=V, /clear, /ttl?s=S, /regen and /retry exercise the rest of the API;
+ * /dumpable tells whether the worker may dump core. Its init
  * reads SESSIONS_STORE and SESSIONS_SECRET (a secret file) from the
  * environment, until the CLI has flags for them. */
 #include "spindle.h"
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int fail(sp_res *res, int err) {
@@ -86,6 +88,39 @@ static int ttl(sp_req *req, sp_res *res, void *ud) {
     return rc < 0 ? fail(res, -rc) : reply(res, s, "ttl");
 }
 
+/* The first sp_session_of must fail (the response has no room for its
+ * Set-Cookie); a second call must fail too, never hand out the half-made
+ * session, and the calls on it must not write through its missing cookie
+ * field. Answers what each step returned. */
+static int retry(sp_req *req, sp_res *res, void *ud) {
+    char fill[16];
+    int nfill = 0;
+    for (; nfill < 256; nfill++) {
+        snprintf(fill, sizeof fill, "X-F%d", nfill);
+        if (sp_res_header(res, fill, "1") < 0)
+            break;
+    }
+    sp_session *a = sp_session_of(req, res);
+    int ea = a ? 0 : errno;
+    sp_session *b = sp_session_of(req, res);
+    int eb = b ? 0 : errno;
+    int ttl = b ? sp_session_set_ttl(b, 60) : 0, clr = b ? sp_session_clear(b) : 0;
+    /* errno values as numbers: 0 means a session came back. */
+    char body[160];
+    int n = snprintf(body, sizeof body, "filled=%d first=%d second=%d ttl=%d clear=%d\n", nfill, ea,
+                     eb, ttl, clr);
+    return sp_res_send(res, 200, NULL, body, (size_t)n);
+}
+
+/* Log-in: the session keeps its data under a new id. */
+static int regen(sp_req *req, sp_res *res, void *ud) {
+    sp_session *s = sp_session_of(req, res);
+    if (!s)
+        return fail(res, errno);
+    int rc = sp_session_regenerate(s);
+    return rc < 0 ? fail(res, -rc) : reply(res, s, "regenerated");
+}
+
 /* Blocks this worker's loop for ms (what a handler must never do): the
  * tests use it to make the other worker take the next connection. */
 static int block(sp_req *req, sp_res *res, void *ud) {
@@ -94,6 +129,13 @@ static int block(sp_req *req, sp_res *res, void *ud) {
     usleep((useconds_t)atol(v) * 1000);
     char body[32];
     int n = snprintf(body, sizeof body, "pid=%d\n", (int)getpid());
+    return sp_res_send(res, 200, "text/plain", body, (size_t)n);
+}
+
+/* Whether this worker may dump core (the session key would be in it). */
+static int dumpable(sp_req *req, sp_res *res, void *ud) {
+    char body[32];
+    int n = snprintf(body, sizeof body, "dumpable=%d\n", prctl(PR_GET_DUMPABLE));
     return sp_res_send(res, 200, "text/plain", body, (size_t)n);
 }
 
@@ -108,8 +150,9 @@ static int init(sp_server *s) {
     static const struct {
         const char *path;
         sp_handler h;
-    } routes[] = {{"/", hello},      {"/count", count}, {"/get", get},    {"/set", set},
-                  {"/clear", clear}, {"/ttl", ttl},     {"/block", block}};
+    } routes[] = {{"/", hello},      {"/count", count},      {"/get", get},     {"/set", set},
+                  {"/clear", clear}, {"/ttl", ttl},          {"/block", block}, {"/retry", retry},
+                  {"/regen", regen}, {"/dumpable", dumpable}};
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++)
         if ((rc = sp_route(s, "GET", routes[i].path, routes[i].h, NULL)) < 0)
             return rc;

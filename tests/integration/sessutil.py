@@ -31,14 +31,17 @@ class Visit:
         return "<Visit %s %r>" % (self.status, self.body)
 
 
-def visit(srv, path, jar=None, cookie=None):
+def visit(srv, path, jar=None, cookie=None, headers=()):
     """GET path with curl on a new connection: with a cookie jar (read and
-    written, like a browser), or a raw Cookie header."""
+    written, like a browser), or a raw Cookie header; headers: more
+    "Name: value" lines."""
     args = [CURL, "-s", "-m", "5", "-D", "-", "http://127.0.0.1:%d%s" % (srv.port, path)]
     if jar is not None:
         args += ["-b", str(jar), "-c", str(jar)]
     if cookie is not None:
         args += ["-H", "Cookie: " + cookie]
+    for h in headers:
+        args += ["-H", h]
     out = subprocess.run(args, capture_output=True, timeout=10).stdout.decode("latin-1")
     head, _, body = out.partition("\r\n\r\n")
     lines = head.split("\r\n")

@@ -6,6 +6,7 @@ against a real redis-server on a free port. The test application
 (tests/apps/app_sessions.c) takes its store from SESSIONS_STORE and its key
 file from SESSIONS_SECRET."""
 import concurrent.futures
+import errno
 import os
 import re
 import subprocess
@@ -237,3 +238,81 @@ def test_redis_store(spindle, sess_env, sess_secret, sess_redis, tmp_path):
     # 500, not someone else's (or an empty) session.
     sess_redis.stop()
     assert visit(srv2, "/count", a).status == 500
+
+
+def test_second_session_of_after_failure_refused(sess_server):
+    """The first sp_session_of fails (no room left for the Set-Cookie): a
+    second call fails the same way instead of returning the half-made
+    session, whose set_ttl/clear wrote through a missing field index (run
+    this against build/asan/spindle too: SPINDLE_BIN=build/asan/spindle)."""
+    for _ in range(2):  # the second on a reused (spare) session object
+        r = visit(sess_server, "/retry")
+        assert r.status == 200, r
+        assert r.fields["first"] == str(errno.ENOSPC), r
+        assert r.fields["second"] == str(errno.ENOSPC), r
+        assert not r.header("Set-Cookie"), r
+    assert visit(sess_server, "/count").count == 1
+
+
+def test_unknown_signed_id_gets_a_fresh_one(sess_server, tmp_path):
+    """Fixation: a validly signed cookie whose id the store never saw (an
+    attacker's, handed to a victim) is not taken on: the visitor gets a new
+    id and a new cookie, and what it stores lives under the new id."""
+    planted = visit(sess_server, "/get?k=x")  # signed by us, nothing stored
+    cookie = "spindle_sid=" + sid_of(planted)
+    r = visit(sess_server, "/set?k=user&v=victim", cookie=cookie)
+    assert r.status == 200 and r.fields["id"] != planted.fields["id"], r
+    assert sid_of(r) != sid_of(planted)
+    # The planted cookie still knows nothing of the victim's session.
+    again = visit(sess_server, "/get?k=user", cookie=cookie)
+    assert again.fields["user"] == "(none)" and again.fields["id"] != r.fields["id"], again
+    assert visit(sess_server, "/get?k=user", cookie="spindle_sid=" + sid_of(r)).fields["user"] == "victim"
+
+
+def test_two_cookies_first_known_wins(sess_server, tmp_path):
+    """Several session cookies: the first that verifies and that the store
+    holds wins; a signed but unknown one before it is passed over."""
+    owner = visit(sess_server, "/count")
+    known = sid_of(owner)
+    unknown = sid_of(visit(sess_server, "/get?k=x"))
+    other = visit(sess_server, "/count")
+    r = visit(sess_server, "/count", cookie="spindle_sid=%s; spindle_sid=%s" % (unknown, known))
+    assert r.count == 2 and r.fields["id"] == owner.fields["id"], r
+    # Two known sessions: the first one.
+    r = visit(sess_server, "/count", cookie="spindle_sid=%s; spindle_sid=%s" % (sid_of(other), known))
+    assert r.count == 2 and r.fields["id"] == other.fields["id"], r
+
+
+def test_regenerate_keeps_data_under_a_new_id(sess_server, tmp_path):
+    jar = tmp_path / "a.jar"
+    before = visit(sess_server, "/set?k=name&v=alice", jar)
+    old_cookie = sid_of(before)
+    r = visit(sess_server, "/regen", jar)
+    assert r.status == 200 and r.fields["id"] != before.fields["id"], r
+    assert sid_of(r) != old_cookie
+    after = visit(sess_server, "/get?k=name", jar)
+    assert after.fields["name"] == "alice" and after.fields["id"] == r.fields["id"], after
+    # The old id was deleted from the store: its cookie opens nothing.
+    stale = visit(sess_server, "/get?k=name", cookie="spindle_sid=" + old_cookie)
+    assert stale.fields["name"] == "(none)" and stale.fields["id"] != before.fields["id"], stale
+
+
+def test_cookie_secure(spindle, sess_env, tmp_path):
+    sess_env("memory")
+    srv = spindle("--app", APP, "--forwarded-allow-ips", "127.0.0.1")
+    plain = visit(srv, "/count").header("Set-Cookie")[0]
+    assert COOKIE_RE.match(plain) and "Secure" not in plain, plain
+    # A trusted proxy says the client came over https: Secure, and a
+    # rewritten cookie (a new ttl) keeps it.
+    tls = visit(srv, "/ttl?s=60", headers=["X-Forwarded-Proto: https"]).header("Set-Cookie")
+    assert len(tls) == 1 and tls[0].endswith("; HttpOnly; SameSite=Lax; Secure"), tls
+    srv.stop()
+    # An untrusted peer cannot claim https; the flag forces Secure anyway.
+    srv = spindle("--app", APP)
+    assert "Secure" not in visit(srv, "/count", headers=["X-Forwarded-Proto: https"]).header(
+        "Set-Cookie")[0]
+    srv.stop()
+    srv = spindle("--app", APP, "--session-cookie-secure")
+    for path in ("/count", "/clear"):
+        got = visit(srv, path).header("Set-Cookie")
+        assert len(got) == 1 and got[0].endswith("; Secure"), (path, got)

@@ -151,3 +151,48 @@ TEST(store_specs) {
     CHECK_EQ(sess_store_parse("sqlite:", &ops, &where, &port), -EINVAL);
     CHECK_EQ(sess_store_parse("mysql://h", &ops, &where, &port), -EINVAL);
 }
+
+TEST(setcookie_secure_attribute) {
+    char id[SESS_ID_HEX + 1], plain[SESS_SETCOOKIE_BUF], sec[SESS_SETCOOKIE_BUF];
+    CHECK_EQ(sess_id_new(id), 0);
+    CHECK_EQ(sess_setcookie_format(key, KL, id, 2000000000, 0, plain), SESS_SETCOOKIE_LEN(0));
+    CHECK_EQ(sess_setcookie_format(key, KL, id, 2000000000, 1, sec), SESS_SETCOOKIE_LEN(1));
+    CHECK(strstr(plain, "Secure") == NULL);
+    CHECK_EQ(strncmp(plain, "spindle_sid=", 12), 0);
+    CHECK(strstr(plain, "; Path=/; Expires=Wed, 18 May 2033 03:33:20 GMT; HttpOnly; "
+                        "SameSite=Lax") != NULL);
+    /* The same cookie with "; Secure" at the end. */
+    CHECK_EQ(strncmp(sec, plain, strlen(plain)), 0);
+    CHECK_STR(sec + strlen(plain), "; Secure");
+    /* Any expiry up to year 9999 keeps the length (the field is rewritten
+     * in place). */
+    CHECK_EQ(sess_setcookie_format(key, KL, id, 0, 1, sec), SESS_SETCOOKIE_LEN(1));
+    CHECK_EQ(sess_setcookie_format(key, KL, id, 253402300799LL, 1, sec), SESS_SETCOOKIE_LEN(1));
+}
+
+/* Every spindle_sid value of one Cookie header, joined by '|'. */
+static void all_sids(const char *hdr, char *out) {
+    const char *p = hdr, *v;
+    size_t n;
+    out[0] = '\0';
+    while (sess_cookie_next(&p, hdr + strlen(hdr), &v, &n)) {
+        strcat(out, "|");
+        strncat(out, v, n);
+    }
+}
+
+TEST(cookie_header_pairs) {
+    char got[256];
+    all_sids("", got);
+    CHECK_STR(got, "");
+    all_sids("spindle_sid=abc", got);
+    CHECK_STR(got, "|abc");
+    all_sids("a=1; spindle_sid=x ;b=2;spindle_sid=y\t;  spindle_sid=", got);
+    CHECK_STR(got, "|x|y|");
+    /* Names are case-sensitive and whole: not another cookie's suffix or
+     * prefix, not a value that looks like one. */
+    all_sids("Spindle_sid=a; my_spindle_sid=b; spindle_sidx=c; q=spindle_sid=d", got);
+    CHECK_STR(got, "");
+    all_sids(";;; ; spindle_sid=z;;", got);
+    CHECK_STR(got, "|z");
+}

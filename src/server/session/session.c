@@ -15,17 +15,12 @@
 #include <string.h>
 #include <time.h>
 
-/* "NAME=VALUE; Path=/; Expires=Sun, 06 Nov 1994 08:49:37 GMT; HttpOnly;
- * SameSite=Lax": fixed length, so it can be rewritten in place. */
-#define SETCOOKIE_LEN                                                                              \
-    (sizeof SESS_COOKIE_NAME + SESS_VALUE_LEN + sizeof "; Path=/; Expires=" - 1 + 29 +             \
-     sizeof "; HttpOnly; SameSite=Lax" - 1)
-#define SETCOOKIE_BUF (SETCOOKIE_LEN + 64)
-
 struct sp_session {
     sess_cfg *cfg;
     sp_res *res;      /* the response it is issued on */
-    size_t field;     /* its Set-Cookie: res->fields[field] */
+    size_t field;     /* its Set-Cookie: res->fields[field]; SIZE_MAX until added */
+    int err;          /* registered, but its Set-Cookie could not be added: errno */
+    int secure;       /* its cookie carries Secure */
     sp_session *next; /* in cfg->spare */
     char id[SESS_ID_HEX + 1];
     int64_t expiry;
@@ -51,8 +46,8 @@ static void sess_release(void *arg) {
     c->nspare++;
 }
 
-/* A session object for this request, registered to be released at its end. */
-static sp_session *sess_take(sess_cfg *c, sp_req *req, sp_res *res) {
+/* A session object for this request, not yet registered with it. */
+static sp_session *sess_take(sess_cfg *c, sp_res *res) {
     sp_session *s = c->spare;
     if (s) {
         c->spare = s->next;
@@ -62,66 +57,77 @@ static sp_session *sess_take(sess_cfg *c, sp_req *req, sp_res *res) {
     }
     s->cfg = c;
     s->res = res;
-    if (req_defer(req, sess_release, s) < 0) {
-        sess_release(s);
-        return NULL;
-    }
+    s->field = SIZE_MAX;
+    s->err = 0;
+    sess_data_clear(&s->data);
     return s;
 }
 
-/* Formats the Set-Cookie value into out (NUL-terminated); its length,
- * SETCOOKIE_LEN for any expiry before year 10000. */
-static size_t make_setcookie(const sess_cfg *c, const sp_session *s, char out[SETCOOKIE_BUF]) {
-    char value[SESS_VALUE_LEN + 1], date[64];
-    sess_cookie_sign(c->key, c->key_len, s->id, s->expiry, value);
-    time_t t = (time_t)s->expiry;
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
-    int n = snprintf(out, SETCOOKIE_BUF, "%s=%s; Path=/; Expires=%s; HttpOnly; SameSite=Lax",
-                     SESS_COOKIE_NAME, value, date);
-    return n < 0 ? 0 : (size_t)n;
+/* Whether the calls that rewrite the cookie may: the object is whole (a
+ * half-made one is never handed out; this is the guard behind that) and
+ * the head is not out. 0 or -errno. */
+static int writable(const sp_session *s) {
+    if (s->res->head_sent)
+        return -EALREADY;
+    const http_field *f = s->field < s->res->nfields ? &s->res->fields[s->field] : NULL;
+    /* Not ours any more if the head was cleared (an error answer). */
+    if (s->err || !f || f->name_len != 10 || memcmp(f->name, "Set-Cookie", 10) != 0)
+        return -EINVAL;
+    return 0;
 }
 
 /* Rewrites our Set-Cookie after a new id or expiry (same length). */
 static int reissue(sp_session *s) {
-    char v[SETCOOKIE_BUF];
-    if (s->res->head_sent)
-        return -EALREADY;
-    if (make_setcookie(s->cfg, s, v) != SETCOOKIE_LEN)
+    char v[SESS_SETCOOKIE_BUF];
+    int rc = writable(s);
+    if (rc < 0)
+        return rc;
+    http_field *f = &s->res->fields[s->field];
+    if (sess_setcookie_format(s->cfg->key, s->cfg->key_len, s->id, s->expiry, s->secure, v) !=
+        f->value_len)
         return -ERANGE; /* an expiry past year 9999 */
     /* The field's bytes are the response's own header store. */
-    memcpy((char *)s->res->fields[s->field].value, v, SETCOOKIE_LEN);
+    memcpy((char *)f->value, v, f->value_len);
     return 0;
 }
 
-/* The first of the request's session cookies that verifies: 1 with id and
- * expiry, 0 if none does (absent, forged, truncated, expired). */
-static int read_cookie(const sess_cfg *c, const sp_req *req, int64_t now, char *id,
-                       int64_t *expiry) {
-    static const char name[] = SESS_COOKIE_NAME "=";
+/* How many of a request's session cookies are tried against the store: a
+ * client sending more gets a fresh session rather than a store call each. */
+#define SESS_MAX_CANDIDATES 4
+
+/* The visitor's session: the first session cookie that verifies (signed
+ * with our key, unexpired) and whose id the store holds; others are
+ * ignored. An id the store does not know (never saved, expired there,
+ * cleared, or handed to the visitor by someone else: fixation) is never
+ * taken on: the visitor gets a fresh id. 0 with s filled, or -errno of
+ * the store. */
+static int find_session(sess_cfg *c, const sp_req *req, int64_t now, sp_session *s) {
     sp_str hn, hv;
-    for (size_t i = 0; sp_req_header_at(req, i, &hn, &hv); i++) {
+    int tried = 0;
+    for (size_t i = 0; tried < SESS_MAX_CANDIDATES && sp_req_header_at(req, i, &hn, &hv); i++) {
         if (hn.len != 6 || strncasecmp(hn.ptr, "cookie", 6) != 0)
             continue;
-        const char *p = hv.ptr, *end = hv.ptr + hv.len;
-        while (p < end) {
-            while (p < end && (*p == ' ' || *p == ';' || *p == '\t'))
-                p++;
-            const char *e = memchr(p, ';', (size_t)(end - p));
-            if (!e)
-                e = end;
-            size_t n = (size_t)(e - p);
-            while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
-                n--;
-            if (n > sizeof name - 1 && !memcmp(p, name, sizeof name - 1) &&
-                sess_cookie_verify(c->key, c->key_len, p + sizeof name - 1, n - (sizeof name - 1),
-                                   now, id, expiry) == 0)
-                return 1;
-            p = e;
+        const char *p = hv.ptr, *v;
+        size_t n;
+        while (tried < SESS_MAX_CANDIDATES && sess_cookie_next(&p, hv.ptr + hv.len, &v, &n)) {
+            if (sess_cookie_verify(c->key, c->key_len, v, n, now, s->id, &s->expiry) < 0)
+                continue;
+            tried++;
+            char *blob;
+            size_t len;
+            int rc = sess_store_load(c, s->id, now, &blob, &len);
+            if (rc == -ENOENT)
+                continue;
+            if (rc < 0)
+                return rc;
+            if (sess_data_decode(&s->data, blob, len) < 0)
+                sess_data_clear(&s->data); /* damaged in the store: empty */
+            free(blob);
+            return 0;
         }
     }
-    return 0;
+    s->expiry = now + c->ttl;
+    return sess_id_new(s->id);
 }
 
 sp_session *sp_session_of(sp_req *req, sp_res *res) {
@@ -135,41 +141,34 @@ sp_session *sp_session_of(sp_req *req, sp_res *res) {
         return NULL;
     }
     sp_session *s = req_deferred(req, sess_release);
-    if (s)
+    if (s) {
+        if (s->err) {
+            errno = s->err; /* the first call failed: so does every later one */
+            return NULL;
+        }
         return s; /* this request's, made by an earlier call */
-    if (!(s = sess_take(c, req, res))) {
+    }
+    if (!(s = sess_take(c, res))) {
         errno = ENOMEM;
         return NULL;
     }
-    sess_data_clear(&s->data);
-    s->field = SIZE_MAX;
-    int64_t now = (int64_t)time(NULL);
-    int rc;
-    if (read_cookie(c, req, now, s->id, &s->expiry)) {
-        char *blob;
-        size_t len;
-        rc = sess_store_load(c, s->id, now, &blob, &len);
-        if (rc == 0) {
-            if (sess_data_decode(&s->data, blob, len) < 0)
-                sess_data_clear(&s->data); /* damaged in the store: empty */
-            free(blob);
-        } else if (rc != -ENOENT) {
-            errno = -rc;
-            return NULL;
-        }
-    } else {
-        if ((rc = sess_id_new(s->id)) < 0) {
-            errno = -rc;
-            return NULL;
-        }
-        s->expiry = now + c->ttl;
-    }
-    char v[SETCOOKIE_BUF];
-    if (make_setcookie(c, s, v) != SETCOOKIE_LEN) {
-        errno = ERANGE;
+    s->secure = c->cookie_secure || strcmp(sp_req_scheme(req), "https") == 0;
+    int rc = find_session(c, req, (int64_t)time(NULL), s);
+    char v[SESS_SETCOOKIE_BUF];
+    if (rc == 0 && sess_setcookie_format(c->key, c->key_len, s->id, s->expiry, s->secure, v) !=
+                       SESS_SETCOOKIE_LEN(s->secure))
+        rc = -ERANGE;
+    if (rc == 0 && req_defer(req, sess_release, s) < 0)
+        rc = -ENOSPC;
+    if (rc < 0) {
+        sess_release(s); /* nothing of it is left with the request: a retry starts over */
+        errno = -rc;
         return NULL;
     }
+    /* Registered now, so the request's end releases it; if the cookie
+     * cannot be added it stays refused (s->err), never handed out half. */
     if ((rc = sp_res_header(res, "Set-Cookie", v)) < 0) {
+        s->err = -rc;
         errno = -rc;
         return NULL;
     }
@@ -221,30 +220,51 @@ int sp_session_del(sp_session *s, const char *key) {
 }
 
 int sp_session_clear(sp_session *s) {
-    if (s->res->head_sent)
-        return -EALREADY; /* the new cookie could not be sent */
+    int rc = writable(s); /* the new cookie must be able to go out */
+    if (rc < 0)
+        return rc;
     if (s->data.n) {
         sess_data_clear(&s->data);
-        int rc = sess_store_del(s->cfg, s->id);
-        if (rc < 0)
+        if ((rc = sess_store_del(s->cfg, s->id)) < 0)
             return rc;
     }
     /* A new id too: whoever knew the old cookie does not share the new. */
-    int rc = sess_id_new(s->id);
-    if (rc < 0)
+    if ((rc = sess_id_new(s->id)) < 0)
         return rc;
     s->expiry = (int64_t)time(NULL) + s->cfg->ttl;
+    return reissue(s);
+}
+
+int sp_session_regenerate(sp_session *s) {
+    int rc = writable(s);
+    if (rc < 0)
+        return rc;
+    char old[SESS_ID_HEX + 1];
+    memcpy(old, s->id, sizeof old);
+    if ((rc = sess_id_new(s->id)) < 0)
+        return rc;
+    /* The data under the new id first, then the old id forgotten: a failure
+     * on the way leaves the visitor on the old id with the data intact. */
+    if (s->data.n && (rc = persist(s)) == 0 && (rc = sess_store_del(s->cfg, old)) < 0)
+        sess_store_del(s->cfg, s->id);
+    if (!s->data.n)
+        rc = sess_store_del(s->cfg, old);
+    if (rc < 0) {
+        memcpy(s->id, old, sizeof old);
+        return rc;
+    }
     return reissue(s);
 }
 
 int sp_session_set_ttl(sp_session *s, int64_t seconds) {
     if (seconds < 1 || seconds > 100LL * 365 * 86400)
         return -EINVAL;
-    if (s->res->head_sent)
-        return -EALREADY;
+    int rc = writable(s);
+    if (rc < 0)
+        return rc;
     int64_t old = s->expiry;
     s->expiry = (int64_t)time(NULL) + seconds;
-    int rc = s->data.n ? persist(s) : 0;
+    rc = s->data.n ? persist(s) : 0;
     if (rc < 0) {
         s->expiry = old;
         return rc;

@@ -4,20 +4,21 @@
 #ifndef SPINDLE_SESSION_H
 #define SPINDLE_SESSION_H
 
+#include "server/session/session_cookie.h"
 #include "server/session/session_store.h"
 #include "spindle.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define SESS_COOKIE_NAME "spindle_sid"
 #define SESS_DEFAULT_TTL 86400 /* seconds: one day */
 
 typedef struct sess_cfg {
     sess_store store;
     uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
     size_t key_len;
-    int64_t ttl; /* seconds */
+    int64_t ttl;       /* seconds */
+    int cookie_secure; /* Secure on every cookie, even over plain http */
     /* Session objects of finished requests, for reuse (session.c). */
     sp_session *spare;
     size_t nspare;
@@ -36,6 +37,13 @@ int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_
 int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
                     int64_t now);
 int sess_store_del(sess_cfg *c, const char *id);
+
+/* Opens and closes s's SQLite database once (creating it), so a bad path
+ * is reported at start: called by the command line after --user, so the
+ * file belongs to the user the workers run as (each worker opens its own
+ * connection after the fork). 0 (also without sessions or for another
+ * store) or -errno, logged. */
+int sess_check_store(sp_server *s);
 
 /* Parses a store spec: "memory", "sqlite:PATH", "redis://HOST:PORT" (port
  * 6379 if omitted). Fills ops, where (malloc'd) and port. 0 or -EINVAL. */

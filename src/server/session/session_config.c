@@ -181,6 +181,21 @@ static int on_worker_start(sp_server *s, void *ud) {
     return rc;
 }
 
+int sess_check_store(sp_server *s) {
+    sess_cfg *c = sess_cfg_of(s);
+    if (!c || c->store.ops != &sess_sqlite_ops)
+        return 0;
+    /* Closed again at once: a connection must not cross the fork. */
+    int rc = c->store.ops->open(&c->store);
+    if (rc < 0) {
+        log_msg(LOG_ERROR, "sessions: cannot open the SQLite database %s: %s", c->store.where,
+                strerror(-rc));
+        return rc;
+    }
+    c->store.ops->close(&c->store);
+    return 0;
+}
+
 static void cfg_free(void *arg) {
     sess_cfg *c = arg;
     if (!c)
@@ -225,17 +240,6 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
         log_msg(LOG_WARNING, "sessions: no secret file: signing with a random key made at "
                              "start, so sessions will not survive a restart");
     }
-    if (c->store.ops == &sess_sqlite_ops) {
-        /* Try it here, in the master, so a bad path is reported once, at
-         * start; closed again: a connection must not cross the fork. */
-        rc = c->store.ops->open(&c->store);
-        if (rc < 0) {
-            log_msg(LOG_ERROR, "sessions: cannot open the SQLite database %s: %s", c->store.where,
-                    strerror(-rc));
-            goto fail;
-        }
-        c->store.ops->close(&c->store);
-    }
     if (!sess_cfg_of(s) && (rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0)
         goto fail;
     if ((rc = server_ext_set(s, &cfg_key, c, cfg_free)) < 0) /* frees the old one */
@@ -246,4 +250,12 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
 fail:
     cfg_free(c);
     return rc;
+}
+
+int sp_sessions_cookie_secure(sp_server *s, int always) {
+    sess_cfg *c = s ? sess_cfg_of(s) : NULL;
+    if (!c)
+        return -ENXIO;
+    c->cookie_secure = always != 0;
+    return 0;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 
 static const char hexd[] = "0123456789abcdef";
 
@@ -87,5 +88,42 @@ int sess_cookie_verify(const void *key, size_t key_len, const char *v, size_t le
     memcpy(id, v, SESS_ID_HEX);
     id[SESS_ID_HEX] = '\0';
     *expiry = e;
+    return 0;
+}
+
+size_t sess_setcookie_format(const void *key, size_t key_len, const char *id, int64_t expiry,
+                             int secure, char out[SESS_SETCOOKIE_BUF]) {
+    char value[SESS_VALUE_LEN + 1], date[64];
+    sess_cookie_sign(key, key_len, id, expiry, value);
+    time_t t = (time_t)expiry;
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    int n = snprintf(out, SESS_SETCOOKIE_BUF, "%s=%s; Path=/; Expires=%s; HttpOnly; SameSite=Lax%s",
+                     SESS_COOKIE_NAME, value, date, secure ? "; Secure" : "");
+    return n < 0 ? 0 : (size_t)n;
+}
+
+int sess_cookie_next(const char **pp, const char *end, const char **v, size_t *vn) {
+    static const char name[] = SESS_COOKIE_NAME "=";
+    const char *p = *pp;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == ';' || *p == '\t'))
+            p++;
+        const char *e = memchr(p, ';', (size_t)(end - p));
+        if (!e)
+            e = end;
+        size_t n = (size_t)(e - p);
+        while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+            n--;
+        if (n >= sizeof name - 1 && !memcmp(p, name, sizeof name - 1)) {
+            *v = p + sizeof name - 1;
+            *vn = n - (sizeof name - 1);
+            *pp = e;
+            return 1;
+        }
+        p = e;
+    }
+    *pp = end;
     return 0;
 }

@@ -7,11 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SESS_ID_BYTES   16 /* 128 random bits */
-#define SESS_ID_HEX     (2 * SESS_ID_BYTES)
-#define SESS_EXP_DIGITS 10 /* unix seconds, zero-padded */
-#define SESS_MAC_HEX    64
-#define SESS_VALUE_LEN  (SESS_ID_HEX + 1 + SESS_EXP_DIGITS + 1 + SESS_MAC_HEX)
+#define SESS_COOKIE_NAME "spindle_sid"
+#define SESS_ID_BYTES    16 /* 128 random bits */
+#define SESS_ID_HEX      (2 * SESS_ID_BYTES)
+#define SESS_EXP_DIGITS  10 /* unix seconds, zero-padded */
+#define SESS_MAC_HEX     64
+#define SESS_VALUE_LEN   (SESS_ID_HEX + 1 + SESS_EXP_DIGITS + 1 + SESS_MAC_HEX)
 
 /* A fresh random id, SESS_ID_HEX lowercase hex digits and a NUL. 0 or
  * -errno (getrandom failed: no id rather than a guessable one). */
@@ -27,5 +28,24 @@ void sess_cookie_sign(const void *key, size_t key_len, const char *id, int64_t e
  * expiry). The MAC is checked before the expiry is believed. */
 int sess_cookie_verify(const void *key, size_t key_len, const char *v, size_t len, int64_t now,
                        char id[SESS_ID_HEX + 1], int64_t *expiry);
+
+/* The Set-Cookie value: "NAME=VALUE; Path=/; Expires=<IMF date>; HttpOnly;
+ * SameSite=Lax", and "; Secure" when secure. Fixed length for a given
+ * secure (any expiry before year 10000), so it can be rewritten in place. */
+#define SESS_SETCOOKIE_LEN(secure)                                                                 \
+    (sizeof SESS_COOKIE_NAME + SESS_VALUE_LEN + sizeof "; Path=/; Expires=" - 1 + 29 +             \
+     sizeof "; HttpOnly; SameSite=Lax" - 1 + ((secure) ? sizeof "; Secure" - 1 : 0))
+#define SESS_SETCOOKIE_BUF (SESS_SETCOOKIE_LEN(1) + 64)
+
+/* Formats the Set-Cookie value for id and expiry into out (NUL-terminated);
+ * its length (SESS_SETCOOKIE_LEN(secure) for an expiry before year 10000). */
+size_t sess_setcookie_format(const void *key, size_t key_len, const char *id, int64_t expiry,
+                             int secure, char out[SESS_SETCOOKIE_BUF]);
+
+/* Steps through one Cookie header value ("a=1; spindle_sid=V; b=2") from
+ * *p to end: 1 with the value of the next pair named SESS_COOKIE_NAME (the
+ * name is case-sensitive, as cookie names are) in *v and *n and *p past
+ * it; 0 when there is none left. */
+int sess_cookie_next(const char **p, const char *end, const char **v, size_t *n);
 
 #endif
