@@ -193,6 +193,11 @@ SP_API sp_str sp_req_header(const sp_req *r, const char *name);
 /* Header field i (0-based, in the order received; repeats kept). 1 if it
  * exists, else 0. */
 SP_API int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value);
+/* The host the request is for, "name[:port]" as sent: an absolute-form
+ * target's authority ("GET http://a.example/"), which wins over Host (RFC
+ * 9112 §3.2.2), else the Host value; ptr NULL without either (HTTP/1.0).
+ * Never empty. Use this, not sp_req_header(r, "Host"), to route by host. */
+SP_API sp_str sp_req_host(const sp_req *r);
 /* 0 for HTTP/1.0, 1 for HTTP/1.1. */
 SP_API int sp_req_minor_version(const sp_req *r);
 /* The body length from Content-Length; -1 if chunked; 0 if no body. */
@@ -216,7 +221,10 @@ SP_API ssize_t sp_read(sp_req *r, void *buf, size_t len);
  * and headers can change. Without sp_res_length, a streamed body is chunked
  * on HTTP/1.1 and close-delimited on HTTP/1.0. HEAD gets the head only. */
 
-/* Sets the status (100..599). -EINVAL, or -EALREADY once the head is sent. */
+/* Sets the status (200..599). -EINVAL, or -EALREADY once the head is sent.
+ * A 1xx is interim, never an answer (RFC 9110 §15.2): it is logged, the
+ * response becomes a 500, and -EINVAL is returned; the server sends 100
+ * Continue itself, and sp_ws_upgrade its 101. */
 SP_API int sp_res_status(sp_res *r, int status);
 /* Adds a header field (copied). The name must be a token and the value free
  * of CR, LF, NUL and other controls: otherwise -EINVAL and nothing is added.

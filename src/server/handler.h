@@ -56,8 +56,9 @@ struct sp_res {
     int64_t declared; /* Content-Length given, or -1 */
     uint64_t written;
     uint8_t head_sent, finished, failed;
-    uint8_t force_close; /* the connection must close after this response */
-    uint8_t taken_over;  /* a handler owns the connection now (WebSocket) */
+    uint8_t force_close;    /* the connection must close after this response */
+    uint8_t taken_over;     /* a handler owns the connection now (WebSocket) */
+    uint8_t status_refused; /* the handler asked for a 1xx: 500, already logged */
     void (*release)(void *arg);
     void *release_arg;
     http_out out;

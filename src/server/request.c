@@ -115,6 +115,10 @@ int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value) {
     return 1;
 }
 
+sp_str sp_req_host(const sp_req *r) {
+    return (sp_str){r->head.host, r->head.host_len}; /* the parser chose it */
+}
+
 static void format_ip(const conn *c, char *out, size_t cap, int with_port) {
     char ip[INET6_ADDRSTRLEN];
     if (c->peer_family == AF_INET) {

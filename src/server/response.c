@@ -4,6 +4,7 @@
  * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
 #include "server/server.h"
 
+#include "base/log.h"
 #include "http/http_chars.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ void res_init(sp_res *res, sp_req *req, conn *c) {
     res_clear_head(res);
     res->written = 0;
     res->head_sent = res->finished = res->failed = res->force_close = res->taken_over = 0;
+    res->status_refused = 0;
     res->out = (http_out){0};
 }
 
@@ -39,11 +41,31 @@ void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
     res->release_arg = arg;
 }
 
+/* RFC 9110 §15.2: a 1xx is interim; the exchange ends with a 2xx-5xx. A
+ * handler's 1xx as its answer would go out with no body framing and the
+ * connection open, so the next response would be read as this one's (a
+ * pooling proxy hands it to another client), and a 101 would let a client
+ * tunnel past a proxy. Refused: logged, and the answer becomes a 500. The
+ * server sends its own interims: 100 Continue (sp_read), and the WebSocket
+ * upgrade its 101, after res_take_over. */
+static int refuse_interim(sp_res *r, int status) {
+    const http_request *h = &r->req->head;
+    log_msg(LOG_ERROR,
+            "handler for %.*s %.*s set status %d: a 1xx is an interim response, never the "
+            "answer (the server sends 100 Continue and the WebSocket 101 itself); answered 500",
+            (int)h->method_len, h->method, (int)h->target_len, h->target, status);
+    r->status = 500;
+    r->status_refused = 1;
+    return -EINVAL;
+}
+
 int sp_res_status(sp_res *r, int status) {
     if (r->head_sent)
         return -EALREADY;
     if (status < 100 || status > 599)
         return -EINVAL;
+    if (status < 200)
+        return refuse_interim(r, status);
     r->status = status;
     return 0;
 }
@@ -144,6 +166,8 @@ static int send_data(sp_res *r, const void *data, size_t len, int flags) {
     int n = 0;
     if (!r->head_sent) {
         sp_req *q = r->req;
+        if (r->status < 200)
+            refuse_interim(r, r->status); /* set directly, not through sp_res_status */
         http_response hr = {
             .status = r->status,
             .minor_version = q->head.minor_version,

@@ -1,0 +1,75 @@
+"""The response layer's and the head parser's edges, through the real binary
+with tests/apps/app_http_edge.c: a 1xx status from an application is refused
+with 500 and a log line (the exchange stays framed, so the next pipelined
+request gets its own answer), the host of an absolute-form request is its
+authority, and an overlong method is 501."""
+import os
+import pathlib
+import time
+
+import pytest
+
+from conftest import BIN
+
+APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+
+
+@pytest.fixture
+def edge(spindle):
+    if not os.path.exists(APP):
+        pytest.fail("%s is not built (make builds tests/apps/*.c)" % APP)
+    return spindle("--app", APP)
+
+
+def req(path, host="x", extra=""):
+    return ("GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (path, host, extra)).encode()
+
+
+def wait_log(srv, text, timeout=2.0):
+    end = time.monotonic() + timeout
+    while text not in srv.stderr() and time.monotonic() < end:
+        time.sleep(0.05)
+    return srv.stderr()
+
+
+@pytest.mark.parametrize("code", [100, 101, 103])
+def test_1xx_from_a_handler_is_500_and_framed(edge, code):
+    with edge.connect() as c:
+        # Pipelined: the refused exchange must end where it should.
+        c.send(req("/status/%d" % code) + req("/send/%d" % code) + req("/host", host="h.example"))
+        r1 = c.read_response(allow_interim=True)
+        assert r1.status == 500, r1
+        assert not r1.connection_close(), r1
+        r2 = c.read_response(allow_interim=True)
+        assert r2.status == 500, r2
+        r3 = c.read_response(allow_interim=True)
+        assert (r3.status, r3.body) == (200, b"h.example"), r3
+    err = wait_log(edge, "status %d" % code)
+    assert "/status/%d set status %d" % (code, code) in err, err[-2000:]
+    assert "/send/%d set status %d" % (code, code) in err, err[-2000:]
+
+
+def test_absolute_form_authority_wins_over_host(edge):
+    with edge.connect() as c:
+        c.send(req("http://a.example:8080/host", host="b.example") + req("/host", host="b.example"))
+        r = c.read_response()
+        assert (r.status, r.body) == (200, b"a.example:8080"), r
+        r = c.read_response()
+        assert (r.status, r.body) == (200, b"b.example"), r
+
+
+def test_empty_host_is_400(edge):
+    with edge.connect() as c:
+        c.send(b"GET /host HTTP/1.1\r\nHost:\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 400 and r.connection_close(), r
+
+
+def test_overlong_method_is_501(edge):
+    with edge.connect() as c:
+        try:
+            c.send(b"A" * 100000 + b" / HTTP/1.1\r\nHost: x\r\n\r\n")
+        except OSError:
+            pass  # the answer may come, and the close, before all is sent
+        r = c.read_response()
+        assert r.status == 501 and r.connection_close(), r
