@@ -111,6 +111,8 @@ typedef struct sp_server_options {
                                         262144 (beyond: the connection closes) */
     int header_timeout_ms;           /* whole head, however trickled; 10000 (408) */
     int body_timeout_ms;             /* between body bytes; 30000 (408) */
+    uint64_t body_min_rate;          /* slowest body, bytes/s, once body_timeout_ms of
+                                        waiting is used up; 1024 (408); 0: none */
     int send_timeout_ms;             /* client not reading the response; 30000 (close) */
     int keepalive_timeout_ms;        /* idle between requests; 5000 (silent close) */
     int linger_timeout_ms;           /* lingering close after an error; 2000 */

@@ -36,6 +36,8 @@ struct sp_req {
     uint8_t expect_pending; /* 100-continue not yet sent */
     int body_error;         /* status a failed body read calls for */
     int body_errno;         /* what sp_read returned then */
+    int64_t body_credit_us; /* waiting for body bytes the client has paid for (request.c) */
+    int64_t drain_deadline; /* when draining: the whole drain's end (loop ms), else 0 */
     char peer_text[64];
     char client_text[64];
     /* run when the request is over, last registered first (req_defer) */

@@ -2,9 +2,11 @@
 with tests/apps/app_http_edge.c: a 1xx status from an application is refused
 with 500 and a log line (the exchange stays framed, so the next pipelined
 request gets its own answer), the host of an absolute-form request is its
-authority, and an overlong method is 501."""
+authority, an overlong method is 501, and a body trickled below
+--body-min-rate is cut off (408 to a reading handler; a drain closes)."""
 import os
 import pathlib
+import threading
 import time
 
 import pytest
@@ -19,6 +21,11 @@ def edge(spindle):
     if not os.path.exists(APP):
         pytest.fail("%s is not built (make builds tests/apps/*.c)" % APP)
     return spindle("--app", APP)
+
+
+@pytest.fixture
+def edge_rate(spindle):
+    return spindle("--app", APP, *RATE)
 
 
 def req(path, host="x", extra=""):
@@ -73,3 +80,74 @@ def test_overlong_method_is_501(edge):
             pass  # the answer may come, and the close, before all is sent
         r = c.read_response()
         assert r.status == 501 and r.connection_close(), r
+
+
+# ---- --body-min-rate: a body trickled below the rate is cut off ----------
+
+def _trickle(c, data, piece, every, stop):
+    """Sends data piece bytes at a time, every seconds, until done or stopped."""
+    for i in range(0, len(data), piece):
+        if stop.is_set():
+            return
+        try:
+            c.send(data[i:i + piece])
+        except OSError:
+            return
+        time.sleep(every)
+
+
+def _trickled(c, data, piece, every):
+    stop = threading.Event()
+    t = threading.Thread(target=_trickle, args=(c, data, piece, every, stop), daemon=True)
+    t.start()
+    return stop, t
+
+
+RATE = ["--body-timeout", "1", "--body-min-rate", "1000"]
+
+
+def test_slow_body_to_a_reading_handler_is_408(edge_rate):
+    with edge_rate.connect() as c:
+        c.send(b"POST /slurp HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        t0 = time.monotonic()
+        stop, t = _trickled(c, b"y" * 100, 1, 0.2)  # 5 bytes/s, each gap < --body-timeout
+        try:
+            r = c.read_response()
+            dt = time.monotonic() - t0
+            assert r.status == 408 and r.connection_close(), r
+            assert 0.7 <= dt <= 2.5, dt
+        finally:
+            stop.set()
+            t.join(2)
+
+
+def test_slow_body_on_a_404_is_not_drained(edge_rate):
+    with edge_rate.connect() as c:
+        c.send(b"POST /nope HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n")
+        r = c.read_response()
+        assert r.status == 404, r
+        t0 = time.monotonic()
+        stop, t = _trickled(c, b"y" * 100, 1, 0.2)
+        try:
+            c.sock.settimeout(4)
+            assert c.read_until_close() == b""  # the drain gave up: closed, no answer
+            assert time.monotonic() - t0 <= 2.5
+        finally:
+            stop.set()
+            t.join(2)
+
+
+def test_body_above_the_rate_is_served(edge_rate):
+    with edge_rate.connect() as c:
+        # 2000 bytes/s for longer than --body-timeout: slow, but above the rate.
+        c.send(b"POST /slurp HTTP/1.1\r\nHost: x\r\nContent-Length: 3000\r\n\r\n")
+        stop, t = _trickled(c, b"y" * 3000, 200, 0.1)
+        try:
+            r = c.read_response()
+            assert (r.status, r.body) == (200, b"3000\n"), r
+        finally:
+            stop.set()
+            t.join(2)
+        c.send(b"POST /slurp HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + b"z" * 200000)
+        r = c.read_response()
+        assert (r.status, r.body) == (200, b"200000\n"), r
