@@ -228,6 +228,12 @@ SP_API ssize_t sp_read(sp_req *r, void *buf, size_t len);
  * response becomes a 500, and -EINVAL is returned; the server sends 100
  * Continue itself, and sp_ws_upgrade its 101. */
 SP_API int sp_res_status(sp_res *r, int status);
+/* Sends "103 Early Hints" with a Link field per links[i] (n from 1 to 16),
+ * at once, before the answer (RFC 8297): the client may preload while the
+ * handler works. Values as for sp_res_header, else -EINVAL and nothing is
+ * sent. Nothing is sent to an HTTP/1.0 client (0: RFC 9110 §15.2 forbids a
+ * 1xx there). 0, -EALREADY once the head is sent, or a write's -errno. */
+SP_API int sp_res_early_hints(sp_res *r, const char *const *links, size_t n);
 /* Adds a header field (copied). The name must be a token and the value free
  * of CR, LF, NUL and other controls: otherwise -EINVAL and nothing is added.
  * Content-Length, Transfer-Encoding, Date and Connection belong to the

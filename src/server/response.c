@@ -59,6 +59,35 @@ static int refuse_interim(sp_res *r, int status) {
     return -EINVAL;
 }
 
+#define HINTS_MAX 16
+
+static int send_raw(sp_res *r, const void *p, size_t len);
+
+/* RFC 8297: 103 Early Hints, an interim response before the answer, so the
+ * client may start fetching the linked resources while the handler works. */
+int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (n == 0 || n > HINTS_MAX)
+        return -EINVAL;
+    if (r->req->head.minor_version == 0)
+        return 0; /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client */
+    http_field f[HINTS_MAX];
+    for (size_t i = 0; i < n; i++)
+        f[i] = (http_field){"Link", 4, links[i], strlen(links[i])};
+    /* The writer checks the values (fields_checked 0) and frames no body. */
+    http_response hr = {.status = 103,
+                        .minor_version = 1,
+                        .keep_alive = 1,
+                        .content_length = -1,
+                        .fields = f,
+                        .nfields = n};
+    char head[2048];
+    http_out o;
+    int h = http_write_head(&hr, head, sizeof head, &o);
+    return h < 0 ? h : send_raw(r, head, (size_t)h);
+}
+
 int sp_res_status(sp_res *r, int status) {
     if (r->head_sent)
         return -EALREADY;

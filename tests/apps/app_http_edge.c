@@ -1,7 +1,8 @@
 /* app_http_edge.c — a test application for the response layer's and the
  * body reader's refusals: /status/{code} sets a status the way a careless
  * handler would (return value ignored), /send/{code} sends one, /slurp
- * reads the whole body before answering, /host answers sp_req_host. */
+ * reads the whole body before answering, /host answers sp_req_host, /hints
+ * sends 103 Early Hints (sp_res_early_hints) before its answer. */
 #include "spindle.h"
 
 #include <stdio.h>
@@ -45,11 +46,24 @@ static int host(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", h.ptr ? h.ptr : "(none)", h.ptr ? h.len : 6);
 }
 
+/* Early hints, then the answer; ?bad sends an injected value (refused). */
+static int hints(sp_req *req, sp_res *res, void *ud) {
+    const char *good[] = {"</a.css>; rel=preload; as=style", "</b.js>; rel=preload; as=script"};
+    const char *bad[] = {"</a.css>\r\nX-Evil: 1"};
+    int rc = sp_req_query_param(req, "bad").ptr ? sp_res_early_hints(res, bad, 1)
+                                                : sp_res_early_hints(res, good, 2);
+    char body[32];
+    int len = snprintf(body, sizeof body, "rc=%d\n", rc);
+    return sp_res_send(res, 200, "text/plain", body, (size_t)len);
+}
+
 static int init(sp_server *s) {
     int rc;
     if ((rc = sp_route(s, "GET", "/status/{code}", status, NULL)) < 0 ||
         (rc = sp_route(s, "GET", "/send/{code}", send, NULL)) < 0 ||
         (rc = sp_route(s, "POST", "/slurp", slurp, NULL)) < 0)
+        return rc;
+    if ((rc = sp_route(s, "GET", "/hints", hints, NULL)) < 0)
         return rc;
     return sp_route(s, "GET", "/host", host, NULL);
 }

@@ -151,3 +151,21 @@ def test_body_above_the_rate_is_served(edge_rate):
         c.send(b"POST /slurp HTTP/1.1\r\nHost: x\r\nContent-Length: 200000\r\n\r\n" + b"z" * 200000)
         r = c.read_response()
         assert (r.status, r.body) == (200, b"200000\n"), r
+
+
+def test_early_hints_are_interim_then_the_answer(edge):
+    with edge.connect() as c:
+        c.send(req("/hints") + req("/hints?bad") + b"GET /hints HTTP/1.0\r\n\r\n")
+        hint = c.read_response(allow_interim=True)
+        assert hint.status == 103, hint
+        assert hint.all("Link") == ["</a.css>; rel=preload; as=style",
+                                    "</b.js>; rel=preload; as=script"], hint
+        assert hint.header("Content-Length") is None and hint.header("Connection") is None
+        r = c.read_response(allow_interim=True)
+        assert (r.status, r.body) == (200, b"rc=0\n"), r
+        # An injected value is refused: no interim at all, the answer says why.
+        r = c.read_response(allow_interim=True)
+        assert (r.status, r.body) == (200, b"rc=%d\n" % -22), r
+        # No 1xx to an HTTP/1.0 client (RFC 9110 §15.2).
+        r = c.read_response(allow_interim=True)
+        assert (r.status, r.body) == (200, b"rc=0\n"), r
