@@ -195,10 +195,9 @@ SP_API sp_str sp_req_header(const sp_req *r, const char *name);
 /* Header field i (0-based, in the order received; repeats kept). 1 if it
  * exists, else 0. */
 SP_API int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value);
-/* The host the request is for, "name[:port]" as sent: an absolute-form
- * target's authority ("GET http://a.example/"), which wins over Host (RFC
- * 9112 §3.2.2), else the Host value; ptr NULL without either (HTTP/1.0).
- * Never empty. Use this, not sp_req_header(r, "Host"), to route by host. */
+/* The host asked for, "name[:port]" as sent, never empty: an absolute-form
+ * target's authority, which wins over Host (RFC 9112 §3.2.2), else Host;
+ * ptr NULL without either (HTTP/1.0). Route by this, not by the Host field. */
 SP_API sp_str sp_req_host(const sp_req *r);
 /* 0 for HTTP/1.0, 1 for HTTP/1.1. */
 SP_API int sp_req_minor_version(const sp_req *r);
@@ -224,15 +223,13 @@ SP_API ssize_t sp_read(sp_req *r, void *buf, size_t len);
  * on HTTP/1.1 and close-delimited on HTTP/1.0. HEAD gets the head only. */
 
 /* Sets the status (200..599). -EINVAL, or -EALREADY once the head is sent.
- * A 1xx is interim, never an answer (RFC 9110 §15.2): it is logged, the
- * response becomes a 500, and -EINVAL is returned; the server sends 100
- * Continue itself, and sp_ws_upgrade its 101. */
+ * A 1xx is interim, never the answer (RFC 9110 §15.2): -EINVAL, logged, and
+ * the answer becomes 500 (100 Continue and the WebSocket 101 are the server's). */
 SP_API int sp_res_status(sp_res *r, int status);
-/* Sends "103 Early Hints" with a Link field per links[i] (n from 1 to 16),
- * at once, before the answer (RFC 8297): the client may preload while the
- * handler works. Values as for sp_res_header, else -EINVAL and nothing is
- * sent. Nothing is sent to an HTTP/1.0 client (0: RFC 9110 §15.2 forbids a
- * 1xx there). 0, -EALREADY once the head is sent, or a write's -errno. */
+/* Sends "103 Early Hints" now, before the answer (RFC 8297), with a Link
+ * field per links[i], n from 1 to 16 (values as for sp_res_header, else
+ * -EINVAL, nothing sent); to HTTP/1.0 nothing (RFC 9110 §15.2), returning 0.
+ * 0, -EALREADY once the head is sent, or a write's -errno. */
 SP_API int sp_res_early_hints(sp_res *r, const char *const *links, size_t n);
 /* Adds a header field (copied). The name must be a token and the value free
  * of CR, LF, NUL and other controls: otherwise -EINVAL and nothing is added.
