@@ -111,6 +111,8 @@ typedef struct sp_server_options {
                                         262144 (beyond: the connection closes) */
     int header_timeout_ms;           /* whole head, however trickled; 10000 (408) */
     int body_timeout_ms;             /* between body bytes; 30000 (408) */
+    uint64_t body_min_rate;          /* slowest body, bytes/s, once body_timeout_ms of
+                                        waiting is used up; 1024 (408); 0: none */
     int send_timeout_ms;             /* client not reading the response; 30000 (close) */
     int keepalive_timeout_ms;        /* idle between requests; 5000 (silent close) */
     int linger_timeout_ms;           /* lingering close after an error; 2000 */
@@ -202,6 +204,10 @@ SP_API sp_str sp_req_header(const sp_req *r, const char *name);
 /* Header field i (0-based, in the order received; repeats kept). 1 if it
  * exists, else 0. */
 SP_API int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value);
+/* The host asked for, "name[:port]" as sent, never empty: an absolute-form
+ * target's authority, which wins over Host (RFC 9112 §3.2.2), else Host;
+ * ptr NULL without either (HTTP/1.0). Route by this, not by the Host field. */
+SP_API sp_str sp_req_host(const sp_req *r);
 /* 0 for HTTP/1.0, 1 for HTTP/1.1. */
 SP_API int sp_req_minor_version(const sp_req *r);
 /* The body length from Content-Length; -1 if chunked; 0 if no body. */
@@ -232,8 +238,15 @@ SP_API ssize_t sp_read(sp_req *r, void *buf, size_t len);
  * and headers can change. Without sp_res_length, a streamed body is chunked
  * on HTTP/1.1 and close-delimited on HTTP/1.0. HEAD gets the head only. */
 
-/* Sets the status (100..599). -EINVAL, or -EALREADY once the head is sent. */
+/* Sets the status (200..599). -EINVAL, or -EALREADY once the head is sent.
+ * A 1xx is interim, never the answer (RFC 9110 §15.2): -EINVAL, logged, and
+ * the answer becomes 500 (100 Continue and the WebSocket 101 are the server's). */
 SP_API int sp_res_status(sp_res *r, int status);
+/* Sends "103 Early Hints" now, before the answer (RFC 8297), with a Link
+ * field per links[i], n from 1 to 16 (values as for sp_res_header, else
+ * -EINVAL, nothing sent); to HTTP/1.0 nothing (RFC 9110 §15.2), returning 0.
+ * 0, -EALREADY once the head is sent, or a write's -errno. */
+SP_API int sp_res_early_hints(sp_res *r, const char *const *links, size_t n);
 /* Adds a header field (copied). The name must be a token and the value free
  * of CR, LF, NUL and other controls: otherwise -EINVAL and nothing is added.
  * Content-Length, Transfer-Encoding, Date and Connection belong to the

@@ -269,6 +269,13 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     for (size_t i = 0; i < hd->nfields; i++)
         if (add_header(env, &hd->fields[i]) < 0)
             goto fail;
+    if (hd->host_from_target) { /* RFC 9112 §3.2.2: the target's authority, not Host */
+        PyObject *ah = latin1(sp_req_host(r).ptr, sp_req_host(r).len);
+        int rc = ah ? PyDict_SetItemString(env, "HTTP_HOST", ah) : -1;
+        Py_XDECREF(ah);
+        if (rc < 0)
+            goto fail;
+    }
     /* A trusted proxy says how the client reached it (--forwarded-header). */
     if (c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
         set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)

@@ -66,9 +66,13 @@ static int validate_status(PyObject *status) {
              st[2] >= '0' && st[2] <= '9' && st[3] == ' ';
     for (Py_ssize_t i = 4; ok && i < sl; i++)
         ok = http_is((unsigned char)st[i], HTTP_C_VALUE);
+    int interim = ok && st[0] == '1'; /* refused by sp_res_status too; said here */
     Py_XDECREF(hold);
-    if (!ok) {
-        PyErr_Format(PyExc_ValueError, "invalid WSGI status %R: want '200 OK' form", status);
+    if (!ok || interim) {
+        PyErr_Format(PyExc_ValueError,
+                     interim ? "WSGI status %R is interim (1xx): an answer is 200-599"
+                             : "invalid WSGI status %R: want '200 OK' form",
+                     status);
         return -1;
     }
     return 0;

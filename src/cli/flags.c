@@ -37,6 +37,9 @@ const flag cli_flags[] = {
      "whole request head, however trickled; then 408"},
     {"body-timeout", "SEC", K_SECONDS, B, HUP, INT(o.body_timeout_ms), "30",
      "silence between request body bytes; then 408"},
+    {"body-min-rate", "BYTES", K_SIZE, B, HUP, U64(o.body_min_rate), "1024",
+     "slowest request body, in bytes per second: once a --body-timeout of waiting is used "
+     "up, each byte buys 1/BYTES s more; then 408; 0: no minimum"},
     {"send-timeout", "SEC", K_SECONDS, B, HUP, INT(o.send_timeout_ms), "30",
      "a client not reading the response; then close"},
     {"keepalive-timeout", "SEC", K_SECONDS, B, HUP, INT(o.keepalive_timeout_ms), "5",

@@ -90,8 +90,9 @@ static http_method method_id(const char *m, size_t n) {
 
 /* RFC 9112 §3.2: origin-form ("/..."), absolute-form (scheme ":" ...),
  * authority-form only for CONNECT (§3.2.3: host ":" port, no userinfo) and
- * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked. */
-static int target_form_ok(http_method m, const char *t, size_t n) {
+ * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked.
+ * An absolute-form target's authority becomes r's host (§3.2.2). */
+static int target_form_ok(http_method m, const char *t, size_t n, http_request *r) {
     if (m == HTTP_M_CONNECT) {
         size_t colon = n;
         for (size_t i = 0; i < n; i++) {
@@ -126,10 +127,17 @@ static int target_form_ok(http_method m, const char *t, size_t n) {
     }
     if (n - i < 3 || t[i + 1] != '/' || t[i + 2] != '/')
         return 0;
-    /* RFC 9110 §4.2.4: userinfo in an http(s) URI is treated as an error. */
-    for (i += 3; i < n && t[i] != '/' && t[i] != '?' && t[i] != '#'; i++)
-        if (t[i] == '@')
+    /* RFC 9110 §4.2.4: userinfo in an http(s) URI is treated as an error;
+     * §4.2.1: so is an empty host. The rest must be host and port octets. */
+    size_t a = i + 3;
+    for (i = a; i < n && t[i] != '/' && t[i] != '?' && t[i] != '#'; i++)
+        if (!http_is((unsigned char)t[i], HTTP_C_HOST))
             return 0;
+    if (i == a || t[a] == ':')
+        return 0;
+    r->host = t + a;
+    r->host_len = i - a;
+    r->host_from_target = 1;
     return 1;
 }
 
@@ -227,13 +235,17 @@ static int note_field(head_state *st, http_request *r, const http_field *f, cons
     case 4:
         if (!ieq_lit(f->name, "host", 4))
             return 0;
-        /* RFC 9112 §3.2: more than one Host, or an invalid one, is a 400. */
-        if (++st->hosts > 1)
+        /* RFC 9112 §3.2: more than one Host, or an invalid one, is a 400;
+         * an empty one is valid only for a target URI without an authority,
+         * and an http(s) URI always has one (§3.3, RFC 9110 §4.2.1). */
+        if (++st->hosts > 1 || n == 0)
             return -400;
         if (http_scan_host_in(lo, v, v + n) != v + n)
             return -400;
-        r->host = v;
-        r->host_len = n;
+        if (!r->host_from_target) { /* §3.2.2: else the target's authority wins */
+            r->host = v;
+            r->host_len = n;
+        }
         return 0;
     case 6:
         if (!ieq_lit(f->name, "expect", 6))
@@ -386,7 +398,7 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
     r->content_length = 0;
     r->host = NULL;
     r->host_len = 0;
-    r->keep_alive = r->conn_close = r->conn_upgrade = r->expect_continue = 0;
+    r->keep_alive = r->conn_close = r->conn_upgrade = r->expect_continue = r->host_from_target = 0;
 
     /* RFC 9112 §2.2: a server SHOULD ignore empty lines before the request. */
     while ((k = crlf(p, end)) == 2)
@@ -403,6 +415,10 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
         r->method_id = HTTP_M_GET;
     } else {
         p = http_scan_token_in(buf, p, end, ' ');
+        /* §3: a method longer than any the server implements → 501, as soon
+         * as it is seen; not 431 after head_max octets of it. */
+        if ((size_t)(p - r->method) > HTTP_METHOD_MAX)
+            return -501;
         if (p == end)
             return more;
         if (p == r->method || *p != ' ')
@@ -418,7 +434,8 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
         return -414; /* §3: a target longer than the server will parse → 414 */
     if (p == end)
         return more;
-    if (r->target_len == 0 || *p != ' ' || !target_form_ok(r->method_id, r->target, r->target_len))
+    if (r->target_len == 0 || *p != ' ' ||
+        !target_form_ok(r->method_id, r->target, r->target_len, r))
         return -400;
     p++;
 

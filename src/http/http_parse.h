@@ -49,6 +49,10 @@ typedef struct http_limits {
     size_t fields_max; /* field lines; default 100, never above fields_cap → 431 */
 } http_limits;
 
+/* The longest method accepted: IANA's longest registered one has 17
+ * octets; longer ones are answered 501 (RFC 9112 §3). */
+#define HTTP_METHOD_MAX 64
+
 #define HTTP_HEAD_MAX_DEFAULT   8192
 #define HTTP_TARGET_MAX_DEFAULT 8000
 #define HTTP_FIELDS_MAX_DEFAULT 100
@@ -71,13 +75,17 @@ typedef struct http_request {
     http_framing framing;
     uint64_t content_length; /* valid when framing == HTTP_BODY_LENGTH */
 
-    const char *host; /* the one Host value, or NULL when absent (HTTP/1.0 only) */
+    /* The request's authority (RFC 9112 §3.2.2, §3.3): an absolute-form
+     * target's (host_from_target; Host is then checked but ignored), else
+     * the one Host value; NULL when neither (HTTP/1.0 only). Never empty. */
+    const char *host;
     size_t host_len;
 
-    unsigned keep_alive : 1;      /* per version and Connection (RFC 9112 §9.3) */
-    unsigned conn_close : 1;      /* Connection: close seen */
-    unsigned conn_upgrade : 1;    /* Connection: upgrade seen */
-    unsigned expect_continue : 1; /* Expect: 100-continue (RFC 9110 §10.1.1) */
+    unsigned keep_alive : 1;       /* per version and Connection (RFC 9112 §9.3) */
+    unsigned conn_close : 1;       /* Connection: close seen */
+    unsigned conn_upgrade : 1;     /* Connection: upgrade seen */
+    unsigned expect_continue : 1;  /* Expect: 100-continue (RFC 9110 §10.1.1) */
+    unsigned host_from_target : 1; /* host is the absolute-form target's authority */
 } http_request;
 
 /* Parses the request head at buf[0..len).
@@ -93,7 +101,8 @@ typedef struct http_request {
  * Returns the head's length in bytes (> 0; the body, if any, starts there),
  * HTTP_NEED_MORE, or minus the status to answer: -400 malformed, -414 target
  * too long, -431 head or field count over the limit, -501 unknown transfer
- * coding, -505 HTTP major version not 1, -417 unsupported Expect. On error
+ * coding or a method over HTTP_METHOD_MAX, -505 HTTP major version not 1,
+ * -417 unsupported Expect. On error
  * the connection must be closed after the answer: framing is unknown.
  * lim may be NULL for the defaults. Never reads outside buf[0..len). */
 int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_request *out,

@@ -36,6 +36,8 @@ struct sp_req {
     uint8_t expect_pending; /* 100-continue not yet sent */
     int body_error;         /* status a failed body read calls for */
     int body_errno;         /* what sp_read returned then */
+    int64_t body_credit_us; /* waiting for body bytes the client has paid for (request.c) */
+    int64_t drain_deadline; /* when draining: the whole drain's end (loop ms), else 0 */
     char peer_text[64];
     char client_text[64];
     /* run when the request is over, last registered first (req_defer) */
@@ -56,8 +58,9 @@ struct sp_res {
     int64_t declared; /* Content-Length given, or -1 */
     uint64_t written;
     uint8_t head_sent, finished, failed;
-    uint8_t force_close; /* the connection must close after this response */
-    uint8_t taken_over;  /* a handler owns the connection now (WebSocket) */
+    uint8_t force_close;    /* the connection must close after this response */
+    uint8_t taken_over;     /* a handler owns the connection now (WebSocket) */
+    uint8_t status_refused; /* the handler asked for a 1xx: 500, already logged */
     void (*release)(void *arg);
     void *release_arg;
     http_out out;

@@ -252,7 +252,7 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
     }
     if (rc < 0 && !res->head_sent && !res->failed) {
         int status = req->body_error ? req->body_error : 500;
-        if (!req->body_error)
+        if (!req->body_error && !res->status_refused)
             log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
                     h->method, (int)h->target_len, h->target, strerror(-rc));
         res_send_error(res, status, req->body_error != 0, NULL);

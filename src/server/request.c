@@ -29,6 +29,8 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->ndefer = 0;
     r->body_error = 0;
     r->body_errno = 0;
+    r->body_credit_us = (int64_t)s->opt.body_timeout_ms * 1000;
+    r->drain_deadline = 0;
     r->peer_text[0] = '\0';
     r->client_text[0] = '\0';
 }
@@ -115,6 +117,10 @@ int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value) {
     return 1;
 }
 
+sp_str sp_req_host(const sp_req *r) {
+    return (sp_str){r->head.host, r->head.host_len}; /* the parser chose it */
+}
+
 static void format_ip(const conn *c, char *out, size_t cap, int with_port) {
     char ip[INET6_ADDRSTRLEN];
     if (c->peer_family == AF_INET) {
@@ -166,11 +172,34 @@ static ssize_t body_fail(sp_req *r, int err, int status) {
     return err;
 }
 
-/* Reads body bytes from the socket, with the body timeout; a client that
- * closes or stalls mid-body is a body error (400, 408). */
+/* Reads body bytes from the socket; a client that closes or stalls mid-body
+ * is a body error (400, 408). Stalls: silence longer than the body timeout,
+ * or a body slower than body_min_rate. That rate is a budget of waiting
+ * (body_credit_us): the first body_timeout of it is free, each byte buys
+ * 1/rate s more, at most body_timeout is banked, and only the time spent
+ * waiting here is charged, never the handler's own pace. A trickle of one
+ * byte per gap shorter than the timeout so runs out within about one body
+ * timeout, as mod_reqtimeout's MinRate would have it. A drain also ends at
+ * its deadline, whatever the rate. */
 static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
     sp_server *s = r->srv;
-    ssize_t n = net_read(s->l, &r->c->w, dst, len, server_deadline(s, s->opt.body_timeout_ms));
+    uint64_t rate = s->opt.body_min_rate;
+    int64_t now = loop_now(s->l);
+    int64_t wait_ms = s->opt.body_timeout_ms;
+    if (rate && r->body_credit_us / 1000 < wait_ms)
+        wait_ms = r->body_credit_us > 0 ? r->body_credit_us / 1000 : 0;
+    int64_t deadline = now + wait_ms;
+    if (r->drain_deadline && r->drain_deadline < deadline)
+        deadline = r->drain_deadline;
+    ssize_t n = net_read(s->l, &r->c->w, dst, len, deadline);
+    if (rate) {
+        int64_t cap = (int64_t)s->opt.body_timeout_ms * 1000;
+        r->body_credit_us -= (loop_now(s->l) - now) * 1000;
+        if (n > 0)
+            r->body_credit_us += (int64_t)((uint64_t)n * 1000000 / rate);
+        if (r->body_credit_us > cap)
+            r->body_credit_us = cap;
+    }
     if (n == 0)
         return body_fail(r, -ECONNRESET, 400);
     if (n < 0)
@@ -317,6 +346,9 @@ void req_run_deferred(sp_req *r) {
 int req_drain(sp_req *r, uint64_t max) {
     char scratch[4096];
     uint64_t dropped = 0;
+    /* A whole deadline: a client that cannot send what is left within the
+     * linger time loses its connection, not a worker's slot for longer. */
+    r->drain_deadline = server_deadline(r->srv, r->srv->opt.linger_timeout_ms);
     while (!r->body_done && dropped <= max) {
         ssize_t n = sp_read(r, scratch, sizeof scratch);
         if (n <= 0)

@@ -4,6 +4,7 @@
  * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
 #include "server/server.h"
 
+#include "base/log.h"
 #include "http/http_chars.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ void res_init(sp_res *res, sp_req *req, conn *c) {
     res_clear_head(res);
     res->written = 0;
     res->head_sent = res->finished = res->failed = res->force_close = res->taken_over = 0;
+    res->status_refused = 0;
     res->out = (http_out){0};
 }
 
@@ -39,11 +41,60 @@ void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
     res->release_arg = arg;
 }
 
+/* RFC 9110 §15.2: a 1xx is interim; the exchange ends with a 2xx-5xx. A
+ * handler's 1xx as its answer would go out with no body framing and the
+ * connection open, so the next response would be read as this one's (a
+ * pooling proxy hands it to another client), and a 101 would let a client
+ * tunnel past a proxy. Refused: logged, and the answer becomes a 500. The
+ * server sends its own interims: 100 Continue (sp_read), and the WebSocket
+ * upgrade its 101, after res_take_over. */
+static int refuse_interim(sp_res *r, int status) {
+    const http_request *h = &r->req->head;
+    log_msg(LOG_ERROR,
+            "handler for %.*s %.*s set status %d: a 1xx is an interim response, never the "
+            "answer (the server sends 100 Continue and the WebSocket 101 itself); answered 500",
+            (int)h->method_len, h->method, (int)h->target_len, h->target, status);
+    r->status = 500;
+    r->status_refused = 1;
+    return -EINVAL;
+}
+
+#define HINTS_MAX 16
+
+static int send_raw(sp_res *r, const void *p, size_t len);
+
+/* RFC 8297: 103 Early Hints, an interim response before the answer, so the
+ * client may start fetching the linked resources while the handler works. */
+int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
+    if (r->head_sent)
+        return -EALREADY;
+    if (n == 0 || n > HINTS_MAX)
+        return -EINVAL;
+    if (r->req->head.minor_version == 0)
+        return 0; /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client */
+    http_field f[HINTS_MAX];
+    for (size_t i = 0; i < n; i++)
+        f[i] = (http_field){"Link", 4, links[i], strlen(links[i])};
+    /* The writer checks the values (fields_checked 0) and frames no body. */
+    http_response hr = {.status = 103,
+                        .minor_version = 1,
+                        .keep_alive = 1,
+                        .content_length = -1,
+                        .fields = f,
+                        .nfields = n};
+    char head[2048];
+    http_out o;
+    int h = http_write_head(&hr, head, sizeof head, &o);
+    return h < 0 ? h : send_raw(r, head, (size_t)h);
+}
+
 int sp_res_status(sp_res *r, int status) {
     if (r->head_sent)
         return -EALREADY;
     if (status < 100 || status > 599)
         return -EINVAL;
+    if (status < 200)
+        return refuse_interim(r, status);
     r->status = status;
     return 0;
 }
@@ -144,6 +195,8 @@ static int send_data(sp_res *r, const void *data, size_t len, int flags) {
     int n = 0;
     if (!r->head_sent) {
         sp_req *q = r->req;
+        if (r->status < 200)
+            refuse_interim(r, r->status); /* set directly, not through sp_res_status */
         http_response hr = {
             .status = r->status,
             .minor_version = q->head.minor_version,

@@ -24,6 +24,7 @@ void sp_server_options_init(sp_server_options *o) {
         .drain_max = 256 * 1024,
         .header_timeout_ms = 10000,
         .body_timeout_ms = 30000,
+        .body_min_rate = 1024,
         .send_timeout_ms = 30000,
         .keepalive_timeout_ms = 5000,
         .linger_timeout_ms = 2000,

@@ -40,8 +40,10 @@ static void check_verdict(int v, const char *buf, size_t len, const http_request
         if (!r->fields[i].name_len || !in(r->fields[i].name, r->fields[i].name_len, buf, n) ||
             !in(r->fields[i].value, r->fields[i].value_len, buf, n))
             abort();
-    if (r->host && !in(r->host, r->host_len, buf, n))
-        abort();
+    if (r->host && (!r->host_len || !in(r->host, r->host_len, buf, n)))
+        abort(); /* never empty (RFC 9112 §3.2) */
+    if (r->host_from_target && !in(r->host, r->host_len, r->target, r->target_len))
+        abort(); /* the absolute-form authority, inside the target */
     if (r->minor_version == 1 && !r->host)
         abort();
 }

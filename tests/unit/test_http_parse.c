@@ -199,8 +199,59 @@ TEST(target_forms) {
         {"GET a/b HTTP/1.1\r\nHost: h\r\n\r\n", -400},
         {"GET 1http://h/ HTTP/1.1\r\nHost: h\r\n\r\n", -400},
         {"GET ?x HTTP/1.1\r\nHost: h\r\n\r\n", -400},
+        /* RFC 9110 §4.2.1: an http(s) URI with an empty host is invalid. */
+        {"GET http:///x HTTP/1.1\r\nHost: h\r\n\r\n", -400},
+        {"GET http://?x HTTP/1.1\r\nHost: h\r\n\r\n", -400},
+        {"GET http://:80/ HTTP/1.1\r\nHost: h\r\n\r\n", -400},
+        {"GET http://a{b}/ HTTP/1.1\r\nHost: h\r\n\r\n", -400}, /* not host octets */
+        {"GET http://a.example:8080?q HTTP/1.1\r\nHost: b\r\n\r\n", 0},
     };
     CHECK_CASES(t);
+}
+
+/* RFC 9112 §3.2.2: with an absolute-form target the server uses its
+ * authority and ignores Host (which must still be valid, §3.2). */
+TEST(absolute_form_authority_is_the_host) {
+    static const struct {
+        const char *req, *host;
+    } t[] = {
+        {"GET http://a.example/ HTTP/1.1\r\nHost: b.example\r\n\r\n", "a.example"},
+        {"GET https://a.example:8443?x HTTP/1.1\r\nHost: b\r\n\r\n", "a.example:8443"},
+        {"GET HTTP://[::1]:80 HTTP/1.1\r\nHost: b\r\n\r\n", "[::1]:80"},
+        {"GET http://a/ HTTP/1.0\r\n\r\n", "a"},
+        {"GET / HTTP/1.1\r\nHost: b.example\r\n\r\n", "b.example"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        http_request r;
+        CHECK_EQ(verdict(t[i].req), strlen(t[i].req));
+        parse_n(t[i].req, strlen(t[i].req), 0, &r, NULL);
+        CHECK_MEM(r.host, r.host_len, t[i].host);
+        CHECK_EQ(r.host_from_target, t[i].req[4] != '/');
+    }
+    /* Host after the target: still checked, still ignored. */
+    CHECK_EQ(verdict("GET http://a/ HTTP/1.1\r\nHost: a b\r\n\r\n"), -400);
+    CHECK_EQ(verdict("GET http://a/ HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n"), -400);
+    CHECK_EQ(verdict("GET http://a/ HTTP/1.1\r\n\r\n"), -400); /* §3.2: Host is a MUST */
+}
+
+/* RFC 9112 §3: a method longer than any the server implements is 501, not a
+ * header-size problem (431), however long it runs. */
+TEST_T(overlong_method_is_501, 30) {
+    static char req[100100];
+    size_t n = 100000;
+    memset(req, 'A', n);
+    n += (size_t)sprintf(req + n, " / HTTP/1.1\r\nHost: h\r\n\r\n");
+    http_request r;
+    CHECK_EQ(parse_n(req, n, 0, &r, NULL), -501);
+    CHECK_EQ(parse_n(req, 8192, 0, &r, NULL), -501);
+    CHECK_EQ(parse_n(req, 100, 0, &r, NULL), -501); /* as soon as it is too long */
+    const char *m64 = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                      " / HTTP/1.1\r\nHost: h\r\n\r\n";
+    CHECK_EQ(verdict(m64), strlen(m64)); /* HTTP_METHOD_MAX octets: a method */
+    const char *m65 = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
+                      " / HTTP/1.1\r\nHost: h\r\n\r\n";
+    CHECK_EQ(verdict(m65), -501);
+    CHECK_EQ(parse_n(req, 64, 0, &r, NULL), HTTP_NEED_MORE);
 }
 
 /* RFC 9112 §2.3, RFC 9110 §2.5: HTTP/1.x; other majors 505; else 400. */
@@ -264,7 +315,13 @@ TEST(host_rules) {
         {"GET / HTTP/1.1\r\nHost: a b\r\n\r\n", -400},
         {"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", -400},
         {"GET / HTTP/1.1\r\nHost: a/b\r\n\r\n", -400},
-        {"GET / HTTP/1.1\r\nHost:\r\n\r\n", 0}, /* empty: allowed */
+        /* Empty: only for a target URI without an authority (§3.2), and an
+         * http(s) one always has one (RFC 9110 §4.2.1, RFC 9112 §3.3). */
+        {"GET / HTTP/1.1\r\nHost:\r\n\r\n", -400},
+        {"GET / HTTP/1.1\r\nHost: \r\n\r\n", -400},
+        {"GET / HTTP/1.0\r\nHost:\r\n\r\n", -400},
+        {"GET http://a/ HTTP/1.1\r\nHost:\r\n\r\n", -400},
+        {"OPTIONS * HTTP/1.1\r\nHost:\r\n\r\n", -400},
         {"GET / HTTP/1.1\r\nHOST: a.b-c_~%20:8080\r\n\r\n", 0},
         {"GET / HTTP/1.0\r\n\r\n", 0},
     };
