@@ -16,8 +16,11 @@ extern "C" {
 
 #define SP_API __attribute__((visibility("default")))
 
-/* The API version a module is built against (--app modules declare it). */
-#define SPINDLE_API_VERSION 1
+/* The API version a module is built against (--app modules declare it).
+ * 2: sp_server_options and sp_ws_options grew (forwarded_header,
+ * body_min_rate, the WebSocket keep-alive); a module built for 1 passes
+ * structs of the old size, so it is refused. */
+#define SPINDLE_API_VERSION 2
 
 /* ---- The loop: one per worker thread ------------------------------------
  * Each thread that serves runs one loop. Coroutines spawned on it run one at
