@@ -105,10 +105,10 @@ $(B)/examples/%: examples/%.c $(LIB)
 $(B)/examples/chat: $(wildcard examples/chat/*.c examples/chat/*.h) include/spindle.h $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $(filter %.c,$^) $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
-$(B)/examples/%.so: examples/%.c include/spindle.h
+$(B)/examples/%.so: examples/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
-$(B)/tests/apps/%.so: tests/apps/%.c include/spindle.h
+$(B)/tests/apps/%.so: tests/apps/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
 
