@@ -171,6 +171,7 @@ static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
         return body_fail(r, -ECONNRESET, 400);
     if (n < 0)
         return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+    loop_charge(s->l, (size_t)n); /* a client that never lets us wait */
     return n;
 }
 
@@ -281,6 +282,7 @@ ssize_t sp_read(sp_req *r, void *buf, size_t len) {
                               server_deadline(r->srv, r->srv->opt.send_timeout_ms));
         if (n < 0)
             return body_fail(r, (int)n, 400);
+        loop_charge(r->srv->l, (size_t)n);
     }
     if (r->head.framing == HTTP_BODY_CHUNKED)
         return read_chunked(r, buf, len);

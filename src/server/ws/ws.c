@@ -124,6 +124,8 @@ static int send_frame(sp_ws *ws, int opcode, const void *data, size_t len) {
     }
 unlock:
     mutex_unlock(ws->l, &ws->wlock);
+    if (rc == 0)
+        loop_charge(ws->l, len); /* fairness, outside the lock (loop.h) */
 out:
     ws->senders--;
     if (ws->releaser && ws->senders == 0)
@@ -212,12 +214,16 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
         c->buf_len -= c->buf_off;
         c->buf_off = 0;
     }
+    if (server_stopping(ws->s))
+        return -ESHUTDOWN; /* the stop came while we yielded, not parked */
     ws->recv_task = loop_task(ws->l);
     ssize_t n =
         net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
     ws->recv_task = NULL;
-    if (n > 0)
+    if (n > 0) {
         c->buf_len += (uint32_t)n;
+        loop_charge(ws->l, (size_t)n); /* not while recv_task names us */
+    }
     return n == 0 ? -ECONNRESET : n;
 }
 
@@ -301,11 +307,14 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 c->buf_off += (uint32_t)take;
             } else if (!control && ws->p.left >= WS_DIRECT_READ) {
                 /* A large payload: straight into the message, no copy. */
+                if (server_stopping(ws->s))
+                    return -ESHUTDOWN;
                 ws->recv_task = loop_task(ws->l);
                 ssize_t n = net_read(ws->l, &c->w, dst, (size_t)ws->p.left, deadline);
                 ws->recv_task = NULL;
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
+                loop_charge(ws->l, (size_t)n);
                 take = (size_t)n;
             } else {
                 ssize_t n = fill(ws, deadline);
