@@ -127,3 +127,29 @@ def test_fast_upload_to_wsgi_app_does_not_freeze_the_worker(wsgi_server):
     hog = Hog(addr, head, b"1\r\nx\r\n" * 20000, b"0\r\n\r\n").start()
     times = probe_during(hog, addr, b"/other")  # the app answers 404 at once
     check(times, hog, pids, srv.worker_pids(), srv.stderr())
+
+
+def test_sp_read_coalesces_buffered_tiny_chunks(spindle):
+    """sp_read with a large buffer returns the data of many buffered chunks
+    at once: /echo writes each read as one chunk, so its chunks are long."""
+    srv = spindle()
+    body = b"1\r\nx\r\n" * 2000 + b"0\r\n\r\n"
+    with socket.create_connection(srv.addr, timeout=5) as s:
+        s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                  b"Connection: close\r\n\r\n" + body)
+        data = b""
+        while not data.endswith(b"\r\n0\r\n\r\n"):
+            b = s.recv(1 << 16)
+            assert b, data[-200:]
+            data += b
+    rest = data.split(b"\r\n\r\n", 1)[1]
+    sizes = []
+    while True:
+        line, rest = rest.split(b"\r\n", 1)
+        n = int(line, 16)
+        if n == 0:
+            break
+        sizes.append(n)
+        rest = rest[n + 2:]
+    assert sum(sizes) == 2000
+    assert len(sizes) < 100, "one chunk per read: %d reads for 2000 bytes" % len(sizes)
