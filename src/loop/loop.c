@@ -341,7 +341,10 @@ static int loop_step(loop *l, int timeout_ms) {
     /* Deadlines computed by tasks are loop_now() + timeout: keep the cached
      * time at most one pass old. */
     l->now = loop_clock_ms();
-    int ran = run_ready(l);
+    /* Tasks woken since the last pass run now, before the poll — unless one
+     * yielded: it waits behind a poll, so each of its turns lets I/O and
+     * timers in (a task that yields forever cannot starve them). */
+    int ran = l->yielded ? 0 : run_ready(l);
     int timeout = timeout_ms;
     /* Having run tasks, or with nothing left to wait for, only look. */
     if (ran || l->ready_head || l->stop || !has_work(l)) {

@@ -95,11 +95,12 @@ loop_watch *loop_task_hup_watch(const task *t);
 /* ---- fairness: the work budget -------------------------------------------
  * A coroutine gives the loop back only when it waits, and a client whose
  * reads and writes never block (tiny chunks, tiny WebSocket frames, a fast
- * upload) would keep it from ever waiting. So the server's I/O paths charge
- * the running task for each successful read or write — one unit per call
- * plus one per 16 KiB moved — and once it has spent LOOP_BUDGET units since
- * it was last resumed it yields (sp_yield): every other ready task, the I/O
- * poll and the timers run before it goes on. Parking resets the count. */
+ * upload) would keep it from ever waiting. So the server's handler API
+ * (sp_read, the response writers, sp_ws_recv/sp_ws_send) charges the running
+ * task for each call that did something — one unit plus one per 16 KiB
+ * moved — and once it has spent LOOP_BUDGET units since it was last resumed
+ * it yields (sp_yield): the I/O poll, the timers and every other ready task
+ * run before it goes on. Parking resets the count (it is per resume). */
 #define LOOP_BUDGET       64
 #define LOOP_BUDGET_SHIFT 14 /* one more unit per 2^14 bytes */
 

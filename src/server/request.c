@@ -171,7 +171,6 @@ static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
         return body_fail(r, -ECONNRESET, 400);
     if (n < 0)
         return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
-    loop_charge(s->l, (size_t)n); /* a client that never lets us wait */
     return n;
 }
 
@@ -293,11 +292,15 @@ ssize_t sp_read(sp_req *r, void *buf, size_t len) {
                               server_deadline(r->srv, r->srv->opt.send_timeout_ms));
         if (n < 0)
             return body_fail(r, (int)n, 400);
-        loop_charge(r->srv->l, (size_t)n);
     }
-    if (r->head.framing == HTTP_BODY_CHUNKED)
-        return read_chunked(r, buf, len);
-    return read_length(r, buf, len);
+    ssize_t n =
+        r->head.framing == HTTP_BODY_CHUNKED ? read_chunked(r, buf, len) : read_length(r, buf, len);
+    /* A client that sends as fast as we read never lets us wait: yield now
+     * and then (the budget in loop.h). Each call reads the socket at most
+     * once for data, so this also bounds the syscalls. */
+    if (n > 0)
+        loop_charge(r->srv->l, (size_t)n);
+    return n;
 }
 
 int req_defer(sp_req *r, void (*fn)(void *arg), void *arg) {

@@ -106,3 +106,19 @@ TEST(run_pending_polls_when_tasks_keep_being_woken) {
     CHECK(parked == NULL);
     sp_loop_free(l);
 }
+
+static void yield_100(void *arg) {
+    for (int i = 0; i < 100; i++)
+        sp_yield();
+}
+
+/* Each turn of a yielding task comes after a poll: one loop step each. */
+TEST(each_yield_gets_a_poll) {
+    sp_loop *l = new_loop();
+    CHECK_EQ(sp_spawn(yield_100, NULL), 0);
+    CHECK_EQ(sp_loop_run(l), 0);
+    loop_stats st;
+    loop_get_stats(l, &st);
+    CHECK(st.turns >= 100);
+    sp_loop_free(l);
+}

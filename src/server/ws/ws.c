@@ -376,6 +376,7 @@ int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
     int rc = read_message(ws, sync_deadline(timeout_ms));
     if (rc < 0)
         return recv_error(ws, rc);
+    loop_charge(ws->l, ws->msg_len); /* tiny frames as fast as we read them */
     ws->msg[ws->msg_len] = '\0';
     ws->delivered = 1;
     *out = (sp_ws_msg){.opcode = ws->p.cur_opcode, .data = ws->msg, .len = ws->msg_len};
