@@ -219,9 +219,11 @@ static ssize_t read_length(sp_req *r, void *buf, size_t len) {
 static ssize_t copy_buffered(sp_req *r, char *buf, size_t len) {
     conn *c = r->c;
     size_t got = len < r->pend_len ? len : r->pend_len;
-    memcpy(buf, r->pend, got);
-    r->pend += got;
-    r->pend_len -= got;
+    if (got) {
+        memcpy(buf, r->pend, got);
+        r->pend += got;
+        r->pend_len -= got;
+    }
     if (got < len && c->buf_len > c->buf_off) {
         size_t more;
         long used = http_chunked_decode_copy(&r->chunked, c->buf + c->buf_off,
