@@ -6,6 +6,8 @@
 #include "http/http_chars.h"
 #include "http/http_parse.h"
 
+#include <string.h>
+
 enum {
     S_SIZE_FIRST,  /* chunk-size needs at least one HEXDIG */
     S_SIZE,        /* more HEXDIG, or what follows the size */
@@ -166,5 +168,26 @@ long http_chunked_decode(http_chunked *d, const char *buf, size_t len, const cha
             return s;
         d->state = (uint8_t)s;
     }
+    return (long)i;
+}
+
+long http_chunked_decode_copy(http_chunked *d, const char *buf, size_t len, char *out, size_t cap,
+                              size_t *out_len) {
+    size_t i = 0, o = 0;
+    while (i < len && o < cap && d->state != S_DONE) {
+        /* Data never outgrows its input: giving at most the room left means
+         * no slice is consumed that out cannot take. */
+        size_t in = len - i < cap - o ? len - i : cap - o;
+        const char *data;
+        size_t dlen;
+        long used = http_chunked_decode(d, buf + i, in, &data, &dlen);
+        if (used < 0)
+            return used;
+        if (dlen)
+            memcpy(out + o, data, dlen);
+        o += dlen;
+        i += (size_t)used;
+    }
+    *out_len = o;
     return (long)i;
 }

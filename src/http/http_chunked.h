@@ -41,6 +41,14 @@ void http_chunked_init(http_chunked *d, uint64_t body_max, uint32_t line_max, ui
 long http_chunked_decode(http_chunked *d, const char *buf, size_t len, const char **data,
                          size_t *data_len);
 
+/* http_chunked_decode that copies: the body data of as many chunks as fit
+ * go into out[0..cap), so a body of tiny chunks costs one call per buffer
+ * rather than one per chunk. Returns the octets of buf consumed, or minus
+ * the status as above; *out_len is the data copied. It stops when out is
+ * full, buf is consumed, or the body has ended (what follows is left). */
+long http_chunked_decode_copy(http_chunked *d, const char *buf, size_t len, char *out, size_t cap,
+                              size_t *out_len);
+
 /* 1 once the last chunk, the trailers and the final CRLF have been read. */
 int http_chunked_done(const http_chunked *d);
 

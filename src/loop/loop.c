@@ -29,9 +29,12 @@ struct task {
 };
 
 struct sp_loop {
+    loop_head head; /* first: loop_charge reads it through loop.h */
     int64_t now;
     int bfd;
     int stop;
+    int yielded;       /* a task yielded since the last poll */
+    uint32_t unpolled; /* tasks loop_run_pending ran since the last poll */
     task *current;
     task *ready_head, *ready_tail;
     list_head all; /* every live task */
@@ -169,6 +172,7 @@ int loop_spawn(loop *l, coro_fn fn, void *arg) {
 
 static void run_task(loop *l, task *t) {
     l->current = t;
+    l->head.spent = 0; /* a fresh budget each time a task is resumed */
     int alive = coro_resume(t->co);
     l->current = NULL;
     if (!alive)
@@ -337,7 +341,10 @@ static int loop_step(loop *l, int timeout_ms) {
     /* Deadlines computed by tasks are loop_now() + timeout: keep the cached
      * time at most one pass old. */
     l->now = loop_clock_ms();
-    int ran = run_ready(l);
+    /* Tasks woken since the last pass run now, before the poll — unless one
+     * yielded: it waits behind a poll, so each of its turns lets I/O and
+     * timers in (a task that yields forever cannot starve them). */
+    int ran = l->yielded ? 0 : run_ready(l);
     int timeout = timeout_ms;
     /* Having run tasks, or with nothing left to wait for, only look. */
     if (ran || l->ready_head || l->stop || !has_work(l)) {
@@ -352,6 +359,8 @@ static int loop_step(loop *l, int timeout_ms) {
                 timeout = (int)(d > 86400000 ? 86400000 : d);
         }
     }
+    l->yielded = 0;
+    l->unpolled = 0;
     int n = backend_wait(l->bfd, l->events, LOOP_MAX_EVENTS, timeout);
     l->now = loop_clock_ms();
     if (n < 0)
@@ -367,7 +376,14 @@ static int loop_step(loop *l, int timeout_ms) {
 int loop_run_pending(loop *l) {
     if (l->current)
         return -EPERM;
-    return run_ready(l);
+    /* A yielder waits behind one poll; so does a driver that keeps waking
+     * tasks (a WSGI app and its coroutine handing each other a fast
+     * upload's pieces) once it has run a budget's worth of them. */
+    if (l->yielded || l->unpolled >= LOOP_BUDGET)
+        return loop_step(l, 0);
+    int n = run_ready(l);
+    l->unpolled += (uint32_t)n;
+    return n;
 }
 
 int loop_has_ready(const loop *l) {
@@ -489,7 +505,14 @@ void sp_yield(void) {
     task *t = l->current;
     t->parked = 1;
     loop_wake(l, t, 0);
+    l->yielded = 1;
     coro_yield(t->co);
+}
+
+void loop_budget_yield(loop *l) {
+    l->head.spent = 0;
+    if (l->current)
+        sp_yield();
 }
 
 static void pool_done(loop *l, loop_watch *w, uint32_t events) {

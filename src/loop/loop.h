@@ -92,6 +92,35 @@ void loop_task_set_hup_watch(task *t, loop_watch *w);
 /* That watch, or NULL (t may be NULL). */
 loop_watch *loop_task_hup_watch(const task *t);
 
+/* ---- fairness: the work budget -------------------------------------------
+ * A coroutine gives the loop back only when it waits, and a client whose
+ * reads and writes never block (tiny chunks, tiny WebSocket frames, a fast
+ * upload) would keep it from ever waiting. So the server's handler API
+ * (sp_read, the response writers, sp_ws_recv/sp_ws_send) charges the running
+ * task for each call that did something — one unit plus one per 16 KiB
+ * moved — and once it has spent LOOP_BUDGET units since it was last resumed
+ * it yields (sp_yield): the I/O poll, the timers and every other ready task
+ * run before it goes on. Parking resets the count (it is per resume). */
+#define LOOP_BUDGET       64
+#define LOOP_BUDGET_SHIFT 14 /* one more unit per 2^14 bytes */
+
+/* The first member of struct sp_loop, read inline by loop_charge. */
+typedef struct loop_head {
+    uint32_t spent; /* units the running task has spent since resumed */
+} loop_head;
+
+/* Yields the running task (the budget is spent), or only resets the count
+ * outside a task. */
+void loop_budget_yield(loop *l);
+
+/* Charges the running task for one call that moved `bytes`. */
+static inline void loop_charge(loop *l, size_t bytes) {
+    loop_head *h = (loop_head *)l;
+    h->spent += 1 + (uint32_t)(bytes >> LOOP_BUDGET_SHIFT);
+    if (h->spent >= LOOP_BUDGET)
+        loop_budget_yield(l);
+}
+
 /* Starts fn(arg) in a new task (ready at once). 0 or -ENOMEM. */
 int loop_spawn(loop *l, coro_fn fn, void *arg);
 
@@ -100,8 +129,11 @@ int64_t loop_now(const loop *l);
 int64_t loop_clock_ms(void);
 
 /* Runs the tasks that are ready, without polling for I/O (a driver that
- * has just woken tasks uses it to avoid a syscall). Returns how many ran.
- * Not from inside a task. */
+ * has just woken tasks uses it to avoid a syscall) — unless a task yielded
+ * since the last poll, or LOOP_BUDGET tasks ran through here since then:
+ * then it is one whole step (tasks, a poll without waiting, timers), so a
+ * driver that never runs out of ready work cannot starve I/O and timers.
+ * Returns how many ran. Not from inside a task. */
 int loop_run_pending(loop *l);
 /* 1 if some task is ready to run. */
 int loop_has_ready(const loop *l);

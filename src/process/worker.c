@@ -24,10 +24,14 @@ typedef struct worker {
     int stops; /* stop signals seen */
 } worker;
 
+/* Well inside the shortest --worker-timeout (1 s): beating once a second
+ * against a 1 s timeout, a few ms of lateness under load looked stale. */
+#define HEARTBEAT_MS 250
+
 static void on_heartbeat(loop *l, loop_timer *t) {
     worker *w = t->data;
     w->slot->heartbeat_ms = loop_clock_ms();
-    loop_timer_arm(l, t, loop_now(l) + 1000, on_heartbeat, w);
+    loop_timer_arm(l, t, loop_now(l) + HEARTBEAT_MS, on_heartbeat, w);
 }
 
 static void on_graceful_timeout(loop *l, loop_timer *t) {
@@ -112,7 +116,7 @@ int worker_run(sp_server *s, worker_slot *slot, worker_board *board, int gracefu
     }
     if (slot) {
         slot->heartbeat_ms = loop_clock_ms();
-        loop_timer_arm(l, &w.heartbeat, loop_now(l) + 1000, on_heartbeat, &w);
+        loop_timer_arm(l, &w.heartbeat, loop_now(l) + HEARTBEAT_MS, on_heartbeat, &w);
     }
     rc = sp_server_run(s);
     server_set_observer(s, NULL); /* w.watch goes with this frame */

@@ -1,5 +1,5 @@
 /* worker_slot.h — what a worker tells its master through shared memory:
- * a heartbeat the loop refreshes every second (a stale one means a handler
+ * a heartbeat the loop refreshes 4 times a second (a stale one means a handler
  * blocked the loop), its request count, and the request line it is serving
  * (for the master's log when the worker dies or hangs). */
 #ifndef SPINDLE_WORKER_SLOT_H

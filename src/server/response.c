@@ -176,7 +176,10 @@ static int64_t send_deadline(const sp_res *r) {
 
 /* Bytes that already carry their framing (a last chunk, a chunk line). */
 static int send_raw(sp_res *r, const void *p, size_t len) {
-    return failed_if(r, net_write(r->req->srv->l, &r->c->w, p, len, send_deadline(r)));
+    loop *l = r->req->srv->l;
+    int rc = failed_if(r, net_write(l, &r->c->w, p, len, send_deadline(r)));
+    loop_charge(l, len); /* fairness: yields once its budget is spent */
+    return rc;
 }
 
 /* SEND_LAST: data is the whole response (hold it for the FIN if the
@@ -225,8 +228,10 @@ static int send_data(sp_res *r, const void *data, size_t len, int flags) {
         iov[n++] = (struct iovec){(void *)data, len};
     if (n == 0)
         return 0;
-    return failed_if(r,
-                     net_writev_flags(r->req->srv->l, &r->c->w, iov, n, send_deadline(r), flags));
+    loop *l = r->req->srv->l;
+    ssize_t w = net_writev_flags(l, &r->c->w, iov, n, send_deadline(r), flags);
+    loop_charge(l, len); /* a client that reads as fast as we write never blocks us */
+    return failed_if(r, w);
 }
 
 ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
@@ -321,6 +326,7 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
             failed_if(r, net_sendfile(r->req->srv->l, &r->c->w, fd, &pos, piece, send_deadline(r)));
         if (rc < 0)
             return rc;
+        loop_charge(r->req->srv->l, piece);
         left -= piece;
     }
     if (chunked && (rc = send_raw(r, "\r\n", 2)) < 0)

@@ -144,6 +144,8 @@ static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, in
     }
 unlock:
     mutex_unlock(ws->l, &ws->wlock);
+    if (rc == 0)
+        loop_charge(ws->l, len); /* fairness, outside the lock (loop.h) */
 out:
     ws->senders--;
     if (ws->releaser && ws->senders == 0)
@@ -243,6 +245,8 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
         c->buf_len -= c->buf_off;
         c->buf_off = 0;
     }
+    if (server_stopping(ws->s))
+        return -ESHUTDOWN; /* the stop came while we yielded, not parked */
     ws->recv_task = loop_task(ws->l);
     ssize_t n =
         net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
@@ -250,6 +254,7 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
     if (n > 0) {
         c->buf_len += (uint32_t)n;
         ws_keepalive_heard(&ws->ka, loop_clock_ms());
+        loop_charge(ws->l, (size_t)n); /* not while recv_task names us */
     }
     return n == 0 ? -ECONNRESET : n;
 }
@@ -340,11 +345,14 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 c->buf_off += (uint32_t)take;
             } else if (!control && ws->p.left >= WS_DIRECT_READ) {
                 /* A large payload: straight into the message, no copy. */
+                if (server_stopping(ws->s))
+                    return -ESHUTDOWN;
                 ws->recv_task = loop_task(ws->l);
                 ssize_t n = net_read(ws->l, &c->w, dst, (size_t)ws->p.left, deadline);
                 ws->recv_task = NULL;
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
+                loop_charge(ws->l, (size_t)n);
                 take = (size_t)n;
                 ws_keepalive_heard(&ws->ka, loop_clock_ms());
             } else {
@@ -439,6 +447,7 @@ int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
     int rc = read_alive(ws, sync_deadline(timeout_ms));
     if (rc < 0)
         return recv_error(ws, rc);
+    loop_charge(ws->l, ws->msg_len); /* tiny frames as fast as we read them */
     ws->msg[ws->msg_len] = '\0';
     ws->delivered = 1;
     *out = (sp_ws_msg){.opcode = ws->p.cur_opcode, .data = ws->msg, .len = ws->msg_len};
