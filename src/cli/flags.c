@@ -199,12 +199,18 @@ void cli_usage(FILE *out, const char *prog) {
     }
     fprintf(out, "usage: python3 -m spindle MODULE:CALLABLE [--bind ADDR]... [options]\n\n"
                  "Serves the WSGI callable CALLABLE (default: application) of MODULE, which is\n"
-                 "imported from the current directory. The spindle binary's --app is not\n"
-                 "taken: the application is MODULE:CALLABLE.\n\n");
+                 "imported from the current directory.\n\n");
     fprintf(out, "WSGI options:\n");
     print_rows(out, ROLE_PY, 1);
     fprintf(out, "\noptions:\n");
     print_rows(out, ROLE_BOTH, 1);
+    /* What the binary takes and this command refuses, named from the table. */
+    fprintf(out, "\nnot taken here (the spindle binary's only; the application is\n"
+                 "MODULE:CALLABLE, and WSGI has no WebSockets):");
+    for (size_t i = 0; i < cli_nflags; i++)
+        if (cli_flags[i].role == ROLE_BIN)
+            fprintf(out, " --%s", cli_flags[i].name);
+    fprintf(out, "\n");
 }
 
 /* Parses "1.5" seconds into ms; -1 on error. */

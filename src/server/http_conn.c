@@ -281,8 +281,8 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
 }
 
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
- * to keep the connection, 0 when it has been closed, -1 when no request
- * came and the connection went back to idle. */
+ * to keep the connection, 0 when it has been closed after a request, -1
+ * when no request came (the connection went back to idle, or closed). */
 static int serve_one(sp_server *s, conn *c) {
     http_field fields[FIELDS_CAP < 128 ? FIELDS_CAP : 128];
     http_field *fv = fields;
@@ -304,8 +304,10 @@ static int serve_one(sp_server *s, conn *c) {
     char *pb = pathbuf;
 
     int rc = read_head(s, c, &req.head);
-    if (rc == 0)
+    if (rc == 0) {
+        keep = -1; /* closed before a request came: nothing was served */
         goto out;
+    }
     if (rc == HEAD_IDLE) {
         server_conn_idle(s, c);
         keep = -1; /* the coroutine ends; the connection waits, idle */

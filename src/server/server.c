@@ -436,6 +436,13 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
 
 static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
     conn *c = container_of(w, conn, w);
+    if (c->state == CONN_ACTIVE && (events & LOOP_READ)) {
+        /* Bytes came while the serving coroutine was not waiting to read
+         * (it yielded, or waited on something else): the edge is spent, so
+         * the driver must look once more before the connection goes idle. */
+        c->maybe_more = 1;
+        return;
+    }
     if (c->state != CONN_IDLE || !(events & (LOOP_READ | LOOP_RDHUP | LOOP_HUP)))
         return; /* a writable edge while idle means nothing */
     loop_timer_cancel(l, &c->idle_timer);

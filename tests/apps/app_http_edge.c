@@ -57,13 +57,22 @@ static int hints(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", body, (size_t)len);
 }
 
+/* Answers, then goes on working (sp_sleep) before it returns: bytes of the
+ * client's next request arrive while nobody waits to read them. */
+static int answer_then_work(sp_req *req, sp_res *res, void *ud) {
+    int rc = sp_res_send(res, 200, "text/plain", "done\n", 5);
+    sp_sleep(100);
+    return rc;
+}
+
 static int init(sp_server *s) {
     int rc;
     if ((rc = sp_route(s, "GET", "/status/{code}", status, NULL)) < 0 ||
         (rc = sp_route(s, "GET", "/send/{code}", send, NULL)) < 0 ||
         (rc = sp_route(s, "POST", "/slurp", slurp, NULL)) < 0)
         return rc;
-    if ((rc = sp_route(s, "GET", "/hints", hints, NULL)) < 0)
+    if ((rc = sp_route(s, "GET", "/hints", hints, NULL)) < 0 ||
+        (rc = sp_route(s, "GET", "/answer-then-work", answer_then_work, NULL)) < 0)
         return rc;
     return sp_route(s, "GET", "/host", host, NULL);
 }

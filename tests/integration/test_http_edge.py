@@ -169,3 +169,18 @@ def test_early_hints_are_interim_then_the_answer(edge):
         # No 1xx to an HTTP/1.0 client (RFC 9110 §15.2).
         r = c.read_response(allow_interim=True)
         assert (r.status, r.body) == (200, b"rc=0\n"), r
+
+
+def test_request_arriving_while_the_handler_works_on_is_served(edge):
+    """The next request's bytes arrive after the answer, while the handler
+    still works (their readiness edge comes when nobody waits to read): the
+    driver must read them before it parks the connection, not leave them to
+    the keep-alive timeout."""
+    with edge.connect() as c:
+        for i in range(3):
+            t0 = time.monotonic()
+            c.send(req("/answer-then-work"))
+            r = c.read_response()
+            assert (r.status, r.body) == (200, b"done\n"), r
+            # Each answer comes at once; a lost edge waited for --keepalive-timeout.
+            assert time.monotonic() - t0 < 1.0, "request %d waited %.2f s" % (i, time.monotonic() - t0)
