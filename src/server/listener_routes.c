@@ -13,8 +13,3 @@ int server_listener_route(sp_server *s, int i, const char *method, const char *p
     s->listeners[i].own_routes = 1;
     return router_add(&s->listeners[i].routes, method, pattern, fn, ud);
 }
-
-const router *server_routes_for(const sp_server *s, const conn *c) {
-    const listener *li = c->listener ? &s->listeners[c->listener - 1] : NULL;
-    return li && li->own_routes ? &li->routes : &s->routes;
-}

@@ -48,7 +48,7 @@ void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
  * tunnel past a proxy. Refused: logged, and the answer becomes a 500. The
  * server sends its own interims: 100 Continue (sp_read), and the WebSocket
  * upgrade its 101, after res_take_over. */
-static int refuse_interim(sp_res *r, int status) {
+__attribute__((cold, noinline)) static int refuse_interim(sp_res *r, int status) {
     const http_request *h = &r->req->head;
     log_msg(LOG_ERROR,
             "handler for %.*s %.*s set status %d: a 1xx is an interim response, never the "

@@ -139,7 +139,10 @@ void server_set_listener_fd(sp_server *s, int i, int fd);
 int server_listener_route(sp_server *s, int i, const char *method, const char *pattern,
                           sp_handler fn, void *ud);
 /* The route table for requests on c: its listener's own, or the server's. */
-const router *server_routes_for(const sp_server *s, const conn *c);
+static inline const router *server_routes_for(const sp_server *s, const conn *c) {
+    const listener *li = c->listener ? &s->listeners[c->listener - 1] : NULL;
+    return li && li->own_routes ? &li->routes : &s->routes;
+}
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
 /* Closes this process's listening sockets (a stopping server). */
