@@ -111,13 +111,6 @@ static int is_ows(char c) {
     return c == ' ' || c == '\t';
 }
 
-static int blank(const char *p, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!is_ows(p[i]))
-            return 0;
-    return 1;
-}
-
 /* Strips blanks, quotes, brackets and a port from one hop and parses it. */
 static int item_ip(const char *p, size_t n, int *family, uint8_t addr[16], const char **ip,
                    size_t *ip_len) {
@@ -160,64 +153,76 @@ static int named(const http_field *f, const char *lname, size_t n) {
 
 /* ---- X-Forwarded-For, X-Forwarded-Proto --------------------------------- */
 
-static int xff_client(const http_request *h, const fwd_nets *nets, char *out, size_t cap) {
-    const char *left = NULL; /* the leftmost trusted hop so far */
-    size_t left_len = 0;
-    for (size_t i = h->nfields; i-- > 0;) {
-        const http_field *f = &h->fields[i];
-        if (!named(f, "x-forwarded-for", 15))
-            continue;
-        size_t end = f->value_len;
-        for (;;) {
-            size_t start = end;
-            while (start > 0 && f->value[start - 1] != ',')
-                start--;
-            const char *item = f->value + start, *ip;
-            size_t n = end - start, ip_len;
-            int family;
-            uint8_t addr[16];
-            if (!blank(item, n)) { /* empty elements are no hops (RFC 9110 5.6.1) */
-                if (!item_ip(item, n, &family, addr, &ip, &ip_len))
-                    return 0; /* "unknown", garbage: nobody named */
-                if (!trusted(nets, family, addr))
-                    return put(out, cap, ip, ip_len);
-                left = ip;
-                left_len = ip_len;
-            }
-            if (start == 0)
-                break;
-            end = start - 1;
+/* The comma-separated elements of every field line with one name, as one
+ * list (RFC 9110 5.3), from the right: the nearest proxy's first. */
+typedef struct rlist {
+    const http_request *h;
+    const char *lname;
+    size_t lname_len;
+    size_t line; /* the line being walked is fields[line - 1] ... */
+    size_t end;  /* ... its elements before value[end] */
+    int in_line;
+} rlist;
+
+/* The next element, blanks trimmed (may be empty). 0 when none is left. */
+static int rlist_next(rlist *w, const char **item, size_t *len) {
+    while (!w->in_line) {
+        if (w->line == 0)
+            return 0;
+        const http_field *f = &w->h->fields[--w->line];
+        if (named(f, w->lname, w->lname_len)) {
+            w->end = f->value_len;
+            w->in_line = 1;
         }
+    }
+    const http_field *f = &w->h->fields[w->line];
+    size_t start = w->end;
+    while (start > 0 && f->value[start - 1] != ',')
+        start--;
+    const char *p = f->value + start;
+    size_t n = w->end - start;
+    if (start == 0)
+        w->in_line = 0;
+    else
+        w->end = start - 1;
+    while (n && is_ows(p[0])) {
+        p++;
+        n--;
+    }
+    while (n && is_ows(p[n - 1]))
+        n--;
+    *item = p;
+    *len = n;
+    return 1;
+}
+
+static int xff_client(const http_request *h, const fwd_nets *nets, char *out, size_t cap) {
+    const char *left = NULL, *item, *ip; /* left: the leftmost trusted hop so far */
+    size_t left_len = 0, n, ip_len;
+    rlist w = {.h = h, .lname = "x-forwarded-for", .lname_len = 15, .line = h->nfields};
+    while (rlist_next(&w, &item, &n)) {
+        int family;
+        uint8_t addr[16];
+        if (!n)
+            continue; /* empty elements are no hops (RFC 9110 5.6.1) */
+        if (!item_ip(item, n, &family, addr, &ip, &ip_len))
+            return 0; /* "unknown", garbage: nobody named */
+        if (!trusted(nets, family, addr))
+            return put(out, cap, ip, ip_len);
+        left = ip;
+        left_len = ip_len;
     }
     return left ? put(out, cap, left, left_len) : 0;
 }
 
 /* The rightmost X-Forwarded-Proto value: the nearest proxy's. */
 static int xfp_https(const http_request *h) {
-    for (size_t i = h->nfields; i-- > 0;) {
-        const http_field *f = &h->fields[i];
-        if (!named(f, "x-forwarded-proto", 17))
-            continue;
-        size_t end = f->value_len;
-        for (;;) {
-            size_t start = end;
-            while (start > 0 && f->value[start - 1] != ',')
-                start--;
-            const char *p = f->value + start;
-            size_t n = end - start;
-            while (n && is_ows(p[0])) {
-                p++;
-                n--;
-            }
-            while (n && is_ows(p[n - 1]))
-                n--;
-            if (n)
-                return http_ieq(p, n, "https", 5);
-            if (start == 0)
-                break;
-            end = start - 1;
-        }
-    }
+    const char *item;
+    size_t n;
+    rlist w = {.h = h, .lname = "x-forwarded-proto", .lname_len = 17, .line = h->nfields};
+    while (rlist_next(&w, &item, &n))
+        if (n)
+            return http_ieq(item, n, "https", 5);
     return 0;
 }
 
