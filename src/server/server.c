@@ -272,6 +272,8 @@ static int over_share(const sp_server *s) {
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     sp_server *s = w->data;
+    if (w->fd < 0 || s->stopping)
+        return; /* closed by a stop handled earlier in the same batch of events */
     if (over_share(s)) {
         listeners_pause(s);
         s->accept_paused = 1;
