@@ -63,7 +63,7 @@ const flag cli_flags[] = {
      "a random 0..N added to --max-requests per worker, so they do not all restart at once"},
     {"max-worker-memory", "SIZE", K_SIZE, B, HUP, SIZE(mo.max_worker_memory), "0",
      "a worker whose resident memory (RSS) passes SIZE (e.g. 512m) is replaced gracefully, "
-     "checked every second; 0 never"},
+     "checked every second (with --workers 1 or more: the master starts the next); 0 never"},
     {"max-connections", "N", K_INT, B, HUP, INT(o.max_connections),
      "10000, at most ulimit -n less 32", "open connections per worker; more wait in the backlog"},
     {"backlog", "N", K_INT, B, HUP, INT(o.backlog), "4096; the kernel caps it at somaxconn",
