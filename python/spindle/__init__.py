@@ -22,11 +22,15 @@ API_VERSION = _spindle.API_VERSION
 
 def _flags(kw):
     """Turns keyword arguments into the command's flags: max_body_size=1
-    becomes --max-body-size 1, True becomes a bare flag."""
+    becomes --max-body-size 1, True becomes a bare flag, a list or tuple
+    repeats the flag (static_map=["/static=./public", ...])."""
     argv = []
     for key, value in kw.items():
         flag = "--" + key.replace("_", "-")
-        if value is True:
+        if isinstance(value, (list, tuple)):
+            for v in value:
+                argv += [flag, str(v)]
+        elif value is True:
             argv.append(flag)
         elif value is False or value is None:
             continue

@@ -9,13 +9,23 @@
 
 #include <stdio.h>
 
-#define MAX_BINDS     16
-#define CLI_MAX_FLAGS 64
-#define CLI_MAX_ARGS  256
-#define CLI_MAX_OWNED 256
+#define MAX_BINDS       16
+#define MAX_STATIC_MAPS 16
+#define CLI_MAX_FLAGS   64
+#define CLI_MAX_LIST    16 /* values of one repeatable row */
+#define CLI_MAX_LISTS   4  /* repeatable rows (K_LIST) in the flag table */
+#define CLI_MAX_ARGS    256
+#define CLI_MAX_OWNED   256
 
 /* Which command is parsing (cli_config.role), and which a flag applies to. */
 enum { ROLE_BIN = 1, ROLE_PY = 2, ROLE_BOTH = 3 };
+
+/* A repeatable row's values as written, all from one source: a stronger
+ * source's list replaces a weaker one's instead of adding to it. */
+typedef struct cli_list {
+    const char *v[CLI_MAX_LIST];
+    int n, source;
+} cli_list;
 
 typedef struct cli_config {
     const char *prog; /* NULL for `spindle`; else python3 -m spindle or spindle.run */
@@ -27,7 +37,9 @@ typedef struct cli_config {
     const char *binds[MAX_BINDS];
     int nbinds;
     const char *app;
-    const char *root; /* --root DIR: static files */
+    const char *root;                         /* --root DIR: static files */
+    const char *static_maps[MAX_STATIC_MAPS]; /* --static-map PREFIX=DIR, as written */
+    int nstatic_maps;
     const char *access_log, *access_log_format, *stats;
     const char *sessions, *session_secret;
     int session_cookie_secure; /* --session-cookie-secure */
@@ -42,8 +54,7 @@ typedef struct cli_config {
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];
     int sources[CLI_MAX_FLAGS];
-    const char *bind_values[MAX_BINDS];
-    int nbind_values, bind_source;
+    cli_list lists[CLI_MAX_LISTS]; /* the repeatable rows', in table order */
     char *owned[CLI_MAX_OWNED];
     int nowned;
 } cli_config;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 static int add_bind(cli_config *c, const char *text);
+static int add_static_map(cli_config *c, const char *text);
 static int set_log_level(cli_config *c, const char *text);
 static int set_forwarded_header(cli_config *c, const char *text);
 static int set_forwarded_allow_ips(cli_config *c, const char *text);
@@ -26,7 +27,7 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text);
 
 /* clang-format off */
 const flag cli_flags[] = {
-    {"bind", "ADDR", K_BIND, B, RESTART, SET(add_bind), "127.0.0.1:8080",
+    {"bind", "ADDR", K_LIST, B, RESTART, SET(add_bind), "127.0.0.1:8080",
      "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; repeatable"},
     {"workers", "N", K_INT0, B, HUP, INT(mo.workers), "one per CPU",
      "worker processes; 0 serves in the master process itself, without supervision"},
@@ -60,6 +61,9 @@ const flag cli_flags[] = {
      "a worker serving this many requests is replaced gracefully; 0 never"},
     {"max-requests-jitter", "N", K_INT0, B, HUP, INT(mo.max_requests_jitter), "0",
      "a random 0..N added to --max-requests per worker, so they do not all restart at once"},
+    {"max-worker-memory", "SIZE", K_SIZE, B, HUP, SIZE(mo.max_worker_memory), "0",
+     "a worker whose resident memory (RSS) passes SIZE (e.g. 512m) is replaced gracefully, "
+     "checked every second (with --workers 1 or more: the master starts the next); 0 never"},
     {"max-connections", "N", K_INT, B, HUP, INT(o.max_connections),
      "10000, at most ulimit -n less 32", "open connections per worker; more wait in the backlog"},
     {"backlog", "N", K_INT, B, HUP, INT(o.backlog), "4096; the kernel caps it at somaxconn",
@@ -91,6 +95,10 @@ const flag cli_flags[] = {
     {"root", "DIR", K_STR, B, RESTART, STR(root), "none",
      "serve the files under DIR for requests no route claims; under python3 -m spindle, "
      "GET and HEAD of a path naming a file under DIR, the application everything else"},
+    {"static-map", "PREFIX=DIR", K_LIST, B, RESTART, SET(add_static_map), NULL,
+     "serve the files under DIR at URL PREFIX (a path starting with /) with the C static "
+     "server, before any route or the application: a missing file is a 404, a method other "
+     "than GET or HEAD a 405; repeatable, the longest PREFIX wins"},
     {"app", "FILE.so", K_STR, ROLE_BIN, RESTART, STR(app), NULL,
      "load a C application (see SP_APP_MODULE in spindle.h) instead of the demo routes"},
     {"sessions", "STORE", K_STR, B, RESTART, STR(sessions),
@@ -153,6 +161,15 @@ const flag *cli_find_flag(const char *name) {
         if (strcmp(cli_flags[i].name, name) == 0)
             return &cli_flags[i];
     return NULL;
+}
+
+cli_list *cli_list_of(const cli_config *c, const flag *f) {
+    int slot = 0;
+    for (const flag *g = cli_flags; g < f; g++)
+        slot += g->kind == K_LIST;
+    if (slot >= CLI_MAX_LISTS)
+        abort(); /* a new repeatable row: raise CLI_MAX_LISTS */
+    return (cli_list *)&c->lists[slot];
 }
 
 const char *cli_role_name(int role) {
@@ -327,6 +344,25 @@ static int add_bind(cli_config *c, const char *text) {
         return -1;
     }
     c->binds[c->nbinds++] = text;
+    return 0;
+}
+
+/* PREFIX=DIR: the shape checked here, the prefix and the directory at
+ * start (startup.c), where the mount says what is wrong with them. */
+static int add_static_map(cli_config *c, const char *text) {
+    const char *eq = strchr(text, '=');
+    if (text[0] != '/' || !eq || !eq[1]) {
+        fprintf(stderr,
+                "spindle: --static-map wants PREFIX=DIR, PREFIX a URL path starting with / "
+                "(e.g. /static=./public), not '%s'\n",
+                text);
+        return -1;
+    }
+    if (c->nstatic_maps == MAX_STATIC_MAPS) {
+        fprintf(stderr, "spindle: at most %d --static-map mounts\n", MAX_STATIC_MAPS);
+        return -1;
+    }
+    c->static_maps[c->nstatic_maps++] = text;
     return 0;
 }
 

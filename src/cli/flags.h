@@ -9,7 +9,7 @@
 #include <stddef.h>
 
 typedef enum opt_kind {
-    K_BIND,    /* an address; repeatable (a list) */
+    K_LIST,    /* repeatable: each occurrence a value (--bind, --static-map) */
     K_SECONDS, /* "1.5" seconds, stored as ms */
     K_INT,     /* a whole number from 1 */
     K_INT0,    /* a whole number from 0 */
@@ -57,6 +57,9 @@ const flag *cli_find_flag(const char *name);
 /* Parses text by f's kind into f's field (or calls its setter). 0, or -1
  * with a message naming the flag. */
 int cli_apply(cli_config *c, const flag *f, const char *text);
+
+/* The values written for the repeatable (K_LIST) row f. */
+cli_list *cli_list_of(const cli_config *c, const flag *f);
 
 /* The bytes of f's field (0 for setter rows). */
 size_t cli_field_size(const flag *f);

@@ -25,20 +25,21 @@ static const char *keep(cli_config *c, const char *s, size_t n) {
     return d;
 }
 
-/* Records one setting from a source; a repeatable --bind from a stronger
- * source replaces the weaker source's list instead of adding to it. */
+/* Records one setting from a source; a repeatable row's value from a
+ * stronger source replaces the weaker source's list instead of adding to it. */
 static int set_value(cli_config *c, const flag *f, const char *value, int source) {
     size_t i = (size_t)(f - cli_flags);
-    if (f->kind == K_BIND) {
-        if (c->bind_source != source) {
-            c->nbind_values = 0;
-            c->bind_source = source;
+    if (f->kind == K_LIST) {
+        cli_list *l = cli_list_of(c, f);
+        if (l->source != source) {
+            l->n = 0;
+            l->source = source;
         }
-        if (c->nbind_values == MAX_BINDS) {
-            fprintf(stderr, "spindle: at most %d --bind addresses\n", MAX_BINDS);
+        if (l->n == CLI_MAX_LIST) {
+            fprintf(stderr, "spindle: at most %d --%s values\n", CLI_MAX_LIST, f->name);
             return -1;
         }
-        c->bind_values[c->nbind_values++] = value;
+        l->v[l->n++] = value;
         return 0;
     }
     c->values[i] = value;
@@ -121,8 +122,9 @@ static int read_file(cli_config *c, const char *path) {
     return rc;
 }
 
-/* SPINDLE_BIND: several addresses, separated by spaces or commas. */
-static int env_binds(cli_config *c, const flag *f, const char *v) {
+/* A repeatable row's variable (SPINDLE_BIND, SPINDLE_STATIC_MAP): several
+ * values, separated by spaces or commas. */
+static int env_list(cli_config *c, const flag *f, const char *v) {
     const char *p = v;
     while (*p) {
         size_t len = strcspn(p, " ,");
@@ -151,7 +153,7 @@ static int read_env(cli_config *c) {
         const char *v = getenv(key);
         if (!v || other_command(c, f, key))
             continue;
-        if (f->kind == K_BIND ? env_binds(c, f, v) < 0 : set_value(c, f, v, SRC_ENV) < 0)
+        if (f->kind == K_LIST ? env_list(c, f, v) < 0 : set_value(c, f, v, SRC_ENV) < 0)
             return -1;
     }
     return 0;
@@ -162,11 +164,12 @@ static void print_config(const cli_config *c) {
         const flag *f = &cli_flags[i];
         if (f->kind == K_META || !(f->role & c->role))
             continue;
-        if (f->kind == K_BIND) {
-            if (!c->nbind_values)
-                printf("bind = %s  # default\n", f->def);
-            for (int b = 0; b < c->nbind_values; b++)
-                printf("bind = %s  # %s\n", c->bind_values[b], source_names[c->bind_source]);
+        const cli_list *l = f->kind == K_LIST ? cli_list_of(c, f) : NULL;
+        if (l && (l->n || f->def)) {
+            if (!l->n)
+                printf("%s = %s  # default\n", f->name, f->def);
+            for (int b = 0; b < l->n; b++)
+                printf("%s = %s  # %s\n", f->name, l->v[b], source_names[l->source]);
             continue;
         }
         if (c->values[i])
@@ -284,10 +287,13 @@ int cli_parse(int argc, char **argv, cli_config *c) {
     for (size_t i = 0; i < cli_nflags; i++)
         if (c->values[i] && cli_apply(c, &cli_flags[i], c->values[i]) < 0)
             goto out;
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const cli_list *l = cli_flags[i].kind == K_LIST ? cli_list_of(c, &cli_flags[i]) : NULL;
+        for (int b = 0; l && b < l->n; b++)
+            if (cli_apply(c, &cli_flags[i], l->v[b]) < 0)
+                goto out;
+    }
     const flag *bind = cli_find_flag("bind");
-    for (int b = 0; b < c->nbind_values; b++)
-        if (cli_apply(c, bind, c->bind_values[b]) < 0)
-            goto out;
     if (c->nbinds == 0)
         c->binds[c->nbinds++] = bind->def;
     rc = 0;

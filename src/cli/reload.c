@@ -16,11 +16,12 @@ static int strs_differ(const char *a, const char *b) {
 
 /* Whether row f holds different values in a and b. */
 static int row_differs(const cli_config *a, const cli_config *b, const flag *f) {
-    if (f->kind == K_BIND) {
-        if (a->nbinds != b->nbinds)
+    if (f->kind == K_LIST) {
+        const cli_list *la = cli_list_of(a, f), *lb = cli_list_of(b, f);
+        if (la->n != lb->n)
             return 1;
-        for (int i = 0; i < a->nbinds; i++)
-            if (strcmp(a->binds[i], b->binds[i]) != 0)
+        for (int i = 0; i < la->n; i++)
+            if (strcmp(la->v[i], lb->v[i]) != 0)
                 return 1;
         return 0;
     }

@@ -3,7 +3,7 @@
  * the caller's application, --sessions, --root, the listeners (inherited or
  * new), --user/--group, the session store's first open (as that user), then
  * the master with the reload hook. */
-#include "cli/cli.h"
+#include "cli/flags.h"
 
 #include "base/log.h"
 #include "process/listen_fds.h"
@@ -76,7 +76,7 @@ static int listen_all(cli_config *c, sp_server *s) {
     int fds[LISTEN_FDS_MAX], used[LISTEN_FDS_MAX] = {0}, systemd;
     int n = listen_fds_inherited(fds, LISTEN_FDS_MAX, &systemd);
     int rc = 0;
-    if (systemd && c->nbind_values == 0) {
+    if (systemd && cli_list_of(c, cli_find_flag("bind"))->n == 0) {
         /* Socket activation without --bind: serve exactly what systemd passed. */
         for (int i = 0; i < n && rc == 0; i++) {
             rc = server_adopt_listener(s, fds[i]);
@@ -126,6 +126,41 @@ static int setup_server(cli_config *c, sp_server *s) {
         }
     }
     server_set_timed(s, c->access_log || c->stats);
+    return 0;
+}
+
+/* The length of a --static-map's prefix, its trailing '/' not counted. */
+static size_t map_prefix_len(const char *spec) {
+    size_t n = strcspn(spec, "=");
+    return n > 1 && spec[n - 1] == '/' ? n - 1 : n;
+}
+
+/* --static-map PREFIX=DIR, each an exclusive mount, longest prefix first
+ * (the router takes the first prefix route that matches, so a map under
+ * another map's prefix must come before it). 0, or -1 with a message. */
+static int setup_static_maps(const cli_config *c, sp_server *s) {
+    const char *order[MAX_STATIC_MAPS];
+    int n = c->nstatic_maps;
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        for (; j > 0 && map_prefix_len(order[j - 1]) < map_prefix_len(c->static_maps[i]); j--)
+            order[j] = order[j - 1];
+        order[j] = c->static_maps[i];
+    }
+    for (int i = 0; i < n; i++) {
+        const char *spec = order[i], *dir = strchr(spec, '=') + 1;
+        char *prefix = strndup(spec, (size_t)(dir - 1 - spec));
+        int rc = prefix ? static_mount_exclusive(s, prefix, dir) : -ENOMEM;
+        free(prefix);
+        if (rc < 0) {
+            fprintf(stderr, "spindle: --static-map %s: %s%s\n", spec,
+                    rc == -EINVAL ? "PREFIX is not a plain URL path" : strerror(-rc),
+                    rc == -EINVAL ? " (start with /; no //, . or .. segments, no * { } ? # %)"
+                    : rc == -ENOENT || rc == -ENOTDIR ? " (DIR must be an existing directory)"
+                                                      : "");
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -222,6 +257,9 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         return 2;
     if (setup_server(c, s) < 0)
         return 2;
+    /* Before the application's routes: under a PREFIX only the files answer. */
+    if (setup_static_maps(c, s) < 0)
+        return 1;
     if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
         return rc;
     if (setup_sessions(c, s) < 0)

@@ -118,6 +118,7 @@ static pid_t spawn(master *m, int i) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
+    slot->max_rss = m->mo->max_worker_memory;
     server_set_accept_shared(s, !m->mo->reuse_port);
     if (m->mo->reuse_port && own_listeners(s) < 0)
         _exit(MASTER_BOOT_FAILED);

@@ -12,7 +12,8 @@ typedef struct master_options {
     int graceful_timeout_ms; /* in-flight requests get this long on TERM */
     int max_requests;        /* recycle a worker after this many requests (0 never) */
     int max_requests_jitter;
-    int reuse_port; /* per-worker SO_REUSEPORT sockets */
+    size_t max_worker_memory; /* recycle a worker past this RSS in bytes (0 never) */
+    int reuse_port;           /* per-worker SO_REUSEPORT sockets */
     const char *pid_file;
     /* HUP: re-read the settings into s and mo (binds excepted) before the
      * new workers fork. 0, or -1 to keep the running workers. */

@@ -1,14 +1,17 @@
 /* worker.c — one serving process: its loop, created after the fork, with
  * stop signals read from a signalfd (so they are handled on the loop, not in
- * a handler), a heartbeat for the master's watchdog, and the graceful
- * timeout that ends a drain that takes too long. */
+ * a handler), a heartbeat for the master's watchdog (which also checks
+ * --max-worker-memory), and the graceful timeout that ends a drain that
+ * takes too long. */
 #include "process/master.h"
 
 #include "base/log.h"
 #include "server/server.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -22,15 +25,52 @@ typedef struct worker {
     loop_timer graceful;
     int graceful_timeout_ms;
     int stops; /* stop signals seen */
+    int beats; /* heartbeats so far: every 4th checks the RSS */
 } worker;
 
 /* Well inside the shortest --worker-timeout (1 s): beating once a second
  * against a 1 s timeout, a few ms of lateness under load looked stale. */
 #define HEARTBEAT_MS 250
 
+static void on_graceful_timeout(loop *l, loop_timer *t);
+
+/* This process's resident set in bytes from /proc/self/statm (one small
+ * read, once a second); 0 when it cannot be read. */
+static uint64_t self_rss(void) {
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+    if (fd >= 0)
+        close(fd);
+    unsigned long long size, pages;
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    if (sscanf(buf, "%llu %llu", &size, &pages) != 2)
+        return 0;
+    return (uint64_t)pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+/* --max-worker-memory: past the limit the worker stops as on TERM; its
+ * exit 0 makes the master log it as recycled and start another. */
+static void check_memory(loop *l, worker *w) {
+    uint64_t rss = self_rss();
+    if (w->stops || rss <= w->slot->max_rss)
+        return;
+    log_msg(LOG_WARNING,
+            "worker %d uses %.1f MiB of memory (RSS), past --max-worker-memory %.1f MiB; "
+            "recycling it gracefully",
+            (int)getpid(), (double)rss / (1 << 20), (double)w->slot->max_rss / (1 << 20));
+    w->stops++;
+    sp_server_stop(w->s);
+    loop_timer_arm(l, &w->graceful, loop_now(l) + w->graceful_timeout_ms, on_graceful_timeout, w);
+}
+
 static void on_heartbeat(loop *l, loop_timer *t) {
     worker *w = t->data;
     w->slot->heartbeat_ms = loop_clock_ms();
+    if (w->slot->max_rss && ++w->beats % (1000 / HEARTBEAT_MS) == 0)
+        check_memory(l, w);
     loop_timer_arm(l, t, loop_now(l) + HEARTBEAT_MS, on_heartbeat, w);
 }
 

@@ -28,6 +28,7 @@ typedef struct worker_slot {
     volatile uint64_t requests;
     volatile int busy; /* inside a handler */
     char request[120]; /* "METHOD target" of the current or last request */
+    uint64_t max_rss;  /* --max-worker-memory in bytes, set at the fork; 0 never */
     worker_stats st;
 } worker_slot;
 

@@ -1,7 +1,8 @@
 /* static.c — sp_static: a directory mounted under a path prefix, served for
  * GET and HEAD with sendfile, single byte ranges (RFC 9110 §14), validators
  * and conditional requests (§8.8, §13), index.html, and precompressed .gz
- * variants. Files are opened beneath the root fd only (static_open.c). */
+ * variants. Files are opened beneath the root fd only (static_open.c).
+ * static_mount_exclusive (--static-map) answers every other method too. */
 #include "server/static/static.h"
 
 #include "server/handler.h"
@@ -327,6 +328,30 @@ static int prefix_ok(const char *p) {
 
 int sp_static(sp_server *s, const char *prefix, const char *dir) {
     return static_mount_fallback(s, prefix, dir, NULL, NULL);
+}
+
+/* Every method but GET and HEAD under an exclusive mount: nothing there
+ * takes a body or changes state, and the application must not see it. */
+static int not_allowed(sp_req *req, sp_res *res, void *ud) {
+    (void)ud;
+    sp_str m = sp_req_method(req);
+    if (m.len == 7 && memcmp(m.ptr, "OPTIONS", 7) == 0) {
+        int rc = sp_res_header(res, "Allow", "GET, HEAD, OPTIONS");
+        return rc < 0 ? rc : sp_res_send(res, 204, NULL, NULL, 0);
+    }
+    return res_send_error(res, 405, 0, "GET, HEAD");
+}
+
+int static_mount_exclusive(sp_server *s, const char *prefix, const char *dir) {
+    int rc = sp_static(s, prefix, dir);
+    if (rc < 0)
+        return rc;
+    char pattern[STATIC_PATH_MAX];
+    size_t pl = strlen(prefix);
+    if (snprintf(pattern, sizeof pattern, "%s%s*", prefix, prefix[pl - 1] != '/' ? "/" : "") >=
+        (int)sizeof pattern)
+        return -ENAMETOOLONG;
+    return sp_route(s, NULL, pattern, not_allowed, NULL);
 }
 
 int static_mount_fallback(sp_server *s, const char *prefix, const char *dir, sp_handler fallback,

@@ -12,4 +12,10 @@
 int static_mount_fallback(sp_server *s, const char *prefix, const char *dir, sp_handler fallback,
                           void *fallback_ud);
 
+/* sp_static whose prefix belongs to the files alone: every method but GET
+ * and HEAD under it is answered 405 (OPTIONS: 204 with Allow), so a route
+ * or catch-all added later never sees a request there. 0 or -errno, as
+ * sp_static (-ENAMETOOLONG for a prefix past STATIC_PATH_MAX). */
+int static_mount_exclusive(sp_server *s, const char *prefix, const char *dir);
+
 #endif
