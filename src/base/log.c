@@ -1,9 +1,12 @@
 /* log.c — the error log (see log.h): one write(2) per line, so lines from
- * several workers sharing stderr never interleave mid-line. */
+ * several workers sharing stderr never interleave mid-line; --error-log
+ * FILE is opened onto fd 2 itself, so every stderr write lands there. */
 #include "base/log.h"
 
 #include "base/clock.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,6 +16,40 @@
 static log_level min_level = LOG_INFO; /* set once at start-up, before workers fork */
 
 static const char *const level_names[] = {"debug", "info", "warning", "error", "critical"};
+
+static const char *log_path; /* --error-log FILE; NULL: stderr as inherited */
+
+/* Opens path (O_APPEND: the processes sharing it never overwrite each
+ * other's lines) and puts it on fd 2; its own fd is closed. */
+static int open_onto_stderr(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (fd != STDERR_FILENO) {
+        int rc = dup2(fd, STDERR_FILENO) < 0 ? -errno : 0;
+        close(fd);
+        return rc;
+    }
+    return 0;
+}
+
+int log_open(const char *path) {
+    if (!path || strcmp(path, "-") == 0)
+        return 0;
+    int rc = open_onto_stderr(path);
+    if (rc == 0)
+        log_path = path;
+    return rc;
+}
+
+void log_reopen(void) {
+    if (!log_path)
+        return;
+    int rc = open_onto_stderr(log_path);
+    if (rc < 0)
+        log_msg(LOG_ERROR, "error log: cannot reopen %s: %s; still writing to the old file",
+                log_path, strerror(-rc));
+}
 
 void log_set_level(log_level level) {
     min_level = level;

@@ -8,6 +8,15 @@
 
 typedef enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR, LOG_CRITICAL } log_level;
 
+/* --error-log: path (kept, not copied) is opened for appending onto fd 2,
+ * so the log and whatever else writes to stderr (Python's tracebacks) go
+ * there; NULL or "-" leaves stderr as it is. 0, or -errno. Called in the
+ * master before the fork, so the workers inherit it. */
+int log_open(const char *path);
+/* Opens the path of log_open again onto fd 2 (after logrotate moved the
+ * file; on USR1, in each process). A failure is logged to the old file. */
+void log_reopen(void);
+
 /* Lines below level are dropped (default LOG_INFO). */
 void log_set_level(log_level level);
 /* Parses "debug", "info", "warning", "error", "critical"; -1 if unknown. */

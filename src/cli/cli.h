@@ -41,6 +41,7 @@ typedef struct cli_config {
     const char *static_maps[MAX_STATIC_MAPS]; /* --static-map PREFIX=DIR, as written */
     int nstatic_maps;
     const char *access_log, *access_log_format, *stats;
+    const char *error_log; /* --error-log FILE: the log and fd 2; NULL or - stderr */
     const char *sessions, *session_secret;
     int session_cookie_secure; /* --session-cookie-secure */
     const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */

@@ -116,8 +116,14 @@ const flag cli_flags[] = {
     {"access-log", "FILE", K_STR, B, RESTART, STR(access_log), "none, as in gunicorn",
      "write an access log to FILE, or - for stdout"},
     {"access-log-format", "FMT", K_STR, B, RESTART, STR(access_log_format), "combined",
-     "access log line: %h client, %l -, %u -, %t time, %r request line, %s status, %b bytes, "
-     "%f referer, %a user agent, %D request time in us, %p pid"},
+     "access log line: %h client, %l -, %u -, %t time, %r request line, %m method, %U path, "
+     "%q query, %H protocol, %s status, %b bytes (- for none), %B bytes, %f referer, "
+     "%a user agent, %{Name}i request header, %{Name}o response header, %T request time in s, "
+     "%M in ms, %D in us, %L in s with decimals, %p pid, %% a percent sign; or json: one JSON object a "
+     "line with every field"},
+    {"error-log", "FILE", K_STR, B, RESTART, STR(error_log), "stderr",
+     "write the server's log, and all else written to stderr (Python tracebacks), to FILE, "
+     "appending; reopened on USR1"},
     {"stats", "PATH", K_STR, B, RESTART, STR(stats), "off",
      "serve Prometheus-format counters summed over all workers at PATH, and a status page at "
      "PATH?html"},

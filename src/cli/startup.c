@@ -104,7 +104,10 @@ static int setup_server(cli_config *c, sp_server *s) {
     if (c->access_log_format) {
         char bad;
         if (access_log_check_format(c->access_log_format, &bad) < 0) {
-            fprintf(stderr, "spindle: --access-log-format: unknown field %%%c (see --help)\n", bad);
+            fprintf(stderr,
+                    "spindle: --access-log-format: unknown field %%%c (the fields are listed in "
+                    "--help; headers are %%{Name}i and %%{Name}o)\n",
+                    bad);
             return -1;
         }
     }
@@ -289,6 +292,16 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
 int cli_serve(cli_config *c, const cli_app *app) {
     if (c->chdir && chdir(c->chdir) != 0) {
         fprintf(stderr, "spindle: --chdir %s: %s\n", c->chdir, strerror(errno));
+        return 1;
+    }
+    /* After --chdir, like the access log; before the fork, so the workers
+     * share the file (and the start-up lines land in it). */
+    int lrc = log_open(c->error_log);
+    if (lrc < 0) {
+        fprintf(stderr,
+                "spindle: --error-log %s: %s (make its directory writable, or use - for "
+                "stderr)\n",
+                c->error_log, strerror(-lrc));
         return 1;
     }
     sp_server *s = sp_server_new(&c->o);

@@ -441,7 +441,9 @@ static void on_flags(master *m, int64_t now) {
     }
     if (got_usr1) {
         got_usr1 = 0;
-        signal_all(m, SIGUSR1); /* each worker reopens its access log */
+        log_reopen(); /* --error-log: ours; each process reopens its own fd 2 */
+        log_msg(LOG_INFO, "USR1: reopening the logs");
+        signal_all(m, SIGUSR1); /* each worker reopens its access log and error log */
     }
     if (got_usr2) {
         got_usr2 = 0;

@@ -94,6 +94,7 @@ static void on_signal(loop *l, loop_watch *lw, uint32_t events) {
         }
         if (sig == SIGUSR1) {
             server_reopen_access_log(w->s); /* logrotate moved the file */
+            log_reopen();
             continue;
         }
         if (sig == SIGTERM || sig == SIGINT) {

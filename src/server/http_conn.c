@@ -53,7 +53,7 @@ static void refuse(sp_server *s, conn *c, sp_req *req, int status) {
     sp_res res;
     res_init(&res, req, c);
     int rc = res_send_error(&res, status, 1, NULL);
-    stats_record(s, req, status, 0, res.written, 0);
+    stats_record(s, req, &res, status, 0, res.written, 0);
     if (rc < 0) {
         server_conn_close(s, c);
         return;
@@ -188,7 +188,8 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
     uint64_t body_in = h->framing == HTTP_BODY_LENGTH    ? h->content_length - req->body_left
                        : h->framing == HTTP_BODY_CHUNKED ? req->chunked.total
                                                          : 0;
-    stats_record(s, req, res->head_sent ? res->status : 0, head_len + body_in, res->written, t0);
+    stats_record(s, req, res, res->head_sent ? res->status : 0, head_len + body_in, res->written,
+                 t0);
 }
 
 /* The request's path, query and body framing, from its parsed head. 0, or

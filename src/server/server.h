@@ -77,6 +77,7 @@ struct sp_server {
     /* accounting (stats.c): the access log and the observer */
     struct access_log *access_log; /* opened in each worker */
     const char *access_log_path, *access_log_format;
+    int pid;   /* the worker's, for %p (set when the log opens) */
     int timed; /* requests are timed: an access log or --stats is on */
     server_observer obs;
     /* embedding (embed.h setters) */

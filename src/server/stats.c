@@ -6,10 +6,12 @@
 
 #include "base/log.h"
 #include "server/access_log.h"
+#include "server/handler.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t stats_clock_ns(void) {
     struct timespec ts;
@@ -17,14 +19,18 @@ uint64_t stats_clock_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in,
+/* The entry holds pointers to the request's and the response's header
+ * arrays, nothing copied or looked up: the formatter finds only the
+ * headers its format names. */
+void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status, uint64_t bytes_in,
                   uint64_t bytes_out, uint64_t t0_ns) {
     uint64_t us = t0_ns ? (stats_clock_ns() - t0_ns) / 1000 : 0;
     if (s->obs.request_done)
         s->obs.request_done(s->obs.ud, status, bytes_in, bytes_out, us, t0_ns != 0);
     if (s->access_log) {
         const http_request *h = &req->head;
-        sp_str ref = sp_req_header(req, "Referer"), ua = sp_req_header(req, "User-Agent");
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
         access_entry e = {.client = h->method ? sp_req_client_addr(req) : sp_req_peer(req),
                           .method = h->method,
                           .method_len = h->method ? h->method_len : 0,
@@ -33,11 +39,13 @@ void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in
                           .minor_version = h->minor_version,
                           .status = status,
                           .bytes = bytes_out,
-                          .referer = ref.ptr,
-                          .referer_len = ref.len,
-                          .agent = ua.ptr,
-                          .agent_len = ua.len,
-                          .duration_us = us};
+                          .req_fields = h->fields,
+                          .req_nfields = h->fields ? h->nfields : 0,
+                          .res_fields = res ? res->fields : NULL,
+                          .res_nfields = res ? res->nfields : 0,
+                          .duration_us = us,
+                          .time_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000,
+                          .pid = s->pid};
         access_log_write(s->access_log, &e);
     }
 }
@@ -54,6 +62,7 @@ void server_set_timed(sp_server *s, int timed) {
 int server_open_access_log(sp_server *s) {
     if (!s->access_log_path || s->access_log)
         return 0;
+    s->pid = (int)getpid(); /* in the worker, after the fork */
     s->access_log = access_log_open(s->access_log_path, s->access_log_format);
     if (s->access_log)
         return 0;

@@ -5,9 +5,10 @@
 
 #include "server/server.h"
 
-/* Records one answered request. status 0: none was sent. t0_ns: when its
- * head was complete (stats_clock_ns), 0 if not timed. */
-void stats_record(sp_server *s, const sp_req *req, int status, uint64_t bytes_in,
+/* Records one answered request. res: its response (its headers are read
+ * by %{Name}o), or NULL. status 0: none was sent. t0_ns: when its head was
+ * complete (stats_clock_ns), 0 if not timed. */
+void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status, uint64_t bytes_in,
                   uint64_t bytes_out, uint64_t t0_ns);
 uint64_t stats_clock_ns(void);
 
