@@ -70,6 +70,16 @@ unit=$root/lib/systemd/system/spindle.service
 check "the unit: Type=notify, ExecStart=/usr/bin/spindle, ExecReload HUP" \
   bash -c 'grep -qx Type=notify "$1" && grep -q "^ExecStart=/usr/bin/spindle " "$1" &&
     grep -qx "ExecReload=/bin/kill -HUP \$MAINPID" "$1"' _ "$unit"
+if command -v systemd-analyze >/dev/null; then
+  # Not installed here, so the binary and the man page are not found: any
+  # other complaint (an unknown key, a bad value) fails.
+  sa=$(cd "$root/lib/systemd/system" && timeout 30 systemd-analyze verify ./spindle.socket \
+    ./spindle.service 2>&1 | grep -vE 'is not executable|man spindle\(1\)')
+  if [ -z "$sa" ]; then ok "systemd-analyze verify: the units parse"; else
+    echo "$sa"
+    bad "systemd-analyze verify complains about the units"
+  fi
+fi
 check "the packaged spindle --version says spindle $V" \
   bash -c "'$root/usr/bin/spindle' --version | grep -q '^spindle $V (API'"
 check "man -l renders the packaged spindle.1.gz" \
