@@ -1,6 +1,9 @@
-"""setup.py — builds and installs spindle's WSGI binding with setuptools.
+"""setup.py — builds and installs spindle's WSGI binding with setuptools, as
+the distribution spindle-server (import name spindle; the version is the
+VERSION file's):
 
     pip install --no-build-isolation .          # any CPython >= 3.9 with headers
+    pip wheel --no-build-isolation --no-deps -w dist .   # a wheel (tests/suites/wheel.sh)
 
 The extension is the one `make python` builds: python/_spindle/*.c plus every
 library source src/*/**.c (not src/cli/main.c) and, on x86_64 and aarch64, the
