@@ -39,8 +39,19 @@ ifneq ($(wildcard /usr/include/valgrind/valgrind.h),)
 VG_DEFS := -DSP_HAVE_VALGRIND
 endif
 
+# The version: the VERSION file is its one source (setup.py and debian/
+# read it too); the git revision when built from a checkout of this tree,
+# else the REVISION file that `git archive` fills in (export-subst).
+VERSION := $(shell cat VERSION)
+SO_MAJOR := $(word 1,$(subst ., ,$(VERSION)))
+SO_MINOR := $(word 2,$(subst ., ,$(VERSION)))
+GIT_REV := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+  git describe --always --dirty 2>/dev/null)
+GIT_REV := $(or $(GIT_REV),$(shell grep -v 'Format:' REVISION 2>/dev/null))
+VERSION_DEFS := -DSPINDLE_VERSION='"$(VERSION)"' -DSPINDLE_GIT_REV='"$(GIT_REV)"'
+
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CFLAGS_ALL := -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
+CFLAGS_ALL := $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
 LDLIBS_ALL := -lpthread -ldl -lm -lsqlite3 -lhiredis
 
@@ -84,6 +95,14 @@ $(B)/objs.list: FORCE
 	@echo '$(LIB_OBJS)' | cmp -s - $@ || echo '$(LIB_OBJS)' >$@
 .PHONY: FORCE
 FORCE:
+# Only parse.c says the version: it alone is rebuilt when the revision moves.
+$(B)/version.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION_DEFS)' | cmp -s - $@ || echo '$(VERSION_DEFS)' >$@
+$(B)/obj/cli/parse.o build/pic/cli/parse.o: $(B)/version.txt
+$(B)/obj/cli/parse.o: CFLAGS_ALL += $(VERSION_DEFS)
+build/pic/cli/parse.o: PY_CFLAGS += $(VERSION_DEFS)
+
 $(LIB): $(LIB_OBJS) $(B)/objs.list
 	@rm -f $@
 	$(AR) rcs $@ $(LIB_OBJS)
@@ -92,7 +111,7 @@ $(LIB): $(LIB_OBJS) $(B)/objs.list
 # so --app modules can call it: the whole library is linked in, not only
 # what main() uses.
 $(B)/spindle: $(B)/obj/cli/main.o $(LIB)
-	$(CC) $(MODE_LDFLAGS) -rdynamic -o $@ $(B)/obj/cli/main.o -Wl,--whole-archive $(LIB) \
+	$(CC) $(MODE_LDFLAGS) $(LDFLAGS) -rdynamic -o $@ $(B)/obj/cli/main.o -Wl,--whole-archive $(LIB) \
 	  -Wl,--no-whole-archive $(LDLIBS_ALL)
 $(B)/obj/cli/main.o: src/cli/main.c
 	@mkdir -p $(@D)
@@ -138,6 +157,8 @@ $(FUZZ_B)/obj/%.o: src/%.S
 	clang $(FUZZ_CFLAGS) -c $< -o $@
 $(FUZZ_B)/%: tests/fuzz/%.c $(FUZZ_OBJS)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
+$(FUZZ_B)/obj/cli/parse.o: FUZZ_CFLAGS += $(VERSION_DEFS)
+$(FUZZ_B)/obj/cli/parse.o: $(B)/version.txt
 fuzz-build: $(FUZZ_BINS)
 
 # make fuzz FUZZ_SECONDS=N: every target for N seconds, corpus kept in build/fuzz/corpus/,
@@ -193,6 +214,9 @@ format-check:
 
 clean:
 	rm -rf build
+
+# The shared library, spindle.pc, the manual page, make install / uninstall.
+include mk/install.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 

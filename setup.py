@@ -1,6 +1,9 @@
-"""setup.py — builds and installs spindle's WSGI binding with setuptools.
+"""setup.py — builds and installs spindle's WSGI binding with setuptools, as
+the distribution spindle-server (import name spindle; the version is the
+VERSION file's):
 
     pip install --no-build-isolation .          # any CPython >= 3.9 with headers
+    pip wheel --no-build-isolation --no-deps -w dist .   # a wheel (tests/suites/wheel.sh)
 
 The extension is the one `make python` builds: python/_spindle/*.c plus every
 library source src/*/**.c (not src/cli/main.c) and, on x86_64 and aarch64, the
@@ -19,6 +22,7 @@ build/), not to the top of the tree.
 import glob
 import os
 import platform
+import subprocess
 import sys
 import sysconfig
 
@@ -69,11 +73,40 @@ def python_headers_present():
                  "(Debian: python3-dev)" % inc)
 
 
+def version():
+    """The VERSION file: the one source of the number (the Makefile and
+    debian/ read it too)."""
+    with open(os.path.join(HERE, "VERSION")) as f:
+        return f.read().strip()
+
+
+def git_revision():
+    """`git describe --always --dirty` when this is a checkout of the tree
+    (as the Makefile), else the REVISION file git archive filled in, else ""."""
+    try:
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=HERE, capture_output=True,
+                             text=True).stdout.strip()
+        if top and os.path.realpath(top) == os.path.realpath(HERE):
+            out = subprocess.run(["git", "describe", "--always", "--dirty"], cwd=HERE,
+                                 capture_output=True, text=True)
+            if out.returncode == 0 and out.stdout.strip():
+                return out.stdout.strip()
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(HERE, "REVISION")) as f:
+            rev = f.read().strip()
+        return "" if "Format:" in rev else rev
+    except OSError:
+        return ""
+
+
 def sources_and_macros():
     srcs = sorted(glob.glob(rel("python", "_spindle", "*.c")))
     srcs += sorted(s for s in glob.glob(rel("src", "**", "*.c"), recursive=True)
                    if s != rel("src", "cli", "main.c"))
-    macros = [("_GNU_SOURCE", None)]
+    macros = [("_GNU_SOURCE", None), ("SPINDLE_VERSION", '"%s"' % version()),
+              ("SPINDLE_GIT_REV", '"%s"' % git_revision())]
     arch = platform.machine()
     arch = {"amd64": "x86_64", "AMD64": "x86_64", "arm64": "aarch64"}.get(arch, arch)
     asm = rel("src", "coro", "coro_switch_%s.S" % arch)
@@ -118,25 +151,44 @@ ext = Extension(
         "-Wno-missing-field-initializers",
         "-Wno-cast-function-type",
     ],
-    libraries=["pthread", "dl", "m"],
+    libraries=["pthread", "dl", "m", "sqlite3", "hiredis"],  # the Makefile's LDLIBS_ALL
     depends=sorted(glob.glob(rel("src", "**", "*.h"), recursive=True) + glob.glob(rel("include", "*.h"))
                    + glob.glob(rel("python", "_spindle", "*.h"))),
 )
 
+# The distribution is spindle-server (the name spindle on PyPI is another
+# project's); the import name and the command stay spindle.
 setup(
-    name="spindle",
-    version="0.1",
+    name="spindle-server",
+    version=version(),
     description="A coroutine HTTP/1.1 server in C, serving WSGI applications (PEP 3333)",
-    license="see the repository",
+    long_description=open(os.path.join(HERE, "README.md"), encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    license="no license granted yet: see the repository",
+    keywords=["wsgi", "http", "server", "coroutine", "greenlet"],
+    classifiers=[
+        "Development Status :: 3 - Alpha",
+        "Environment :: Web Environment",
+        "Intended Audience :: Developers",
+        "Intended Audience :: System Administrators",
+        "Operating System :: POSIX :: Linux",
+        "Programming Language :: C",
+        "Programming Language :: Python :: 3",
+        "Programming Language :: Python :: 3 :: Only",
+        "Programming Language :: Python :: Implementation :: CPython",
+        "Topic :: Internet :: WWW/HTTP :: HTTP Servers",
+        "Topic :: Internet :: WWW/HTTP :: WSGI :: Server",
+    ],
     python_requires=">=3.9",
     packages=["spindle"],
     package_dir={"spindle": rel("python", "spindle")},
     ext_modules=[ext],
-    install_requires=["greenlet"],
+    install_requires=["greenlet>=1.0"],
     cmdclass={"build_ext": BuildExt},
     zip_safe=False,
     options={
         "build": {"build_base": rel("build", "setuptools")},
+        "build_ext": {"parallel": os.cpu_count() or 1},
         "egg_info": {"egg_base": rel("build", "setuptools")},
     },
 )

@@ -38,6 +38,19 @@ PKGS=(
   "python3-sqlalchemy:the database apps of the benchmark harness"
   "python3-psycopg2:the PostgreSQL apps of the benchmark harness"
   "postgresql:the benchmark harness starts its own PostgreSQL (smoke-tested)"
+  "pkg-config:the packaging test builds the README example through spindle.pc"
+  "man-db:the packaging test renders spindle(1) with man -l"
+  "groff-base:the packaging test renders spindle(1) with man -l"
+  "python3-pip:the wheel (pip wheel) and its test venv"
+  "python3-wheel:the wheel (pip wheel --no-build-isolation)"
+  "python3-venv:the wheel test installs into a fresh venv"
+  "python3-setuptools:setup.py, the wheel and python3-spindle"
+  "dpkg-dev:the Debian packages (dpkg-buildpackage)"
+  "debhelper:the Debian packages (dh)"
+  "dh-python:python3-spindle (dh_python3, pybuild)"
+  "python3-all-dev:python3-spindle for every supported Python 3"
+  "fakeroot:dpkg-buildpackage as a user"
+  "lintian:the Debian packages are checked with lintian"
 )
 
 missing=()

@@ -74,6 +74,9 @@ void cli_free(cli_config *c);
 /* Prints the flags (and, for prog NULL, spindle's usage line). */
 void cli_usage(FILE *out, const char *prog);
 
+/* Prints spindle(1), the manual page in roff, from the flag table. */
+void cli_man(FILE *out, const char *version);
+
 /* What cli_serve serves: the caller's part of the start-up. */
 typedef struct cli_app {
     /* Adds the application's routes and hooks to s: after the access log

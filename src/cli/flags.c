@@ -156,6 +156,8 @@ const flag cli_flags[] = {
     {"print-config", NULL, K_META, B, RESTART, NOWHERE, NULL,
      "print the effective settings and where each came from, then exit"},
     {"help", NULL, K_META, B, RESTART, NOWHERE, NULL, "this text"},
+    {"print-man", NULL, K_META, ROLE_BIN, RESTART, NOWHERE, NULL,
+     "print the manual page spindle(1), in roff, made from this same table (man -l -)"},
     {"version", NULL, K_META, B, RESTART, NOWHERE, NULL, "print the version"},
 };
 /* clang-format on */

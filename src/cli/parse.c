@@ -5,9 +5,13 @@
 #include "cli/flags.h"
 
 #include "base/log.h"
+#include "coro/coro.h"
+#include "loop/loop_backend.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <hiredis/hiredis.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -195,6 +199,28 @@ static void refuse(const flag *f) {
         fprintf(stderr, "spindle: --%s applies to %s only\n", f->name, cli_role_name(f->role));
 }
 
+/* The Makefile (from the VERSION file and `git describe`) and setup.py pass
+ * these; the number has no other source. */
+#ifndef SPINDLE_VERSION
+#error "build with -DSPINDLE_VERSION='\"X.Y\"' (the Makefile and setup.py read VERSION)"
+#endif
+#ifndef SPINDLE_GIT_REV
+#define SPINDLE_GIT_REV ""
+#endif
+
+/* --version: the number, the revision built from, and what this build is
+ * made of (the switch and the backend name themselves). */
+static void print_version(void) {
+    printf("spindle %s (API %d)\n", SPINDLE_VERSION, SPINDLE_API_VERSION);
+    printf("git revision: %s\n",
+           SPINDLE_GIT_REV[0] ? SPINDLE_GIT_REV : "none (not built from git)");
+    printf("coroutine switch: %s\n", coro_switch_name);
+    printf("event loop: %s\n", backend_name);
+    printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
+           HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+    printf("TLS, HTTP/2: not built in (OpenSSL and nghttp2 are not linked)\n");
+}
+
 typedef struct flag_args {
     const char *vals[CLI_MAX_ARGS];
     const flag *defs[CLI_MAX_ARGS];
@@ -228,7 +254,11 @@ static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
             return 1;
         }
         if (!strcmp(f->name, "version")) {
-            printf("spindle 0.1 (API %d)\n", SPINDLE_API_VERSION);
+            print_version();
+            return 1;
+        }
+        if (!strcmp(f->name, "print-man")) {
+            cli_man(stdout, SPINDLE_VERSION);
             return 1;
         }
         if (!strcmp(f->name, "config"))

@@ -23,6 +23,14 @@
 #define CORO_DEFAULT_STACK    (64 * 1024)
 #define CORO_DEFAULT_MAX_FREE 1024
 
+#ifdef SP_CORO_UCONTEXT
+const char coro_switch_name[] = "ucontext";
+#elif defined(__x86_64__)
+const char coro_switch_name[] = "asm (x86_64)";
+#else
+const char coro_switch_name[] = "asm (aarch64)";
+#endif
+
 #ifndef SP_CORO_UCONTEXT
 /* In coro_switch_<arch>.S. coro_switch_asm pushes the callee-saved state on
  * the current stack, stores the stack pointer in *save_sp and pops the other

@@ -30,6 +30,10 @@ typedef struct coro coro;
 typedef struct coro_pool coro_pool;
 typedef void (*coro_fn)(void *arg);
 
+/* The context switch this build uses: "asm (x86_64)", "asm (aarch64)" or
+ * "ucontext" (--version says it). */
+extern const char coro_switch_name[];
+
 typedef struct coro_pool_options {
     size_t stack_size; /* usable bytes, rounded up to whole pages; 0 = 64 KiB */
     int no_guard;      /* 1: no PROT_NONE guard page (one mapping less per stack) */

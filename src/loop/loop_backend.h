@@ -28,6 +28,9 @@ typedef struct backend_event {
     uint32_t events; /* LOOP_* bits */
 } backend_event;
 
+/* The backend's name ("epoll"), for --version. */
+extern const char backend_name[];
+
 int backend_open(void);                                          /* fd or -errno */
 int backend_add(int bfd, int fd, backend_mode mode, void *data); /* 0 or -errno */
 int backend_del(int bfd, int fd);                                /* 0 or -errno */

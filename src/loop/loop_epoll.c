@@ -7,6 +7,8 @@
 #include <sys/epoll.h>
 #include <unistd.h>
 
+const char backend_name[] = "epoll";
+
 int backend_open(void) {
     int fd = epoll_create1(EPOLL_CLOEXEC);
     return fd < 0 ? -errno : fd;
