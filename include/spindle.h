@@ -132,6 +132,13 @@ typedef struct sp_server_options {
                                         socket, "*" for all; NULL: none */
     int forwarded_header;            /* SP_FORWARDED_*: the one header family the
                                         trusted proxy sets, the only one read */
+    int proxy_protocol;              /* 1: every connection on a listener (not an own-
+                                        route one such as --stats-bind) begins with a
+                                        PROXY protocol v1 or v2 header from a peer in
+                                        forwarded_allow_ips, whose client address and
+                                        port then stand as the peer's; a connection
+                                        without one, or from another peer, is closed
+                                        unanswered; 0: off */
 } sp_server_options;
 
 /* forwarded_header: X-Forwarded-For (with X-Forwarded-Proto), the default,

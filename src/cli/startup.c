@@ -109,6 +109,12 @@ static int setup_server(cli_config *c, sp_server *s) {
         }
     }
     server_set_access_log(s, c->access_log, c->access_log_format);
+    if (c->o.proxy_protocol && (!c->o.forwarded_allow_ips || !c->o.forwarded_allow_ips[0])) {
+        fprintf(stderr, "spindle: --proxy-protocol needs --forwarded-allow-ips naming the proxies "
+                        "that send the header (their addresses or networks, or unix); without "
+                        "it every connection would be closed\n");
+        return -1;
+    }
     if (c->stats_bind && !c->stats) {
         fprintf(stderr, "spindle: --stats-bind needs --stats PATH (the path the counters are "
                         "served at on that address)\n");
