@@ -27,7 +27,8 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text);
 /* clang-format off */
 const flag cli_flags[] = {
     {"bind", "ADDR", K_BIND, B, RESTART, SET(add_bind), "127.0.0.1:8080",
-     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; repeatable"},
+     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; proxy://ADDR: its connections "
+     "begin with a PROXY protocol header (see --proxy-protocol); repeatable"},
     {"workers", "N", K_INT0, B, HUP, INT(mo.workers), "one per CPU",
      "worker processes; 0 serves in the master process itself, without supervision"},
     {"reuse-port", NULL, K_FLAG, B, RESTART, INT(mo.reuse_port), NULL,

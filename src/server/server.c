@@ -253,7 +253,8 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
     c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
     c->listener = (uint8_t)ax->listener;
     /* A side door with its own routes (--stats-bind) is not behind the proxy. */
-    if (s->opt.proxy_protocol && ax->listener && !s->listeners[ax->listener - 1].own_routes) {
+    const listener *li = ax->listener ? &s->listeners[ax->listener - 1] : NULL;
+    if (li && (li->proxy || (s->opt.proxy_protocol && !li->own_routes))) {
         if (!c->peer_trusted) {
             refuse_untrusted_proxy(c);
             return;

@@ -15,7 +15,7 @@ import time
 import conftest
 import pytest
 from conftest import BIN, Conn
-from proctools import connect_bind
+from proctools import connect_bind, free_port, http_probe
 from wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_peer.so")
@@ -177,11 +177,42 @@ def test_untrusted_peer_is_closed(spindle, monkeypatch):
     srv.wait_until(lambda: "only the proxies in --forwarded-allow-ips" in srv.stderr(), 3)
 
 
+def test_one_listener_behind_the_proxy(spindle, monkeypatch):
+    """--bind proxy://ADDR: that listener takes headers, the others plain HTTP."""
+    monkeypatch.setattr(conftest.Server, "wait_ready",
+                        lambda srv, timeout=5.0: srv.wait_until(lambda: http_probe(srv.binds[0]),
+                                                                timeout))
+    pport = free_port()
+    srv = spindle("--app", APP, "--forwarded-allow-ips", "127.0.0.1",
+                  binds=["127.0.0.1:%d" % free_port(), "proxy://127.0.0.1:%d" % pport])
+    with _conn(srv) as c:  # the plain listener
+        port = c.sock.getsockname()[1]
+        assert _peer(c, close=True) == ["127.0.0.1:%d" % port, "127.0.0.1"]
+    with Conn(socket.create_connection(("127.0.0.1", pport), timeout=5), 5) as c:
+        c.send(V2_INET)
+        assert _peer(c, close=True) == ["192.0.2.8:40001", "192.0.2.8"]
+    _unanswered(b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n", ("127.0.0.1", pport))
+
+
+def test_stats_bind_is_not_behind_the_proxy(spindle, monkeypatch):
+    monkeypatch.setattr(conftest.Server, "wait_ready", _ready)
+    sport = free_port()
+    spindle("--app", APP, "--proxy-protocol", "--forwarded-allow-ips", "127.0.0.1",
+            "--stats", "/stats", "--stats-bind", "127.0.0.1:%d" % sport)
+    with Conn(socket.create_connection(("127.0.0.1", sport), timeout=5), 5) as c:
+        c.send(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        assert c.read_response().status == 200
+
+
 def test_needs_forwarded_allow_ips():
     p = subprocess.run([BIN, "--proxy-protocol", "--workers", "0"], capture_output=True,
                        timeout=10, stdin=subprocess.DEVNULL)
     assert p.returncode != 0
     assert b"--proxy-protocol needs --forwarded-allow-ips" in p.stderr, p.stderr
+    p = subprocess.run([BIN, "--bind", "proxy://127.0.0.1:1", "--workers", "0"],
+                       capture_output=True, timeout=10, stdin=subprocess.DEVNULL)
+    assert p.returncode != 0
+    assert b"--bind proxy:// needs --forwarded-allow-ips" in p.stderr, p.stderr
 
 
 def _env(srv, hdr):
