@@ -12,6 +12,7 @@
 #include "http/path_norm.h"
 #include "http/proxy_proto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,10 +79,14 @@ __attribute__((noinline)) static int take_proxy_header(sp_server *s, conn *c, si
     if (n == PROXY_NEED_MORE)
         return 0;
     if (n < 0) {
+        char ip[INET6_ADDRSTRLEN] = "unix";
+        if (c->peer_family == AF_INET || c->peer_family == AF_INET6)
+            inet_ntop(c->peer_family, c->peer_ip, ip, sizeof ip);
         log_ratelimited(&last, &suppressed, LOG_WARNING,
-                        "connection closed: it did not begin with a valid PROXY protocol header "
-                        "(--proxy-protocol is on: the proxy must send one, HAProxy's send-proxy "
-                        "or send-proxy-v2)");
+                        "connection from %s closed: it did not begin with a valid PROXY "
+                        "protocol header (with --proxy-protocol or --bind proxy:// the proxy "
+                        "must send one: HAProxy's send-proxy or send-proxy-v2)",
+                        ip);
         return -1;
     }
     c->buf_off += (uint32_t)n;

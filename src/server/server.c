@@ -225,8 +225,9 @@ static void refuse_untrusted_proxy(conn *c) {
     if (c->peer_family == AF_INET || c->peer_family == AF_INET6)
         inet_ntop(c->peer_family, c->peer_ip, ip, sizeof ip);
     log_ratelimited(&last, &suppressed, LOG_WARNING,
-                    "connection from %s closed: with --proxy-protocol only the proxies in "
-                    "--forwarded-allow-ips may connect (add this address there if it is one)",
+                    "connection from %s closed: behind --proxy-protocol (or --bind proxy://) "
+                    "only the proxies in --forwarded-allow-ips may connect (add this address "
+                    "there if it is one)",
                     ip);
     close(c->w.fd);
     *c = (conn){.w = {.fd = -1}};

@@ -161,6 +161,8 @@ def test_missing_or_bad_header_closes_unanswered(proxied):
     # A header cut short, then silence: closed at the header timeout (1 s),
     # with no 408: the peer does not speak HTTP to us.
     _unanswered(V1[:20], proxied.addr)
+    proxied.wait_until(lambda: "connection from 127.0.0.1 closed: it did not begin with a "
+                       "valid PROXY protocol header" in proxied.stderr(), 3)
     # The server is still fine.
     with _conn(proxied) as c:
         c.send(V1)
@@ -174,7 +176,8 @@ def test_untrusted_peer_is_closed(spindle, monkeypatch):
     srv.wait_until(lambda: socket.create_connection(srv.addr, timeout=1).close() or True, 5)
     time.sleep(0.3)  # the worker is up
     _unanswered(V1 + b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n", srv.addr)
-    srv.wait_until(lambda: "only the proxies in --forwarded-allow-ips" in srv.stderr(), 3)
+    srv.wait_until(lambda: "connection from 127.0.0.1 closed" in srv.stderr() and
+                   "only the proxies in --forwarded-allow-ips" in srv.stderr(), 3)
 
 
 def test_one_listener_behind_the_proxy(spindle, monkeypatch):
