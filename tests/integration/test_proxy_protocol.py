@@ -156,7 +156,9 @@ def test_missing_or_bad_header_closes_unanswered(proxied):
                  b"PROXY TCP4 192.0.2.7 198.51.100.1 1 443\n" + req,        # bare LF
                  SIG + b"\x31\x11\x00\x0c" + b"\x00" * 12 + req,            # v2, version 3
                  v2(1, 0x11, b"\x00" * 11) + req,                           # v2, short block
-                 v2(1, 0x12, b"\x00" * 12) + req):                          # v2, datagram
+                 v2(1, 0x12, b"\x00" * 12) + req,                           # v2, datagram
+                 # v2 with 64 KiB of TLVs: valid, but longer than the read buffer.
+                 v2(1, 0x11, b"\x00" * 12 + b"\x04\xff\xf0" + b"\x00" * 0xfff0) + req):
         _unanswered(data, proxied.addr)
     # A header cut short, then silence: closed at the header timeout (1 s),
     # with no 408: the peer does not speak HTTP to us.
