@@ -132,6 +132,13 @@ typedef struct sp_server_options {
                                         socket, "*" for all; NULL: none */
     int forwarded_header;            /* SP_FORWARDED_*: the one header family the
                                         trusted proxy sets, the only one read */
+    int proxy_protocol;              /* 1: every connection on a listener (not an own-
+                                        route one such as --stats-bind) begins with a
+                                        PROXY protocol v1 or v2 header from a peer in
+                                        forwarded_allow_ips, whose client address and
+                                        port then stand as the peer's; a connection
+                                        without one, or from another peer, is closed
+                                        unanswered; 0: off */
 } sp_server_options;
 
 /* forwarded_header: X-Forwarded-For (with X-Forwarded-Proto), the default,
@@ -215,7 +222,8 @@ SP_API sp_str sp_req_host(const sp_req *r);
 SP_API int sp_req_minor_version(const sp_req *r);
 /* The body length from Content-Length; -1 if chunked; 0 if no body. */
 SP_API int64_t sp_req_content_length(const sp_req *r);
-/* The peer's address ("1.2.3.4:5678", "[::1]:80", "unix"), NUL-terminated. */
+/* The peer's address ("1.2.3.4:5678", "[::1]:80", "unix"), NUL-terminated:
+ * behind a PROXY protocol header (proxy_protocol), the client it named. */
 SP_API const char *sp_req_peer(const sp_req *r);
 /* The client's address: the peer's, or, when the peer is a trusted proxy
  * (forwarded_allow_ips), the address its forwarded_header reports: all the

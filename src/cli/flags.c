@@ -28,7 +28,8 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text);
 /* clang-format off */
 const flag cli_flags[] = {
     {"bind", "ADDR", K_LIST, B, RESTART, SET(add_bind), "127.0.0.1:8080",
-     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; repeatable"},
+     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; proxy://ADDR: its connections "
+     "begin with a PROXY protocol header (see --proxy-protocol); repeatable"},
     {"workers", "N", K_INT0, B, HUP, INT(mo.workers), "one per CPU",
      "worker processes; 0 serves in the master process itself, without supervision"},
     {"reuse-port", NULL, K_FLAG, B, RESTART, INT(mo.reuse_port), NULL,
@@ -92,6 +93,10 @@ const flag cli_flags[] = {
      INT_WORDS(o.forwarded_header, set_forwarded_header), "x-forwarded-for",
      "the header the trusted proxy sets, the only one read: x-forwarded-for (with "
      "X-Forwarded-Proto) or forwarded (RFC 7239 for= and proto=)"},
+    {"proxy-protocol", NULL, K_FLAG, B, RESTART, INT(o.proxy_protocol), NULL,
+     "every connection on the --bind listeners begins with a PROXY protocol header (v1 or "
+     "v2, as HAProxy's send-proxy sends) naming the client; only peers in "
+     "--forwarded-allow-ips may send it; a connection without one is closed"},
     {"root", "DIR", K_STR, B, RESTART, STR(root), "none",
      "serve the files under DIR for requests no route claims; under python3 -m spindle, "
      "GET and HEAD of a path naming a file under DIR, the application everything else"},

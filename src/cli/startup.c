@@ -21,6 +21,8 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#define PROXY_SCHEME "proxy://" /* --bind proxy://ADDR: ADDR takes PROXY headers */
+
 static int same_addr(const net_addr *a, const net_addr *b) {
     if (a->u.sa.sa_family != b->u.sa.sa_family)
         return 0;
@@ -42,6 +44,13 @@ static int same_addr(const net_addr *a, const net_addr *b) {
  * when one matches (marked in used), else a new one. 0, or -1 with a
  * message printed. */
 static int listen_on(sp_server *s, const char *spec, const int *fds, int *used, int n) {
+    if (strncmp(spec, PROXY_SCHEME, strlen(PROXY_SCHEME)) == 0) {
+        /* proxy://ADDR: ADDR, behind a PROXY protocol proxy. */
+        int rc = listen_on(s, spec + strlen(PROXY_SCHEME), fds, used, n);
+        if (rc == 0)
+            server_set_listener_proxy(s, server_nlisteners(s) - 1);
+        return rc;
+    }
     net_addr want;
     if (net_parse_addr(spec, &want) == 0) {
         for (int i = 0; i < n; i++) {
@@ -112,6 +121,17 @@ static int setup_server(cli_config *c, sp_server *s) {
         }
     }
     server_set_access_log(s, c->access_log, c->access_log_format);
+    int proxied = c->o.proxy_protocol;
+    for (int b = 0; b < c->nbinds; b++)
+        proxied |= strncmp(c->binds[b], PROXY_SCHEME, strlen(PROXY_SCHEME)) == 0;
+    if (proxied && (!c->o.forwarded_allow_ips || !c->o.forwarded_allow_ips[0])) {
+        fprintf(stderr,
+                "spindle: %s needs --forwarded-allow-ips naming the proxies that send "
+                "the PROXY header (their addresses or networks, or unix); without it "
+                "every connection would be closed\n",
+                c->o.proxy_protocol ? "--proxy-protocol" : "--bind proxy://");
+        return -1;
+    }
     if (c->stats_bind && !c->stats) {
         fprintf(stderr, "spindle: --stats-bind needs --stats PATH (the path the counters are "
                         "served at on that address)\n");

@@ -30,6 +30,7 @@ typedef struct conn {
     uint8_t peer_family;
     uint8_t peer_trusted; /* forwarded_allow_ips matched the peer */
     uint8_t listener;     /* 1 + the index of the listener that accepted it; 0 adopted */
+    uint8_t proxy_wait;   /* a PROXY protocol header is still to come (--proxy-protocol) */
     uint16_t peer_port;
     uint8_t peer_ip[16];
 } conn;

@@ -10,7 +10,9 @@
 #include "base/log.h"
 #include "server/stats.h"
 #include "http/path_norm.h"
+#include "http/proxy_proto.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +65,46 @@ static void refuse(sp_server *s, conn *c, sp_req *req, int status) {
 
 #define HEAD_IDLE (-1) /* read_head: nothing to read yet, go idle */
 
+/* --proxy-protocol: the header at the start of the buffer names the client,
+ * who then stands as the peer for everything after it (sp_req_peer, the
+ * access log, REMOTE_ADDR, and --forwarded-allow-ips for its own forwarded
+ * headers). 1 when taken, 0 when more bytes must come, -1 when the
+ * connection must close: the peer does not speak the protocol, so no HTTP
+ * answer would be understood. Out of line: only the first read calls it. */
+__attribute__((noinline)) static int take_proxy_header(sp_server *s, conn *c, size_t avail) {
+    static int64_t last;
+    static uint64_t suppressed;
+    proxy_hdr h;
+    int n = proxy_parse((const uint8_t *)c->buf + c->buf_off, avail, &h);
+    if (n == PROXY_NEED_MORE)
+        return 0;
+    if (n < 0) {
+        char ip[INET6_ADDRSTRLEN] = "unix";
+        if (c->peer_family == AF_INET || c->peer_family == AF_INET6)
+            inet_ntop(c->peer_family, c->peer_ip, ip, sizeof ip);
+        log_ratelimited(&last, &suppressed, LOG_WARNING,
+                        "connection from %s closed: it did not begin with a valid PROXY "
+                        "protocol header (with --proxy-protocol or --bind proxy:// the proxy "
+                        "must send one: HAProxy's send-proxy or send-proxy-v2)",
+                        ip);
+        return -1;
+    }
+    c->buf_off += (uint32_t)n;
+    c->proxy_wait = 0;
+    if (h.family == AF_INET || h.family == AF_INET6) {
+        memcpy(c->peer_ip, h.src, sizeof c->peer_ip);
+        c->peer_port = h.src_port;
+    } else if (h.family == AF_UNIX) {
+        memset(c->peer_ip, 0, sizeof c->peer_ip);
+        c->peer_port = 0;
+    }
+    if (h.family != AF_UNSPEC) { /* UNKNOWN, LOCAL: the proxy itself is the client */
+        c->peer_family = (uint8_t)h.family;
+        c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
+    }
+    return 1;
+}
+
 /* Reads until a whole head is in the buffer. Returns the head length (> 0),
  * minus a status to answer, HEAD_IDLE when no byte of a request has come
  * yet, or 0 when the connection was closed quietly. */
@@ -77,7 +119,15 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
     size_t prev = 0;
     for (;;) {
         size_t avail = c->buf_len - c->buf_off;
-        if (avail) {
+        if (__builtin_expect(c->proxy_wait, 0)) {
+            int taken = avail ? take_proxy_header(s, c, avail) : 0;
+            if (taken < 0) {
+                server_conn_close(s, c);
+                return 0;
+            }
+            if (taken)
+                continue; /* the client's own bytes may follow in the buffer */
+        } else if (avail) {
             int rc = http_parse_request(c->buf + c->buf_off, avail, prev, head, &lim);
             if (rc != HTTP_NEED_MORE)
                 return rc;
@@ -89,8 +139,12 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             c->buf_len = (uint32_t)avail;
         }
         size_t room = s->buf_size - c->buf_len;
-        if (room == 0)
-            return -431;
+        if (room == 0) {
+            if (!c->proxy_wait)
+                return -431;
+            server_conn_close(s, c); /* a PROXY header longer than the buffer */
+            return 0;
+        }
         if (c->buf_len == 0) {
             /* Nothing of this request yet: look without waiting; if nothing
              * is there, wait as an idle connection (no stack, no buffer). */
@@ -113,7 +167,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             c->maybe_more = (size_t)n == room;
             continue;
         }
-        if (n == -ETIMEDOUT && avail)
+        if (n == -ETIMEDOUT && avail && !c->proxy_wait)
             return -408; /* part of a head, then silence: slowloris */
         /* End of stream, an error, or a timeout with nothing sent: there
          * is nobody to answer. */

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "server/access_log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,23 @@ typedef struct accept_ctx {
     int listener; /* 1 + index; 0: an adopted connection */
 } accept_ctx;
 
+/* --proxy-protocol: only a trusted proxy may tell us who the client is, so
+ * a connection from any other peer is closed before a byte is read. */
+static void refuse_untrusted_proxy(conn *c) {
+    static int64_t last;
+    static uint64_t suppressed;
+    char ip[INET6_ADDRSTRLEN] = "unix";
+    if (c->peer_family == AF_INET || c->peer_family == AF_INET6)
+        inet_ntop(c->peer_family, c->peer_ip, ip, sizeof ip);
+    log_ratelimited(&last, &suppressed, LOG_WARNING,
+                    "connection from %s closed: behind --proxy-protocol (or --bind proxy://) "
+                    "only the proxies in --forwarded-allow-ips may connect (add this address "
+                    "there if it is one)",
+                    ip);
+    close(c->w.fd);
+    *c = (conn){.w = {.fd = -1}};
+}
+
 static void on_accept(int fd, const net_addr *peer, void *ud) {
     const accept_ctx *ax = ud;
     sp_server *s = ax->s;
@@ -235,6 +253,15 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
     }
     c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
     c->listener = (uint8_t)ax->listener;
+    /* A side door with its own routes (--stats-bind) is not behind the proxy. */
+    const listener *li = ax->listener ? &s->listeners[ax->listener - 1] : NULL;
+    if (li && (li->proxy || (s->opt.proxy_protocol && !li->own_routes))) {
+        if (!c->peer_trusted) {
+            refuse_untrusted_proxy(c);
+            return;
+        }
+        c->proxy_wait = 1;
+    }
     s->nconns++;
     if (s->obs.conns_open)
         s->obs.conns_open(s->obs.ud, s->nconns);

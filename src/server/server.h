@@ -27,6 +27,7 @@ typedef struct listener {
     net_addr addr;
     int paused;
     int own_routes; /* routes holds this listener's own table (server_listener_route) */
+    int proxy;      /* its connections begin with a PROXY header (--bind proxy://) */
     router routes;
 } listener;
 
@@ -144,6 +145,9 @@ static inline const router *server_routes_for(const sp_server *s, const conn *c)
     const listener *li = c->listener ? &s->listeners[c->listener - 1] : NULL;
     return li && li->own_routes ? &li->routes : &s->routes;
 }
+/* Listener i's connections begin with a PROXY protocol header (--bind
+ * proxy://ADDR), whatever opt.proxy_protocol says. */
+void server_set_listener_proxy(sp_server *s, int i);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
 /* Closes this process's listening sockets (a stopping server). */

@@ -131,3 +131,8 @@ int sp_server_on_worker_start(sp_server *s, int (*fn)(sp_server *s, void *ud), v
     s->non_start++;
     return 0;
 }
+
+void server_set_listener_proxy(sp_server *s, int i) {
+    if (i >= 0 && i < s->nlisteners)
+        s->listeners[i].proxy = 1;
+}

@@ -2,8 +2,8 @@
 # fuzz_smoke.sh — builds the libFuzzer targets (make fuzz-build), then:
 #  1. regression: every input of each target's checked-in corpus
 #     (tests/fuzz/corpus/TARGET/) through that target once;
-#  2. every target (HTTP parser, chunked decoder, WebSocket frames, whole
-#     connection) for a fixed number of random iterations ($FUZZ_RUNS),
+#  2. every target (HTTP parser, chunked decoder, WebSocket frames, PROXY
+#     protocol header, whole connection) for a fixed number of random iterations ($FUZZ_RUNS),
 #     seeded with its checked-in corpus, the request corpus (../shared/corpus
 #     or $SPINDLE_CORPUS, when present) and a few requests, in a scratch
 #     corpus directory.
