@@ -20,7 +20,9 @@ int hub_import_greenlet(void) {
 }
 
 int hub_in_greenlet(const hub *h) {
-    if (!h || !h->hub_g)
+    /* Another thread of the app (an exporter, a ThreadPoolExecutor) has its
+     * own greenlets: switching to the hub from there would fail. */
+    if (!h || !h->hub_g || PyThread_get_thread_ident() != h->thread)
         return 0;
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     int in = cur && (PyObject *)cur != h->hub_g;
@@ -40,6 +42,23 @@ void hub_queue(hub *h, hub_wake *w) {
     h->ready_tail = w;
 }
 
+void hub_unqueue(hub *h, hub_wake *w) {
+    if (!w->queued)
+        return;
+    w->queued = 0;
+    hub_wake **pp = &h->ready_head;
+    while (*pp && *pp != w)
+        pp = &(*pp)->next;
+    if (!*pp)
+        return;
+    *pp = w->next;
+    if (h->ready_tail == w) {
+        h->ready_tail = NULL;
+        for (hub_wake *x = h->ready_head; x; x = x->next)
+            h->ready_tail = x;
+    }
+}
+
 /* Keeps a reference to drop later; called by coroutines, without the GIL. */
 static void hub_garbage(hub *h, PyObject *o) {
     if (h->ngarbage == h->garbage_cap) {
@@ -51,6 +70,10 @@ static void hub_garbage(hub *h, PyObject *o) {
         h->garbage_cap = cap;
     }
     h->garbage[h->ngarbage++] = o;
+}
+
+PyObject *hub_current(void) {
+    return (PyObject *)PyGreenlet_GetCurrent();
 }
 
 long hub_wait(hub_wake *w) {
@@ -240,6 +263,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->l = loop_current();
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     h->hub_g = (PyObject *)cur; /* owned */
+    h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
     if (!h->worker_main)
         return -ENOMEM;
@@ -313,20 +337,7 @@ static long greenlet_wait(int fd, int write, double ms) {
     loop_timer_cancel(h->l, &g->timer);
     if (g->watching)
         loop_watch_del(h->l, &g->watch);
-    if (g->wake.queued) {
-        /* Woken for another reason (an exception thrown in): unqueue. */
-        hub_wake **pp = &h->ready_head;
-        while (*pp && *pp != &g->wake)
-            pp = &(*pp)->next;
-        if (*pp) {
-            *pp = g->wake.next;
-            if (h->ready_tail == &g->wake) {
-                h->ready_tail = NULL;
-                for (hub_wake *x = h->ready_head; x; x = x->next)
-                    h->ready_tail = x;
-            }
-        }
-    }
+    hub_unqueue(h, &g->wake); /* woken for another reason (an exception thrown in) */
     Py_XDECREF(cur);
     PyMem_Free(g);
     return r;

@@ -213,6 +213,8 @@ static PyMethodDef methods[] = {
      "wait_readable(fd, timeout=None) -> bool: True when readable, False on timeout"},
     {"wait_writable", (PyCFunction)(void (*)(void))py_wait_writable, METH_VARARGS | METH_KEYWORDS,
      "wait_writable(fd, timeout=None) -> bool: True when writable, False on timeout"},
+    {"wait_fds", py_wait_fds, METH_VARARGS,
+     "wait_fds(read_fds, write_fds, timeout=None) -> (readable, writable): waits for any"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_header_key_cache", py_header_key_cache, METH_NOARGS,
