@@ -35,8 +35,9 @@ PKGS=(
   "nodejs:WebSocket conformance tests (npm ws) and the llhttp differential"
   "python3-matplotlib:charts of the benchmark harness (bench/run)"
   "python3-mako:the Mako template app of the benchmark harness"
-  "python3-sqlalchemy:the database apps of the benchmark harness"
-  "python3-psycopg2:the PostgreSQL apps of the benchmark harness"
+  "python3-sqlalchemy:the database apps of the benchmark harness; spindle.patch() tests"
+  "python3-psycopg2:the PostgreSQL apps of the benchmark harness; spindle.patch() tests"
+  "python3-redis:redis-py against a real redis-server in the spindle.patch() tests"
   "postgresql:the benchmark harness starts its own PostgreSQL (smoke-tested)"
 )
 

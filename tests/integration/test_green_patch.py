@@ -88,3 +88,28 @@ def test_redis_py_cooperates(wsgi_server, tmp_path):
         assert elapsed < N * DELAY / 2, elapsed
     finally:
         red.stop()
+
+
+def test_psycopg2_and_sqlalchemy_cooperate(wsgi_server):
+    """psycopg2 through the wait callback patch() installs: N concurrent
+    pg_sleep(DELAY) queries on one worker take ~1x DELAY; the same through
+    SQLAlchemy's pool."""
+    import pgutil
+    why = pgutil.missing()
+    if why:
+        pytest.skip(why)
+    pytest.importorskip("psycopg2", reason="psycopg2 missing (Debian: python3-psycopg2)")
+    pg = pgutil.Postgres()
+    try:
+        s = wsgi_server("green_app:application", "--worker-timeout", "30")
+        elapsed, results = concurrent_json(s.port, ["/pg?s=%s&dsn=%s" % (DELAY, q(pg.dsn))] * N)
+        all_ok(results, 42)
+        assert elapsed < N * DELAY / 2, elapsed
+        # A cold engine: its first connect holds a threading lock the other
+        # requests wait for (a deadlock unless patch() makes locks green).
+        pytest.importorskip("sqlalchemy", reason="SQLAlchemy missing (Debian: python3-sqlalchemy)")
+        elapsed, results = concurrent_json(s.port, ["/sqla?s=%s&url=%s" % (DELAY, q(pg.url))] * N)
+        all_ok(results, 7)
+        assert elapsed < N * DELAY / 2 + 0.5, elapsed
+    finally:
+        pg.stop()

@@ -116,7 +116,9 @@ def route(path, q):
             conn.close()
     if path == "/sqla":
         import sqlalchemy
-        eng = ENGINES.setdefault(q["url"], sqlalchemy.create_engine(q["url"], pool_size=20))
+        if q["url"] not in ENGINES:
+            ENGINES[q["url"]] = sqlalchemy.create_engine(q["url"], pool_size=20)
+        eng = ENGINES[q["url"]]
         with eng.connect() as c:
             return c.execute(sqlalchemy.text("SELECT pg_sleep(:s), 7"), {"s": float(q["s"])}).one()[1]
     if path == "/threads":
