@@ -52,6 +52,15 @@ def test_select_poll_selectors_wait_cooperatively(wsgi_server, how):
         slow.stop()
 
 
+def test_select_one_fd_both_ways(wsgi_server):
+    s = wsgi_server("green_app:application", "--worker-timeout", "30")
+    elapsed, results = concurrent_json(s.port, ["/rw"] * 4)
+    for status, r in results:
+        assert status == 200 and r["first"] == [0, 0, 0] and r["second"] == [1, 0, 0], r
+        assert r["waited"] >= 0.19, r
+    assert elapsed < 0.6, elapsed   # the four waits overlapped
+
+
 def test_getaddrinfo_runs_on_resolver_threads(wsgi_server):
     s = wsgi_server("green_app:application", "--worker-timeout", "30")
     assert get_json(s.port, "/dns?host=localhost")[1]["addr"] == "127.0.0.1"

@@ -68,6 +68,30 @@ def wait_selector(s):
         assert sel.select(10), "selector timed out"
 
 
+def select_rw():
+    """select() on one fd for read and write at once (one watch, both ways):
+    a socket with a full send buffer and nothing to read waits until the
+    timeout, then sees what the peer sent."""
+    a, b = socket.socketpair()
+    try:
+        a.setblocking(False)
+        try:
+            while True:
+                a.send(b"x" * 65536)
+        except BlockingIOError:
+            pass
+        t0 = time.monotonic()
+        first = select.select([a], [a], [], 0.2)
+        waited = time.monotonic() - t0
+        b.send(b"y")
+        second = select.select([a], [a], [], 5)
+        return {"first": [len(x) for x in first], "waited": round(waited, 3),
+                "second": [len(x) for x in second]}
+    finally:
+        a.close()
+        b.close()
+
+
 WAITS = {"select": wait_select, "poll": wait_poll, "selectors": wait_selector}
 
 
@@ -95,6 +119,8 @@ def route(path, q):
             return r.read().decode()
     if path == "/wait":
         return raw_get(int(q["port"]), q["path"], WAITS[q["how"]])
+    if path == "/rw":
+        return select_rw()
     if path == "/dns":
         infos = socket.getaddrinfo(q["host"], 80, socket.AF_INET, socket.SOCK_STREAM)
         return {"addr": infos[0][4][0], "threads": STATE.get("resolver_threads", [])}
