@@ -52,6 +52,17 @@ def test_select_poll_selectors_wait_cooperatively(wsgi_server, how):
         slow.stop()
 
 
+def test_greenlet_spawned_in_request_cooperates(wsgi_server):
+    slow = SlowServer()
+    try:
+        s = wsgi_server("green_app:application", "--worker-timeout", "30")
+        elapsed, results = concurrent_json(s.port, ["/spawn?port=%d" % slow.port] * N)
+        all_ok(results, "slow:/z")
+        assert elapsed < N * DELAY / 2, elapsed
+    finally:
+        slow.stop()
+
+
 def test_select_one_fd_both_ways(wsgi_server):
     s = wsgi_server("green_app:application", "--worker-timeout", "30")
     elapsed, results = concurrent_json(s.port, ["/rw"] * 4)

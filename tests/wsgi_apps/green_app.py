@@ -20,6 +20,13 @@ spindle.patch()
 from spindle import _green_dns  # noqa: E402  (after patch: the resolver hook)
 
 STATE = {"daemon": None}
+
+# Outside a request (import time, on the loop's thread): the stdlib's calls.
+time.sleep(0.001)
+socket.getaddrinfo("localhost", 80)
+select.select([], [], [], 0.001)
+with threading.Lock():
+    pass
 _real_gai = _green_dns._orig["getaddrinfo"]
 
 
@@ -119,6 +126,10 @@ def route(path, q):
             return r.read().decode()
     if path == "/wait":
         return raw_get(int(q["port"]), q["path"], WAITS[q["how"]])
+    if path == "/spawn":
+        import greenlet
+        port = int(q["port"])
+        return greenlet.greenlet(lambda: raw_get(port, "/z", WAITS["select"])).switch()
     if path == "/rw":
         return select_rw()
     if path == "/dns":
