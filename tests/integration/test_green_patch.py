@@ -52,6 +52,20 @@ def test_select_poll_selectors_wait_cooperatively(wsgi_server, how):
         slow.stop()
 
 
+def test_app_timeouts_still_fire(wsgi_server):
+    slow = SlowServer()   # answers after DELAY; the client gives up after 0.2 s
+    try:
+        s = wsgi_server("green_app:application", "--worker-timeout", "30")
+        url = q("http://127.0.0.1:%d/t" % slow.port)
+        elapsed, results = concurrent_json(s.port, ["/timeout?t=0.2&url=" + url] * N)
+        for status, r in results:
+            assert status == 200 and r["timeout"] == "TimeoutError", r
+            assert 0.19 <= r["after"] < DELAY, r
+        assert elapsed < DELAY + 0.3, elapsed
+    finally:
+        slow.stop()
+
+
 def test_greenlet_spawned_in_request_cooperates(wsgi_server):
     slow = SlowServer()
     try:

@@ -10,6 +10,7 @@ import socket
 import ssl
 import threading
 import time
+import urllib.error
 import urllib.request
 from urllib.parse import parse_qs
 
@@ -126,6 +127,15 @@ def route(path, q):
             return r.read().decode()
     if path == "/wait":
         return raw_get(int(q["port"]), q["path"], WAITS[q["how"]])
+    if path == "/timeout":
+        # The app's timeout still holds on a cooperative socket.
+        t0 = time.monotonic()
+        try:
+            urllib.request.urlopen(q["url"], timeout=float(q["t"])).read()
+            return "no timeout"
+        except (socket.timeout, urllib.error.URLError) as e:
+            return {"timeout": type(getattr(e, "reason", e)).__name__,
+                    "after": round(time.monotonic() - t0, 3)}
     if path == "/spawn":
         import greenlet
         port = int(q["port"])
