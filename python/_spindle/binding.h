@@ -70,6 +70,7 @@ typedef struct hub {
     /* environ constants, built once */
     PyObject *environ_template;
     PyObject *file_wrapper_type;
+    PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path; /* SCRIPT_NAME */
 } hub;
 
@@ -93,6 +94,10 @@ PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);
 PyObject *py_sleep(PyObject *self, PyObject *args);
 PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write);
+/* park(timeout) -> True if unparked, False on timeout; unpark(greenlet) ->
+ * True if it was parked. The greenlet-aware locks of spindle.patch(). */
+PyObject *py_park(PyObject *self, PyObject *args);
+PyObject *py_unpark(PyObject *self, PyObject *g);
 /* wait_fds(read_fds, write_fds, timeout) -> (readable, writable): the fds
  * the loop saw ready (both empty on timeout); for select/poll/selectors. */
 PyObject *py_wait_fds(PyObject *self, PyObject *args);

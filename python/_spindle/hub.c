@@ -369,6 +369,82 @@ PyObject *py_sleep(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Parks the current greenlet, findable by unpark through h->parked. */
+static long park_current(hub *h, double ms) {
+    gwait *g = PyMem_Calloc(1, sizeof *g);
+    if (!g) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!h->parked && !(h->parked = PyDict_New())) {
+        PyMem_Free(g);
+        return -1;
+    }
+    PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *ptr = PyLong_FromVoidPtr(g);
+    if (!ptr || PyDict_SetItem(h->parked, cur, ptr) < 0) {
+        Py_XDECREF(ptr);
+        Py_XDECREF(cur);
+        PyMem_Free(g);
+        return -1;
+    }
+    Py_DECREF(ptr);
+    g->wake.greenlet = cur;
+    if (ms >= 0)
+        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout, g);
+    long r = hub_wait(&g->wake);
+    loop_timer_cancel(h->l, &g->timer);
+    hub_unqueue(h, &g->wake);
+    PyObject *et, *ev, *tb; /* keep an exception thrown in (GreenletExit) */
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyDict_DelItem(h->parked, cur) < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    Py_DECREF(cur);
+    PyMem_Free(g);
+    return r;
+}
+
+PyObject *py_park(PyObject *self, PyObject *args) {
+    PyObject *tobj = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:park", &tobj))
+        return NULL;
+    double ms = -1;
+    if (tobj != Py_None) {
+        ms = PyFloat_AsDouble(tobj) * 1000.0;
+        if (ms < 0 && PyErr_Occurred())
+            return NULL;
+        if (ms < 0)
+            ms = 0;
+    }
+    if (!hub_in_greenlet(the_hub)) {
+        PyErr_SetString(PyExc_RuntimeError, "spindle park works inside a request only");
+        return NULL;
+    }
+    long r = park_current(the_hub, ms);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+PyObject *py_unpark(PyObject *self, PyObject *target) {
+    hub *h = the_hub;
+    /* Only the loop's thread touches the ready queue; other threads' wakes
+     * are caught by the waiter's bounded park. */
+    if (!h || !h->parked || PyThread_get_thread_ident() != h->thread)
+        Py_RETURN_FALSE;
+    PyObject *ptr = PyDict_GetItemWithError(h->parked, target);
+    if (!ptr) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    gwait *g = PyLong_AsVoidPtr(ptr);
+    g->wake.result = 1;
+    hub_queue(h, &g->wake);
+    Py_RETURN_TRUE;
+}
+
 PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write) {
     static char *kwlist[] = {"fd", "timeout", NULL};
     PyObject *fdobj, *tobj = Py_None;

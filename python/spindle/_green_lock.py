@@ -1,10 +1,12 @@
 """Greenlet-aware threading locks for spindle.patch(). Requests share the
 worker's thread, so a plain Lock held by a parked request blocks the next
 request that wants it — the whole worker, for ever (SQLAlchemy's first
-connect takes one). Inside a request a contended acquire polls with
-spindle.sleep (1 ms, growing to 20 ms); elsewhere it is the real lock's."""
+connect takes one). Inside a request a contended acquire parks the greenlet
+until a release on the loop's thread unparks it (or 20 ms pass: a release
+by another thread); elsewhere it is the real lock's."""
 
 import _thread
+import collections as _collections
 import threading as _threading
 import time as _time
 
@@ -13,15 +15,17 @@ import greenlet as _greenlet
 from . import _spindle
 
 _real_allocate = _thread.allocate_lock
+CROSS_THREAD_POLL = 0.02  # seconds: the longest a release by another thread goes unseen
 
 
 class GreenLock:
     """threading.Lock whose contended acquire yields to other requests."""
 
-    __slots__ = ("_lock", "__weakref__")
+    __slots__ = ("_lock", "_waiters", "__weakref__")
 
     def __init__(self):
         self._lock = _real_allocate()
+        self._waiters = _collections.deque()
 
     def acquire(self, blocking=True, timeout=-1):
         if not blocking or not _spindle.in_request():
@@ -29,28 +33,39 @@ class GreenLock:
         if self._lock.acquire(False):
             return True
         deadline = None if timeout is None or timeout < 0 else _time.monotonic() + timeout
-        pause = 0.001
-        while True:
-            if deadline is not None and _time.monotonic() >= deadline:
-                return self._lock.acquire(False)
-            _spindle.sleep(pause)
-            if self._lock.acquire(False):
-                return True
-            pause = min(pause * 2, 0.02)
+        me = _greenlet.getcurrent()
+        self._waiters.append(me)
+        try:
+            while True:
+                left = CROSS_THREAD_POLL
+                if deadline is not None:
+                    left = min(left, deadline - _time.monotonic())
+                    if left <= 0:
+                        return self._lock.acquire(False)
+                # A release on this thread unparks us; one by another
+                # thread cannot, so the park is bounded.
+                _spindle.park(left)
+                if self._lock.acquire(False):
+                    return True
+        finally:
+            self._waiters.remove(me)
 
     def release(self):
         self._lock.release()
+        if self._waiters:
+            _spindle.unpark(self._waiters[0])
 
     def locked(self):
         return self._lock.locked()
 
     def _at_fork_reinit(self):
         self._lock = _real_allocate()
+        self._waiters = _collections.deque()
 
     __enter__ = acquire
 
     def __exit__(self, *a):
-        self._lock.release()
+        self.release()
 
 
 def _me():

@@ -66,6 +66,18 @@ def test_app_timeouts_still_fire(wsgi_server):
         slow.stop()
 
 
+def test_lock_held_across_a_wait_is_handed_on(wsgi_server):
+    """Five requests queue on one threading.Lock, each holding it 0.1 s
+    while it sleeps: one after the other, woken at each release (with a
+    plain lock the second request would block the worker for ever)."""
+    s = wsgi_server("green_app:application", "--worker-timeout", "30")
+    elapsed, results = concurrent_json(s.port, ["/lock?s=0.1"] * 5, timeout=10)
+    assert all(st == 200 for st, _ in results), results
+    waits = sorted(w for _, w in results)
+    assert waits[-1] >= 0.35, waits
+    assert 0.5 <= elapsed < 0.9, elapsed
+
+
 def test_greenlet_spawned_in_request_cooperates(wsgi_server):
     slow = SlowServer()
     try:

@@ -136,6 +136,13 @@ def route(path, q):
         except (socket.timeout, urllib.error.URLError) as e:
             return {"timeout": type(getattr(e, "reason", e)).__name__,
                     "after": round(time.monotonic() - t0, 3)}
+    if path == "/lock":
+        # Requests take turns on a lock while each holds it across a wait.
+        t0 = time.monotonic()
+        with LOCK:
+            waited = time.monotonic() - t0
+            time.sleep(float(q["s"]))
+        return round(waited, 3)
     if path == "/spawn":
         import greenlet
         port = int(q["port"])
@@ -189,6 +196,7 @@ def route(path, q):
 
 
 ENGINES = {}
+LOCK = threading.Lock()  # made after patch(): greenlet-aware
 
 
 def application(environ, start_response):
