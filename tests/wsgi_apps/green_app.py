@@ -120,6 +120,33 @@ def daemon(port):
         STATE["daemon"] = {"error": repr(e)}
 
 
+def db_route(path, q):
+    if path == "/redis":
+        import redis
+        r = redis.Redis(host="127.0.0.1", port=int(q["port"]), socket_timeout=10)
+        try:
+            return {"blpop": r.blpop(q["key"], timeout=float(q["s"])), "ping": r.ping()}
+        finally:
+            r.close()
+    if path == "/pg":
+        import psycopg2
+        conn = psycopg2.connect(q["dsn"])
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_sleep(%s), 42", (float(q["s"]),))
+                return cur.fetchone()[1]
+        finally:
+            conn.close()
+    if path == "/sqla":
+        import sqlalchemy
+        if q["url"] not in ENGINES:
+            ENGINES[q["url"]] = sqlalchemy.create_engine(q["url"], pool_size=20)
+        eng = ENGINES[q["url"]]
+        with eng.connect() as c:
+            return c.execute(sqlalchemy.text("SELECT pg_sleep(:s), 7"), {"s": float(q["s"])}).one()[1]
+    raise KeyError(path)
+
+
 def route(path, q):
     if path == "/http":
         ctx = ssl.create_default_context(cafile=q["ca"]) if "ca" in q else None
@@ -152,29 +179,8 @@ def route(path, q):
     if path == "/dns":
         infos = socket.getaddrinfo(q["host"], 80, socket.AF_INET, socket.SOCK_STREAM)
         return {"addr": infos[0][4][0], "threads": STATE.get("resolver_threads", [])}
-    if path == "/redis":
-        import redis
-        r = redis.Redis(host="127.0.0.1", port=int(q["port"]), socket_timeout=10)
-        try:
-            return {"blpop": r.blpop(q["key"], timeout=float(q["s"])), "ping": r.ping()}
-        finally:
-            r.close()
-    if path == "/pg":
-        import psycopg2
-        conn = psycopg2.connect(q["dsn"])
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT pg_sleep(%s), 42", (float(q["s"]),))
-                return cur.fetchone()[1]
-        finally:
-            conn.close()
-    if path == "/sqla":
-        import sqlalchemy
-        if q["url"] not in ENGINES:
-            ENGINES[q["url"]] = sqlalchemy.create_engine(q["url"], pool_size=20)
-        eng = ENGINES[q["url"]]
-        with eng.connect() as c:
-            return c.execute(sqlalchemy.text("SELECT pg_sleep(:s), 7"), {"s": float(q["s"])}).one()[1]
+    if path in ("/redis", "/pg", "/sqla"):
+        return db_route(path, q)
     if path == "/threads":
         port = int(q["port"])
         if STATE["daemon"] is None and "started" not in STATE:
