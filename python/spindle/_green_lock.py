@@ -2,7 +2,7 @@
 worker's thread, so a plain Lock held by a parked request blocks the next
 request that wants it — the whole worker, for ever (SQLAlchemy's first
 connect takes one). Inside a request a contended acquire parks the greenlet
-until a release on the loop's thread unparks it (or 20 ms pass: a release
+until a release on the loop's thread unparks it (or 5 ms pass: a release
 by another thread); elsewhere it is the real lock's."""
 
 import _thread
@@ -15,7 +15,7 @@ import greenlet as _greenlet
 from . import _spindle
 
 _real_allocate = _thread.allocate_lock
-CROSS_THREAD_POLL = 0.02  # seconds: the longest a release by another thread goes unseen
+CROSS_THREAD_POLL = 0.005  # seconds: the longest a release by another thread goes unseen
 
 
 class GreenLock:
