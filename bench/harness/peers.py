@@ -136,6 +136,15 @@ class SpindlePy(Peer):
         return argv, {"PYTHONPATH": self.ctx.spindle_py}, workdir
 
 
+class SpindlePatched(SpindlePy):
+    name = "spindle-patched"
+    doc = "python3 -m spindle with spindle.patch() called by the app (BENCH_SPINDLE_PATCH=1)"
+
+    def command(self, app, port, workers, workdir):
+        argv, env, cwd = super().command(app, port, workers, workdir)
+        return argv, dict(env, BENCH_SPINDLE_PATCH="1"), cwd
+
+
 def nginx_conf(workdir, port, workers, body, worker_connections=20000, access_log=None):
     """An nginx config in WORKDIR: every path it writes (pid, logs, temp
     directories) inside WORKDIR, access log off (or to ACCESS_LOG in the
@@ -347,7 +356,7 @@ class NginxTornado(Peer):
 
 
 ALL = [SpindleC, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
-EXTRA = [NginxTornado, Wsgiref]  # only when named
+EXTRA = [NginxTornado, Wsgiref, SpindlePatched]  # only when named
 BY_NAME = {p.name: p for p in ALL + EXTRA}
 BENCH_PACKAGES = ["nginx", "nodejs", "gunicorn", "uwsgi", "uwsgi-plugin-python3", "python3-gevent",
                   "python3-eventlet", "python3-tornado", "python3-webpy", "python3-mako", "python3-sqlalchemy",

@@ -3,9 +3,15 @@
 benchmarks: row_application reads one row by random primary key through the
 ORM; page_application reads 10 rows and renders them with a Mako template.
 seed(URL) creates and fills the table; bench/run calls it before any server
-starts, so the servers only read."""
+starts, so the servers only read. BENCH_SPINDLE_PATCH=1 (bench/run's
+spindle-patched) calls spindle.patch() first: psycopg2 waits cooperatively."""
 import os
 import random
+
+if os.environ.get("BENCH_SPINDLE_PATCH") == "1":
+    import spindle
+
+    spindle.patch()
 
 from sqlalchemy import Column, Integer, String, create_engine, select
 from sqlalchemy.orm import Session, declarative_base

@@ -54,6 +54,7 @@ typedef struct hub {
     PyObject *app;
     PyObject *loader;      /* imports the app in each worker (None with --preload) */
     PyObject *hub_g;       /* the hub greenlet: the worker's main greenlet */
+    unsigned long thread;  /* the thread driving the loop; others never switch */
     PyObject *worker_main; /* the run callable of pooled greenlets */
     PyObject **idle_g;     /* pooled greenlets waiting for a job */
     size_t nidle, idle_cap;
@@ -69,6 +70,7 @@ typedef struct hub {
     /* environ constants, built once */
     PyObject *environ_template;
     PyObject *file_wrapper_type;
+    PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path; /* SCRIPT_NAME */
 } hub;
 
@@ -85,9 +87,20 @@ void hub_op_last(pyjob *j, int op, PyObject *keep);
  * greenlet switch failures come back as -1 with a Python error set. */
 long hub_wait(hub_wake *w);
 void hub_queue(hub *h, hub_wake *w);
+/* Unqueues w if it is still queued (woken for another reason). */
+void hub_unqueue(hub *h, hub_wake *w);
+/* The current greenlet (a new reference). */
+PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);
 PyObject *py_sleep(PyObject *self, PyObject *args);
 PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write);
+/* park(timeout) -> True if unparked, False on timeout; unpark(greenlet) ->
+ * True if it was parked. The greenlet-aware locks of spindle.patch(). */
+PyObject *py_park(PyObject *self, PyObject *args);
+PyObject *py_unpark(PyObject *self, PyObject *g);
+/* wait_fds(read_fds, write_fds, timeout) -> (readable, writable): the fds
+ * the loop saw ready (both empty on timeout); for select/poll/selectors. */
+PyObject *py_wait_fds(PyObject *self, PyObject *args);
 
 /* wsgi.c */
 int wsgi_handler(sp_req *req, sp_res *res, void *ud);

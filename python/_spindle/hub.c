@@ -20,7 +20,9 @@ int hub_import_greenlet(void) {
 }
 
 int hub_in_greenlet(const hub *h) {
-    if (!h || !h->hub_g)
+    /* Another thread of the app (an exporter, a ThreadPoolExecutor) has its
+     * own greenlets: switching to the hub from there would fail. */
+    if (!h || !h->hub_g || PyThread_get_thread_ident() != h->thread)
         return 0;
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     int in = cur && (PyObject *)cur != h->hub_g;
@@ -40,6 +42,23 @@ void hub_queue(hub *h, hub_wake *w) {
     h->ready_tail = w;
 }
 
+void hub_unqueue(hub *h, hub_wake *w) {
+    if (!w->queued)
+        return;
+    w->queued = 0;
+    hub_wake **pp = &h->ready_head;
+    while (*pp && *pp != w)
+        pp = &(*pp)->next;
+    if (!*pp)
+        return;
+    *pp = w->next;
+    if (h->ready_tail == w) {
+        h->ready_tail = NULL;
+        for (hub_wake *x = h->ready_head; x; x = x->next)
+            h->ready_tail = x;
+    }
+}
+
 /* Keeps a reference to drop later; called by coroutines, without the GIL. */
 static void hub_garbage(hub *h, PyObject *o) {
     if (h->ngarbage == h->garbage_cap) {
@@ -51,6 +70,10 @@ static void hub_garbage(hub *h, PyObject *o) {
         h->garbage_cap = cap;
     }
     h->garbage[h->ngarbage++] = o;
+}
+
+PyObject *hub_current(void) {
+    return (PyObject *)PyGreenlet_GetCurrent();
 }
 
 long hub_wait(hub_wake *w) {
@@ -240,6 +263,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->l = loop_current();
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     h->hub_g = (PyObject *)cur; /* owned */
+    h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
     if (!h->worker_main)
         return -ENOMEM;
@@ -313,20 +337,7 @@ static long greenlet_wait(int fd, int write, double ms) {
     loop_timer_cancel(h->l, &g->timer);
     if (g->watching)
         loop_watch_del(h->l, &g->watch);
-    if (g->wake.queued) {
-        /* Woken for another reason (an exception thrown in): unqueue. */
-        hub_wake **pp = &h->ready_head;
-        while (*pp && *pp != &g->wake)
-            pp = &(*pp)->next;
-        if (*pp) {
-            *pp = g->wake.next;
-            if (h->ready_tail == &g->wake) {
-                h->ready_tail = NULL;
-                for (hub_wake *x = h->ready_head; x; x = x->next)
-                    h->ready_tail = x;
-            }
-        }
-    }
+    hub_unqueue(h, &g->wake); /* woken for another reason (an exception thrown in) */
     Py_XDECREF(cur);
     PyMem_Free(g);
     return r;
@@ -356,6 +367,82 @@ PyObject *py_sleep(PyObject *self, PyObject *args) {
     if (greenlet_wait(-1, 0, secs * 1000.0) < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+/* Parks the current greenlet, findable by unpark through h->parked. */
+static long park_current(hub *h, double ms) {
+    gwait *g = PyMem_Calloc(1, sizeof *g);
+    if (!g) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (!h->parked && !(h->parked = PyDict_New())) {
+        PyMem_Free(g);
+        return -1;
+    }
+    PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *ptr = PyLong_FromVoidPtr(g);
+    if (!ptr || PyDict_SetItem(h->parked, cur, ptr) < 0) {
+        Py_XDECREF(ptr);
+        Py_XDECREF(cur);
+        PyMem_Free(g);
+        return -1;
+    }
+    Py_DECREF(ptr);
+    g->wake.greenlet = cur;
+    if (ms >= 0)
+        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout, g);
+    long r = hub_wait(&g->wake);
+    loop_timer_cancel(h->l, &g->timer);
+    hub_unqueue(h, &g->wake);
+    PyObject *et, *ev, *tb; /* keep an exception thrown in (GreenletExit) */
+    PyErr_Fetch(&et, &ev, &tb);
+    if (PyDict_DelItem(h->parked, cur) < 0)
+        PyErr_Clear();
+    PyErr_Restore(et, ev, tb);
+    Py_DECREF(cur);
+    PyMem_Free(g);
+    return r;
+}
+
+PyObject *py_park(PyObject *self, PyObject *args) {
+    PyObject *tobj = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:park", &tobj))
+        return NULL;
+    double ms = -1;
+    if (tobj != Py_None) {
+        ms = PyFloat_AsDouble(tobj) * 1000.0;
+        if (ms < 0 && PyErr_Occurred())
+            return NULL;
+        if (ms < 0)
+            ms = 0;
+    }
+    if (!hub_in_greenlet(the_hub)) {
+        PyErr_SetString(PyExc_RuntimeError, "spindle park works inside a request only");
+        return NULL;
+    }
+    long r = park_current(the_hub, ms);
+    if (r < 0)
+        return NULL;
+    return PyBool_FromLong(r);
+}
+
+PyObject *py_unpark(PyObject *self, PyObject *target) {
+    hub *h = the_hub;
+    /* Only the loop's thread touches the ready queue; other threads' wakes
+     * are caught by the waiter's bounded park. */
+    if (!h || !h->parked || PyThread_get_thread_ident() != h->thread)
+        Py_RETURN_FALSE;
+    PyObject *ptr = PyDict_GetItemWithError(h->parked, target);
+    if (!ptr) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    gwait *g = PyLong_AsVoidPtr(ptr);
+    g->wake.result = 1;
+    hub_queue(h, &g->wake);
+    Py_RETURN_TRUE;
 }
 
 PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write) {

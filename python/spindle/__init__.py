@@ -6,7 +6,8 @@
 or from a shell: ``python3 -m spindle module:app --bind 127.0.0.1:8080``.
 Each request runs in its own greenlet on the worker's main stack; waiting
 (for the request body, a full socket buffer, ``spindle.sleep``) yields to
-the other requests. ``spindle.patch()`` makes ``socket`` and ``time.sleep``
+the other requests. ``spindle.patch()`` makes socket, ssl, name resolution,
+select/poll/selectors, ``time.sleep``, psycopg2 and threading locks
 cooperative for pure-Python clients.
 """
 
@@ -72,9 +73,12 @@ def serve_argv(argv, loader, app=None, root_path="", max_concurrent_app_calls=0,
 
 
 def patch():
-    """Makes ``socket`` and ``time.sleep`` cooperative inside requests, so
-    pure-Python clients (redis-py, PyMySQL, pg8000, urllib) yield to other
-    requests instead of blocking the worker. Outside a request they behave
-    as before."""
+    """Makes blocking calls cooperative inside requests — socket, ssl,
+    getaddrinfo and friends (on resolver threads), select / poll /
+    selectors, ``time.sleep``, psycopg2 (its wait callback) and threading
+    locks made afterwards — so clients (urllib, redis-py, psycopg2,
+    SQLAlchemy, PyMySQL) yield to other requests instead of blocking the
+    worker. Outside a request, and in the app's other threads, they are the
+    standard library's."""
     from ._patch import patch_all
     patch_all()

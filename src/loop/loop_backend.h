@@ -21,6 +21,7 @@ typedef enum backend_mode {
     BACKEND_LISTEN_EXCL, /* the same with EPOLLEXCLUSIVE (one worker woken per event) */
     BACKEND_READ_LEVEL,  /* level-triggered read, for eventfds and pipes */
     BACKEND_WRITE_LEVEL, /* level-triggered write, for one-off waits on foreign fds */
+    BACKEND_RW_LEVEL,    /* level-triggered read+write (select on one fd for both) */
 } backend_mode;
 
 typedef struct backend_event {

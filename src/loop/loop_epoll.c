@@ -32,6 +32,9 @@ int backend_add(int bfd, int fd, backend_mode mode, void *data) {
     case BACKEND_WRITE_LEVEL:
         ev.events = EPOLLOUT;
         break;
+    case BACKEND_RW_LEVEL:
+        ev.events = EPOLLIN | EPOLLOUT;
+        break;
     }
     return epoll_ctl(bfd, EPOLL_CTL_ADD, fd, &ev) == 0 ? 0 : -errno;
 }
