@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "base/log.h"
 
+#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,9 +31,38 @@ static void fork_hook(int phase, void *ud) {
     }
 }
 
+/* spindle._dev.NAME(args...): 0, or -1 with the exception printed. */
+static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
+    PyObject *mod = PyImport_ImportModule("spindle._dev");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    Py_XDECREF(mod);
+    PyObject *r = NULL;
+    if (fn) {
+        va_list ap;
+        va_start(ap, fmt);
+        PyObject *args = Py_VaBuildValue(fmt, ap);
+        va_end(ap);
+        r = args ? PyObject_CallObject(fn, args) : NULL;
+        Py_XDECREF(args);
+        Py_DECREF(fn);
+    }
+    if (!r) {
+        PyErr_Print();
+        return -1;
+    }
+    if (result)
+        *result = r;
+    else
+        Py_DECREF(r);
+    return 0;
+}
+
 /* In each worker: import the application unless --preload did already. */
 static int worker_init(sp_server *s, void *ud) {
     hub *h = ud;
+    /* The watchdog's stall signal dumps the Python traceback of the code
+     * that holds the loop, before the kill. */
+    call_dev("install_stall_dump", NULL, "(i)", MASTER_STALL_SIGNAL);
     if (!h->app) {
         h->app = PyObject_CallNoArgs(h->loader);
         if (!h->app) {

@@ -52,8 +52,9 @@ const flag cli_flags[] = {
      "a WebSocket silent this long, pings unanswered, is closed with 1001 (going away) and "
      "its slot freed"},
     {"worker-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.worker_timeout_ms), "30",
-     "a worker whose loop has not turned for this long (a handler blocked it) is killed and "
-     "replaced; 0 never"},
+     "a worker whose loop has not turned for this long (a handler blocked it) dumps the stack "
+     "of the blocking code (a Python traceback) to the error log and is killed and replaced; "
+     "0 never"},
     {"graceful-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.graceful_timeout_ms), "30",
      "on TERM, in-flight requests get this long before workers are stopped"},
     {"max-requests", "N", K_INT0, B, HUP, INT(mo.max_requests), "0",

@@ -118,6 +118,7 @@ static pid_t spawn(master *m, int i) {
     sigprocmask(SIG_SETMASK, &mask, NULL);
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
+    stall_install(slot);
     server_set_accept_shared(s, !m->mo->reuse_port);
     if (m->mo->reuse_port && own_listeners(s) < 0)
         _exit(MASTER_BOOT_FAILED);
@@ -176,6 +177,8 @@ static void start_worker(master *m, int i, int64_t now) {
     k->gen = m->gen;
     k->started = now;
     k->restart_at = 0;
+    k->kill_at = 0;
+    m->slots[i].heartbeat_ms = 0; /* not ready until the new worker beats */
     k->pid = spawn(m, i);
     if (k->pid < 0) {
         log_msg(LOG_ERROR, "fork: %s; trying again in 1 s", strerror(errno));
@@ -269,6 +272,7 @@ static void reap(master *m, int64_t now) {
             if (k->pid != pid)
                 continue;
             k->pid = 0;
+            k->kill_at = 0;
             /* Its counters live on in the totals, so sums never go back. */
             worker_stats_fold(m->mo->board.retired, (const worker_stats *)&m->slots[i].st);
             m->slots[i].pid = 0;
@@ -320,17 +324,25 @@ static void tick(master *m, int64_t now) {
             k->gen == m->gen)
             start_worker(m, i, now);
         /* The watchdog: a heartbeat older than worker_timeout means a
-         * handler has blocked the loop (parked coroutines do not). */
+         * handler has blocked the loop (parked coroutines do not). It is
+         * first asked for its stack (MASTER_STALL_SIGNAL: a Python worker
+         * dumps its traceback), then killed a grace later. */
         worker_slot *sl = &m->slots[i];
-        if (!m->stopping && k->pid > 0 && m->mo->worker_timeout_ms > 0 && sl->heartbeat_ms &&
-            now - sl->heartbeat_ms > m->mo->worker_timeout_ms) {
+        if (k->pid > 0 && k->kill_at && now >= k->kill_at) {
+            kill(k->pid, SIGKILL);
+            k->kill_at = 0;
+            sl->heartbeat_ms = 0;
+        } else if (!m->stopping && k->pid > 0 && !k->kill_at && m->mo->worker_timeout_ms > 0 &&
+                   sl->heartbeat_ms && now - sl->heartbeat_ms > m->mo->worker_timeout_ms) {
             log_msg(LOG_ERROR,
                     "worker %d: its loop has not turned for %lld ms, blocked %s '%s'; "
-                    "killing it (a handler must not block: use sp_run_blocking)",
+                    "killing it. Its stack follows: the call it shows must not block the loop "
+                    "(Python: call spindle.patch() at start, or run the call in a thread; "
+                    "C: wrap it in sp_run_blocking)",
                     (int)k->pid, (long long)(now - sl->heartbeat_ms),
                     sl->busy ? "serving" : "after", sl->request);
-            kill(k->pid, SIGKILL);
-            sl->heartbeat_ms = 0;
+            kill(k->pid, MASTER_STALL_SIGNAL);
+            k->kill_at = now + STALL_GRACE_MS;
         }
     }
     if (!m->stopping)

@@ -6,6 +6,8 @@
 #include "process/worker_slot.h"
 #include "spindle.h"
 
+#include <signal.h>
+
 typedef struct master_options {
     int workers;             /* 0: serve in this process, no master */
     int worker_timeout_ms;   /* a loop that has not turned for this long is killed */
@@ -29,6 +31,16 @@ int master_run(sp_server *s, master_options *mo);
 
 /* Worker side (worker.c): serves s on this process until a stop signal;
  * slot may be NULL. Returns the exit status. */
+/* Sent to a worker whose loop stalled, a grace before SIGKILL: its handler
+ * (stall.c; a Python worker's faulthandler, chained to it) writes the
+ * stack of the blocking code to stderr. Ignored by default, used by none
+ * of the worker's other paths, and never blocked in a worker. */
+#define MASTER_STALL_SIGNAL SIGURG
+
+/* Worker side (stall.c): installs the C handler of MASTER_STALL_SIGNAL,
+ * which writes slot's request line and the C stack to stderr. */
+void stall_install(worker_slot *slot);
+
 /* A worker's exit status when its application could not be loaded. */
 #define MASTER_BOOT_FAILED 3
 

@@ -15,6 +15,8 @@
 #define TICK_MS        200
 #define BACKOFF_MAX_MS 10000
 #define RETIRING       (-1) /* a child's generation once told to stop */
+/* A stalled worker gets this long to dump its stack before SIGKILL. */
+#define STALL_GRACE_MS 300
 
 typedef struct child {
     pid_t pid;          /* 0: slot free or waiting to restart */
@@ -22,6 +24,7 @@ typedef struct child {
     int64_t started;    /* ms */
     int64_t restart_at; /* when to start it again (0: not waiting) */
     int fails;          /* quick deaths in a row, for the backoff */
+    int64_t kill_at;    /* stalled: SIGKILL then (0: not stalled) */
 } child;
 
 typedef struct master {
