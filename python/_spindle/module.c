@@ -111,7 +111,8 @@ static void report_load_error(PyObject *loader) {
  * here, in the master; the hub drives each worker's loop. */
 static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     hub *h = ud;
-    if (c->preload && !h->app) {
+    /* --check-config imports it here too: that is what it checks. */
+    if ((c->preload || c->check_config) && !h->app) {
         h->app = h->loader == Py_None ? NULL : PyObject_CallNoArgs(h->loader);
         if (!h->app) {
             report_load_error(h->loader);
@@ -198,7 +199,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     hub *h = rc == 0 ? PyMem_Calloc(1, sizeof *h) : NULL;
     if (!h) {
         PyMem_Free(argv);
-        return rc == 0 ? PyErr_NoMemory() : PyLong_FromLong(rc > 0 ? 0 : 2);
+        return rc == 0 ? PyErr_NoMemory() : PyLong_FromLong(rc > 0 ? 0 : c.check_config ? 1 : 2);
     }
     h->loader = loader;
     h->app = app == Py_None ? NULL : app;

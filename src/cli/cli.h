@@ -33,6 +33,7 @@ typedef struct cli_config {
     int session_cookie_secure; /* --session-cookie-secure */
     const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */
     int core_dumps;            /* --core-dumps: workers stay dumpable */
+    int check_config;          /* --check-config: load everything, serve nothing */
     const char *user, *group, *chdir;
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */

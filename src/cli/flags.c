@@ -140,6 +140,9 @@ const flag cli_flags[] = {
      "read settings from FILE: 'name = value' lines named as the flags (without --), # "
      "comments; flags > SPINDLE_* environment > file > defaults; reread on HUP; a setting "
      "of the other command is skipped with a warning"},
+    {"check-config", NULL, K_FLAG, B, RESTART, INT(check_config), NULL,
+     "load the configuration and the application (import it and check it is callable; "
+     "--app: load the module), report what is wrong, exit 0 or 1; binds and serves nothing"},
     {"print-config", NULL, K_META, B, RESTART, NOWHERE, NULL,
      "print the effective settings and where each came from, then exit"},
     {"help", NULL, K_META, B, RESTART, NOWHERE, NULL, "this text"},

@@ -215,6 +215,32 @@ static void set_dumpable(const cli_config *c) {
         log_msg(LOG_WARNING, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 }
 
+/* --check-config: what setup would bind, switch to or serve from, checked
+ * without doing it. 0, or 1 with a message per problem. */
+static int check_only(const cli_config *c) {
+    int bad = 0;
+    for (int b = 0; b < c->nbinds; b++) {
+        net_addr a;
+        if (net_parse_addr(c->binds[b], &a) < 0) {
+            fprintf(stderr, "spindle: --bind %s: write HOST:PORT, [V6]:PORT or unix:/path\n",
+                    c->binds[b]);
+            bad = 1;
+        }
+    }
+    if (c->user && !getpwnam(c->user)) {
+        fprintf(stderr, "spindle: --user %s: no such user\n", c->user);
+        bad = 1;
+    }
+    if (c->group && !getgrnam(c->group)) {
+        fprintf(stderr, "spindle: --group %s: no such group\n", c->group);
+        bad = 1;
+    }
+    if (!bad)
+        fprintf(stderr, "spindle: --check-config: the configuration and the application load; "
+                        "nothing wrong found\n");
+    return bad;
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
@@ -236,6 +262,8 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         fprintf(stderr, "spindle: cannot route to the application: %s\n", strerror(-rc));
         return 1;
     }
+    if (c->check_config)
+        return check_only(c);
     if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
         return 1;
     set_dumpable(c);
@@ -261,7 +289,9 @@ int cli_serve(cli_config *c, const cli_app *app) {
         return 1;
     }
     int rc = setup(c, app, s);
-    if (rc == 0) {
+    if (c->check_config)
+        rc = rc != 0; /* checked, never served: 0 or 1 */
+    else if (rc == 0) {
         c->mo.reload = cli_reload;
         c->mo.reload_ud = c;
         rc = master_run(s, &c->mo);
