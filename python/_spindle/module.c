@@ -57,6 +57,38 @@ static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
     return 0;
 }
 
+/* --reload: the application's source files to the master, which watches
+ * them; exc (or NULL) is a failed import, whose files count too (fixing
+ * them is the change awaited). */
+static void report_files(PyObject *exc) {
+    PyObject *files = NULL;
+    if (call_dev("module_files", &files, "(O)", exc ? exc : Py_None) < 0)
+        return;
+    Py_ssize_t n = PyList_Check(files) ? PyList_GET_SIZE(files) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(files, i));
+        if (f)
+            reload_watch_report(f);
+        PyErr_Clear();
+    }
+    Py_DECREF(files);
+}
+
+/* The worker's import failed: the traceback, and its files with --reload. */
+static void load_failed(hub *h) {
+    log_msg(LOG_CRITICAL, "cannot load the WSGI application:");
+    if (h->reload) {
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        if (val && tb)
+            PyException_SetTraceback(val, tb);
+        report_files(val);
+        PyErr_Restore(type, val, tb);
+    }
+    PyErr_Print();
+}
+
 /* In each worker: import the application unless --preload did already. */
 static int worker_init(sp_server *s, void *ud) {
     hub *h = ud;
@@ -66,11 +98,12 @@ static int worker_init(sp_server *s, void *ud) {
     if (!h->app) {
         h->app = PyObject_CallNoArgs(h->loader);
         if (!h->app) {
-            log_msg(LOG_CRITICAL, "cannot load the WSGI application:");
-            PyErr_Print();
+            load_failed(h);
             return -1;
         }
     }
+    if (h->reload)
+        report_files(NULL);
     if (!PyCallable_Check(h->app)) {
         log_msg(LOG_CRITICAL, "the WSGI application is not callable (a %s)",
                 Py_TYPE(h->app)->tp_name);
@@ -111,8 +144,16 @@ static void report_load_error(PyObject *loader) {
  * here, in the master; the hub drives each worker's loop. */
 static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     hub *h = ud;
+    h->reload = c->reload;
+    /* A .pyc is checked by the source's mtime in seconds and its size: an
+     * edit within the second could be served stale from one written now. */
+    if (c->reload)
+        PySys_SetObject("dont_write_bytecode", Py_True);
+    if (c->reload && c->preload)
+        log_msg(LOG_WARNING, "--reload imports the application in each worker: --preload is "
+                             "ignored");
     /* --check-config imports it here too: that is what it checks. */
-    if ((c->preload || c->check_config) && !h->app) {
+    if (((c->preload && !c->reload) || c->check_config) && !h->app) {
         h->app = h->loader == Py_None ? NULL : PyObject_CallNoArgs(h->loader);
         if (!h->app) {
             report_load_error(h->loader);

@@ -35,13 +35,21 @@ def _library_dirs():
     return tuple(d.rstrip(os.sep) + os.sep for d in dirs)
 
 
-def module_files():
-    """The source files of the imported modules that are the application's."""
+def module_files(exc=None):
+    """The source files of the imported modules that are the application's,
+    and those a failed import (exc) names: the file with the syntax error,
+    the frames of its traceback."""
     libs = _library_dirs()
+    names = [getattr(mod, "__file__", None) for mod in list(sys.modules.values())]
+    if exc is not None:
+        names.append(getattr(exc, "filename", None))
+        tb = exc.__traceback__
+        while tb is not None:
+            names.append(tb.tb_frame.f_code.co_filename)
+            tb = tb.tb_next
     out = set()
-    for mod in list(sys.modules.values()):
-        f = getattr(mod, "__file__", None)
-        if not f:
+    for f in names:
+        if not f or not isinstance(f, str) or f.startswith("<"):
             continue
         f = os.path.realpath(f)
         if f.endswith(".pyc") and "__pycache__" not in f:

@@ -34,6 +34,8 @@ typedef struct cli_config {
     const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */
     int core_dumps;            /* --core-dumps: workers stay dumpable */
     int check_config;          /* --check-config: load everything, serve nothing */
+    int reload;                /* --reload: restart the workers when a source changes */
+    const char *reload_extra;  /* --reload-extra-file: comma-separated */
     const char *user, *group, *chdir;
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */

@@ -129,6 +129,13 @@ const flag cli_flags[] = {
      "requests in flight)"},
     {"chdir", "DIR", K_STR, B, RESTART, STR(chdir), "stay",
      "change to DIR before loading the application"},
+    {"reload", NULL, K_FLAG, B, RESTART, INT(reload), NULL,
+     "development: restart the workers gracefully (as on HUP) when a source file of the "
+     "application changes (python3 -m spindle: its imported modules outside the standard "
+     "library and site-packages; the binary: the --app module, by re-executing itself); a "
+     "change that fails to load is logged and the previous workers keep serving"},
+    {"reload-extra-file", "FILE", K_LIST, B, RESTART, STR(reload_extra), "none",
+     "with --reload, watch FILE too (templates, data); repeatable"},
     {"preload", NULL, K_FLAG, ROLE_PY, RESTART, INT(preload), NULL,
      "import the application once in the master, before the workers fork (default: each "
      "worker imports it after the fork)"},

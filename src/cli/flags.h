@@ -16,6 +16,7 @@ typedef enum opt_kind {
     K_SIZE,    /* bytes, with k/m/g suffixes */
     K_FLAG,    /* no argument: true (files and the environment: true or false) */
     K_STR,     /* a string, kept as given */
+    K_LIST,    /* strings; repeatable: one source's values joined with commas */
     K_META,    /* --help, --version, --config, --print-config: not settings */
 } opt_kind;
 

@@ -41,6 +41,20 @@ static int set_value(cli_config *c, const flag *f, const char *value, int source
         c->bind_values[c->nbind_values++] = value;
         return 0;
     }
+    if (f->kind == K_LIST && c->values[i] && c->sources[i] == source) {
+        /* Repeated in one source: the values add up. */
+        size_t a = strlen(c->values[i]), b = strlen(value);
+        char *j = malloc(a + b + 2);
+        if (!j)
+            return -1;
+        memcpy(j, c->values[i], a);
+        j[a] = ',';
+        memcpy(j + a + 1, value, b + 1);
+        value = keep(c, j, a + b + 1);
+        free(j);
+        if (!value)
+            return -1;
+    }
     c->values[i] = value;
     c->sources[i] = source;
     return 0;

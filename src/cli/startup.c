@@ -241,6 +241,37 @@ static int check_only(const cli_config *c) {
     return bad;
 }
 
+/* --reload: the watch opened, with the --reload-extra-file files and
+ * (the binary) the --app module, which is reloaded by re-executing the
+ * master: it loaded the module before the workers forked. The workers add
+ * their Python modules' files as they import them. */
+static void setup_reload(cli_config *c) {
+    if (!c->reload)
+        return;
+    if (c->mo.workers <= 0) {
+        log_msg(LOG_WARNING, "--reload needs a master: it is ignored with --workers 0");
+        return;
+    }
+    if (reload_watch_open() < 0)
+        return;
+    c->mo.reload_on_change = 1;
+    c->mo.exec_on_change = c->role == ROLE_BIN && c->app != NULL;
+    char *list = c->reload_extra ? strdup(c->reload_extra) : NULL, *save = NULL;
+    for (char *f = list ? strtok_r(list, ",", &save) : NULL; f; f = strtok_r(NULL, ",", &save)) {
+        char *full = realpath(f, NULL);
+        if (!full)
+            log_msg(LOG_WARNING, "--reload-extra-file %s: %s; not watched", f, strerror(errno));
+        else
+            reload_watch_add(full);
+        free(full);
+    }
+    free(list);
+    char *app = c->mo.exec_on_change ? realpath(c->app, NULL) : NULL;
+    if (app)
+        reload_watch_add(app);
+    free(app);
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
@@ -294,6 +325,7 @@ int cli_serve(cli_config *c, const cli_app *app) {
     else if (rc == 0) {
         c->mo.reload = cli_reload;
         c->mo.reload_ud = c;
+        setup_reload(c);
         rc = master_run(s, &c->mo);
     }
     sp_server_free(s);

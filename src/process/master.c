@@ -119,6 +119,8 @@ static pid_t spawn(master *m, int i) {
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
     stall_install(slot);
+    if (m->mo->reload_on_change)
+        reload_watch_child();
     server_set_accept_shared(s, !m->mo->reuse_port);
     if (m->mo->reuse_port && own_listeners(s) < 0)
         _exit(MASTER_BOOT_FAILED);
@@ -188,7 +190,7 @@ static void start_worker(master *m, int i, int64_t now) {
 }
 
 /* Starts or retires workers until the current generation has `target`. */
-static void keep_count(master *m, int64_t now) {
+void master_keep_count(master *m, int64_t now) {
     while (current(m) < m->target) {
         int i = free_slot(m);
         if (i < 0)
@@ -220,18 +222,12 @@ static void reload(master *m, int64_t now) {
     /* New workers first, so nothing stops accepting; then the old ones
      * finish what they serve and answer their keep-alive clients'
      * next request with Connection: close. */
-    int old = m->gen++;
+    m->gen++;
     m->target = m->mo->workers > 0 ? m->mo->workers : 1;
-    keep_count(m, now);
-    for (int i = 0; i < MAX_WORKERS; i++) {
-        child *k = &m->kids[i];
-        if (k->gen == old) {
-            if (k->pid > 0)
-                kill(k->pid, SIGTERM);
-            k->gen = RETIRING;
-            k->restart_at = 0;
-        }
-    }
+    master_keep_count(m, now);
+    /* Every older generation: a --reload one still serving included. */
+    m->dev_pending = 0;
+    master_retire_others(m);
     log_msg(LOG_INFO, "reload: %d new worker(s) started, the old ones are draining", m->target);
     sd_notify_send("READY=1");
 }
@@ -283,6 +279,11 @@ static void reap(master *m, int64_t now) {
                 k->gen = 0; /* retired: the slot is free */
                 break;
             }
+            if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED &&
+                m->mo->reload_on_change) {
+                master_dev_boot_failed(m, k, pid); /* serving on: the next change may fix it */
+                break;
+            }
             if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED) {
                 /* Restarting would fail the same way: stop, as gunicorn does. */
                 log_msg(LOG_CRITICAL, "worker %d could not start (see above); stopping", (int)pid);
@@ -318,6 +319,8 @@ static void reap(master *m, int64_t now) {
 }
 
 static void tick(master *m, int64_t now) {
+    if (m->mo->reload_on_change && !m->stopping)
+        master_dev_tick(m, now);
     for (int i = 0; i < MAX_WORKERS; i++) {
         child *k = &m->kids[i];
         if (!m->stopping && k->pid == 0 && k->restart_at && now >= k->restart_at &&
@@ -466,7 +469,7 @@ static void on_flags(master *m, int64_t now) {
         m->target = want < 1 ? 1 : want > MAX_WORKERS ? MAX_WORKERS : want;
         log_msg(LOG_INFO, "now %d worker(s)", m->target);
         if (!m->stopping)
-            keep_count(m, now);
+            master_keep_count(m, now);
     }
     if (got_tick) {
         got_tick = 0;
@@ -501,7 +504,7 @@ int master_run(sp_server *s, master_options *mo) {
     sigset_t wait_mask;
     signals_install(m, saved, &wait_mask);
 
-    keep_count(m, loop_clock_ms());
+    master_keep_count(m, loop_clock_ms());
     log_msg(LOG_INFO, "master %d started %d worker(s)", (int)getpid(), m->target);
     for (;;) {
         sigsuspend(&wait_mask);

@@ -1,0 +1,67 @@
+"""--reload (issue 19): a change to a source file of an imported module (or
+a --reload-extra-file) restarts the workers through the graceful reload;
+a change that fails to import is logged with its traceback while the
+previous code keeps serving, until the next change fixes it."""
+import time
+
+from wsgiutil import WsgiServer, wait_for
+
+APP = '''import helper_mod
+import os
+
+
+def application(environ, start_response):
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [helper_mod.BODY + open(os.path.join(os.path.dirname(__file__), "extra.txt"),
+                                   "rb").read()]
+'''
+
+
+def body(srv):
+    try:
+        return srv.get("/", timeout=3).body
+    except OSError:
+        return None
+
+
+def serves(srv, want, timeout=6):
+    """The new body served, and the master done replacing the workers."""
+    n = srv.stderr().count("the new workers serve")
+    return wait_for(lambda: body(srv) == want, timeout) and \
+        wait_for(lambda: srv.stderr().count("the new workers serve") > n, timeout)
+
+
+def test_reload_on_change_keeps_serving_through_a_broken_edit(tmp_path):
+    d = tmp_path / "app"
+    d.mkdir()
+    (d / "reload_app.py").write_text(APP)
+    helper = d / "helper_mod.py"
+    helper.write_text('BODY = b"one"\n')
+    extra = d / "extra.txt"
+    extra.write_text("-a")
+    # Not the wsgi_server fixture: this test provokes a traceback on purpose.
+    srv = WsgiServer("reload_app:application", ["--reload", "--reload-extra-file", str(extra),
+                                                "--graceful-timeout", "1"],
+                     workers=2, chdir=d, logdir=tmp_path).start()
+    try:
+        assert body(srv) == b"one-a", srv.stderr()
+        time.sleep(0.3)  # the workers reported their files; the master watches them
+        helper.write_text('BODY = b"two"\n')
+        assert serves(srv, b"two-a"), srv.stderr()
+        assert "reload: %s changed" % helper in srv.stderr()
+
+        helper.write_text('BODY = b"three\n')  # a syntax error
+        assert wait_for(lambda: "could not load the changed code" in srv.stderr(), 6), \
+            srv.stderr()
+        err = srv.stderr()
+        assert "Traceback" in err and "SyntaxError" in err and 'helper_mod.py", line 1' in err
+        for _ in range(5):
+            assert body(srv) == b"two-a", srv.stderr()  # the previous code serves on
+        assert srv.alive()
+
+        helper.write_text('BODY = b"four"\n')
+        assert serves(srv, b"four-a"), srv.stderr()
+        extra.write_text("-b")  # not a module: watched because it was named
+        assert serves(srv, b"four-b"), srv.stderr()
+    finally:
+        assert srv.stop() == 0, srv.stderr()
