@@ -2,8 +2,15 @@
 a --reload-extra-file) restarts the workers through the graceful reload;
 a change that fails to import is logged with its traceback while the
 previous code keeps serving, until the next change fixes it."""
+import os
+import shutil
+import signal
+import subprocess
 import time
 
+from procutil import APP_BLOCKING, APP_MODULE, APP_WRONG_VERSION, BIN, http_get
+from proctools import free_port
+from opsutil import HTTPError
 from wsgiutil import WsgiServer, wait_for
 
 APP = '''import helper_mod
@@ -65,3 +72,54 @@ def test_reload_on_change_keeps_serving_through_a_broken_edit(tmp_path):
         assert serves(srv, b"four-b"), srv.stderr()
     finally:
         assert srv.stop() == 0, srv.stderr()
+
+
+def _status(port, path):
+    try:
+        return http_get(("127.0.0.1", port), path, timeout=3).status
+    except (OSError, HTTPError):
+        return None
+
+
+def _kill_masters(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except (ProcessLookupError, TypeError):
+            pass
+
+
+def test_binary_reload_reexecutes_on_a_new_app_module(tmp_path):
+    """The binary's --app module is loaded by the master before the fork:
+    a change re-executes the master (the USR2 path); a module that fails to
+    load leaves the running one serving."""
+    so = tmp_path / "app.so"
+    shutil.copy(APP_BLOCKING, so)
+    port, pidf = free_port(), tmp_path / "pid"
+    log = open(tmp_path / "bin.stderr", "wb")
+    p = subprocess.Popen([os.path.abspath(BIN), "--app", str(so), "--reload", "--bind",
+                          "127.0.0.1:%d" % port, "--workers", "1", "--pid", str(pidf),
+                          "--graceful-timeout", "1"], stdout=log, stderr=log,
+                         start_new_session=True)
+    masters = [p.pid]
+    err = lambda: (tmp_path / "bin.stderr").read_text()  # noqa: E731
+    try:
+        assert wait_for(lambda: _status(port, "/pid") == 200, 5), err()
+        time.sleep(0.3)
+        for bad_then_good in (APP_WRONG_VERSION, APP_MODULE):
+            tmp = tmp_path / "next.so"
+            shutil.copy(bad_then_good, tmp)
+            os.rename(tmp, so)  # as a build replaces it
+            if bad_then_good == APP_WRONG_VERSION:
+                assert wait_for(lambda: "this master keeps serving" in err(), 5), err()
+                assert "was built against spindle API" in err()
+                assert _status(port, "/pid") == 200, err()  # the old module serves on
+        assert wait_for(lambda: _status(port, "/hello/x") == 200, 6), err()
+        assert _status(port, "/pid") == 404
+        assert "re-executing the master" in err()
+        assert wait_for(lambda: p.poll() is not None, 5), err()  # the old master drained
+        masters.append(int(pidf.read_text()))
+    finally:
+        _kill_masters(masters)
+        p.wait(5)
+        log.close()
