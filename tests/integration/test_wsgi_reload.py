@@ -123,3 +123,11 @@ def test_binary_reload_reexecutes_on_a_new_app_module(tmp_path):
         _kill_masters(masters)
         p.wait(5)
         log.close()
+
+
+def test_reload_extra_file_repeats_and_prints():
+    out = subprocess.run([BIN, "--reload", "--reload-extra-file", "a.html", "--reload-extra-file",
+                          "b.txt", "--print-config"], capture_output=True, text=True, timeout=5)
+    assert out.returncode == 0, out.stderr
+    assert "reload-extra-file = a.html,b.txt  # flag" in out.stdout, out.stdout
+    assert "reload = true  # flag" in out.stdout, out.stdout
