@@ -4,8 +4,10 @@
  * to stderr from the signal handler (async-signal-safe calls only). */
 #include "process/master.h"
 
+#include <errno.h>
 #include <execinfo.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static worker_slot *stall_slot;
@@ -40,9 +42,12 @@ static void on_stall(int sig) {
     int n = backtrace(frames, 32);
     backtrace_symbols_fd(frames, n, 2);
     /* Frozen until the SIGKILL that follows: the interrupted call (a sleep
-     * cut short by EINTR) must not let the doomed worker serve on. */
-    for (;;)
-        pause();
+     * cut short by EINTR) must not let the doomed worker serve on. Bounded:
+     * a master that died meanwhile sends no SIGKILL. */
+    struct timespec left = {5, 0};
+    while (nanosleep(&left, &left) < 0 && errno == EINTR)
+        ;
+    _exit(1);
 }
 
 void stall_install(worker_slot *slot) {
