@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <time.h>
 #include <unistd.h>
 
 #define WATCH_MAX 4096
@@ -77,10 +78,19 @@ void reload_watch_report(const char *path) {
         return;
     memcpy(line, path, n);
     line[n] = '\n';
-    ssize_t w;
-    do
-        w = write(pipe_w, line, n + 1);
-    while (w < 0 && errno == EINTR);
+    /* Non-blocking: a full pipe (the master drains it every tick) is
+     * waited for a bounded second, so a stopping master cannot wedge us. */
+    for (int tries = 0; tries < 100; tries++) {
+        if (write(pipe_w, line, n + 1) >= 0)
+            return;
+        if (errno != EINTR && errno != EAGAIN)
+            return;
+        if (errno == EAGAIN) {
+            struct timespec t = {0, 10 * 1000 * 1000};
+            nanosleep(&t, NULL);
+        }
+    }
+    log_msg(LOG_WARNING, "--reload: the master is not reading; %s is not watched", path);
 }
 
 void reload_watch_child(void) {
@@ -89,6 +99,8 @@ void reload_watch_child(void) {
     if (pipe_r >= 0)
         close(pipe_r);
     ino_fd = pipe_r = -1;
+    if (pipe_w >= 0)
+        fcntl(pipe_w, F_SETFL, O_NONBLOCK);
 }
 
 /* The workers' lines since the last call: each a file to watch. */
