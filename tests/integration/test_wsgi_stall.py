@@ -18,11 +18,12 @@ def test_stalled_worker_dumps_its_traceback_then_is_replaced(tmp_path):
         assert srv.stop() == 0, srv.stderr()
 
 
-def check_dump_then_kill(srv):
+def stall(srv, path):
+    """Stalls the worker with path; returns its pid once it is replaced."""
     (victim,) = srv.worker_pids()
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=6)
     try:
-        s.sendall(b"GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path.encode())
         assert wait_for(lambda: victim not in srv.worker_pids() and srv.worker_pids(), 6), \
             srv.stderr()
         try:
@@ -31,6 +32,11 @@ def check_dump_then_kill(srv):
             pass
     finally:
         s.close()
+    return victim
+
+
+def check_dump_then_kill(srv):
+    victim = stall(srv, "/block")
     err = srv.stderr()
     assert re.search(r"worker %d: its loop has not turned for \d+ ms, blocked serving "
                      r"'GET /block'" % victim, err), err
@@ -41,4 +47,11 @@ def check_dump_then_kill(srv):
     assert re.search(r'File ".*stall_app\.py", line \d+ in application', err), err
     # The dump came before the kill, and the new worker serves.
     assert err.index("in block_the_loop") < err.index("worker %d was killed by signal 9" % victim)
+    assert srv.get("/").status == 200
+    # A busy loop in pure Python is caught the same way.
+    victim = stall(srv, "/spin")
+    err = srv.stderr()
+    assert "worker %d: its loop has not turned" % victim in err, err
+    assert "blocked serving 'GET /spin'" in err, err
+    assert re.search(r'File ".*stall_app\.py", line \d+ in spin_the_loop', err), err
     assert srv.get("/").status == 200
