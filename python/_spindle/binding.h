@@ -66,6 +66,7 @@ typedef struct hub {
     int busy, max_busy;
     int workers;
     int forked;
+    int reload; /* --reload: each worker reports its modules' files */
     pid_t master_pid;
     /* environ constants, built once */
     PyObject *environ_template;

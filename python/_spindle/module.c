@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "base/log.h"
 
+#include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,17 +31,79 @@ static void fork_hook(int phase, void *ud) {
     }
 }
 
+/* spindle._dev.NAME(args...): 0, or -1 with the exception printed. */
+static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
+    PyObject *mod = PyImport_ImportModule("spindle._dev");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    Py_XDECREF(mod);
+    PyObject *r = NULL;
+    if (fn) {
+        va_list ap;
+        va_start(ap, fmt);
+        PyObject *args = Py_VaBuildValue(fmt, ap);
+        va_end(ap);
+        r = args ? PyObject_CallObject(fn, args) : NULL;
+        Py_XDECREF(args);
+        Py_DECREF(fn);
+    }
+    if (!r) {
+        PyErr_Print();
+        return -1;
+    }
+    if (result)
+        *result = r;
+    else
+        Py_DECREF(r);
+    return 0;
+}
+
+/* --reload: the application's source files to the master, which watches
+ * them; exc (or NULL) is a failed import, whose files count too (fixing
+ * them is the change awaited). */
+static void report_files(PyObject *exc) {
+    PyObject *files = NULL;
+    if (call_dev("module_files", &files, "(O)", exc ? exc : Py_None) < 0)
+        return;
+    Py_ssize_t n = PyList_Check(files) ? PyList_GET_SIZE(files) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const char *f = PyUnicode_AsUTF8(PyList_GET_ITEM(files, i));
+        if (f)
+            reload_watch_report(f);
+        PyErr_Clear();
+    }
+    Py_DECREF(files);
+}
+
+/* The worker's import failed: the traceback, and its files with --reload. */
+static void load_failed(hub *h) {
+    log_msg(LOG_CRITICAL, "cannot load the WSGI application:");
+    if (h->reload) {
+        PyObject *type, *val, *tb;
+        PyErr_Fetch(&type, &val, &tb);
+        PyErr_NormalizeException(&type, &val, &tb);
+        if (val && tb)
+            PyException_SetTraceback(val, tb);
+        report_files(val);
+        PyErr_Restore(type, val, tb);
+    }
+    PyErr_Print();
+}
+
 /* In each worker: import the application unless --preload did already. */
 static int worker_init(sp_server *s, void *ud) {
     hub *h = ud;
+    /* The watchdog's stall signal dumps the Python traceback of the code
+     * that holds the loop, before the kill. */
+    call_dev("install_stall_dump", NULL, "(i)", MASTER_STALL_SIGNAL);
     if (!h->app) {
         h->app = PyObject_CallNoArgs(h->loader);
         if (!h->app) {
-            log_msg(LOG_CRITICAL, "cannot load the WSGI application:");
-            PyErr_Print();
+            load_failed(h);
             return -1;
         }
     }
+    if (h->reload)
+        report_files(NULL);
     if (!PyCallable_Check(h->app)) {
         log_msg(LOG_CRITICAL, "the WSGI application is not callable (a %s)",
                 Py_TYPE(h->app)->tp_name);
@@ -81,7 +144,16 @@ static void report_load_error(PyObject *loader) {
  * here, in the master; the hub drives each worker's loop. */
 static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     hub *h = ud;
-    if (c->preload && !h->app) {
+    h->reload = c->reload;
+    /* A .pyc is checked by the source's mtime in seconds and its size: an
+     * edit within the second could be served stale from one written now. */
+    if (c->reload)
+        PySys_SetObject("dont_write_bytecode", Py_True);
+    if (c->reload && c->preload)
+        log_msg(LOG_WARNING, "--reload imports the application in each worker: --preload is "
+                             "ignored");
+    /* --check-config imports it here too: that is what it checks. */
+    if (((c->preload && !c->reload) || c->check_config) && !h->app) {
         h->app = h->loader == Py_None ? NULL : PyObject_CallNoArgs(h->loader);
         if (!h->app) {
             report_load_error(h->loader);
@@ -168,7 +240,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     hub *h = rc == 0 ? PyMem_Calloc(1, sizeof *h) : NULL;
     if (!h) {
         PyMem_Free(argv);
-        return rc == 0 ? PyErr_NoMemory() : PyLong_FromLong(rc > 0 ? 0 : 2);
+        return rc == 0 ? PyErr_NoMemory() : PyLong_FromLong(rc > 0 ? 0 : c.check_config ? 1 : 2);
     }
     h->loader = loader;
     h->app = app == Py_None ? NULL : app;

@@ -46,6 +46,10 @@ typedef struct cli_config {
     int session_cookie_secure; /* --session-cookie-secure */
     const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */
     int core_dumps;            /* --core-dumps: workers stay dumpable */
+    int check_config;          /* --check-config: load everything, serve nothing */
+    int reload;                /* --reload: restart the workers when a source changes */
+    const char *reload_extra[CLI_MAX_LIST]; /* --reload-extra-file, as written */
+    int nreload_extra;
     const char *user, *group, *chdir;
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */

@@ -13,6 +13,7 @@
 
 static int add_bind(cli_config *c, const char *text);
 static int add_static_map(cli_config *c, const char *text);
+static int add_reload_extra(cli_config *c, const char *text);
 static int set_log_level(cli_config *c, const char *text);
 static int set_forwarded_header(cli_config *c, const char *text);
 static int set_forwarded_allow_ips(cli_config *c, const char *text);
@@ -54,8 +55,9 @@ const flag cli_flags[] = {
      "a WebSocket silent this long, pings unanswered, is closed with 1001 (going away) and "
      "its slot freed"},
     {"worker-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.worker_timeout_ms), "30",
-     "a worker whose loop has not turned for this long (a handler blocked it) is killed and "
-     "replaced; 0 never"},
+     "a worker whose loop has not turned for this long (a handler blocked it) dumps the stack "
+     "of the blocking code (a Python traceback) to the error log and is killed and replaced; "
+     "0 never"},
     {"graceful-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.graceful_timeout_ms), "30",
      "on TERM, in-flight requests get this long before workers are stopped"},
     {"max-requests", "N", K_INT0, B, HUP, INT(mo.max_requests), "0",
@@ -147,6 +149,13 @@ const flag cli_flags[] = {
      "requests in flight)"},
     {"chdir", "DIR", K_STR, B, RESTART, STR(chdir), "stay",
      "change to DIR before loading the application"},
+    {"reload", NULL, K_FLAG, B, RESTART, INT(reload), NULL,
+     "development: restart the workers gracefully (as on HUP) when a source file of the "
+     "application changes (python3 -m spindle: its imported modules outside the standard "
+     "library and site-packages; the binary: the --app module, by re-executing itself); a "
+     "change that fails to load is logged and the previous workers keep serving"},
+    {"reload-extra-file", "FILE", K_LIST, B, RESTART, SET(add_reload_extra), "none",
+     "with --reload, watch FILE too (templates, data); repeatable"},
     {"preload", NULL, K_FLAG, ROLE_PY, RESTART, INT(preload), NULL,
      "import the application once in the master, before the workers fork (default: each "
      "worker imports it after the fork)"},
@@ -158,6 +167,9 @@ const flag cli_flags[] = {
      "read settings from FILE: 'name = value' lines named as the flags (without --), # "
      "comments; flags > SPINDLE_* environment > file > defaults; reread on HUP; a setting "
      "of the other command is skipped with a warning"},
+    {"check-config", NULL, K_FLAG, B, RESTART, INT(check_config), NULL,
+     "load the configuration and the application (import it and check it is callable; "
+     "--app: load the module), report what is wrong, exit 0 or 1; binds and serves nothing"},
     {"print-config", NULL, K_META, B, RESTART, NOWHERE, NULL,
      "print the effective settings and where each came from, then exit"},
     {"help", NULL, K_META, B, RESTART, NOWHERE, NULL, "this text"},
@@ -362,6 +374,15 @@ static int add_bind(cli_config *c, const char *text) {
 
 /* PREFIX=DIR: the shape checked here, the prefix and the directory at
  * start (startup.c), where the mount says what is wrong with them. */
+static int add_reload_extra(cli_config *c, const char *text) {
+    if (c->nreload_extra == CLI_MAX_LIST) {
+        fprintf(stderr, "spindle: at most %d --reload-extra-file files\n", CLI_MAX_LIST);
+        return -1;
+    }
+    c->reload_extra[c->nreload_extra++] = text;
+    return 0;
+}
+
 static int add_static_map(cli_config *c, const char *text) {
     const char *eq = strchr(text, '=');
     if (text[0] != '/' || !eq || !eq[1]) {

@@ -28,6 +28,6 @@ int main(int argc, char **argv) {
     static cli_config c; /* lives as long as the master: reload re-parses into it */
     int rc = cli_parse(argc, argv, &c);
     if (rc != 0)
-        return rc > 0 ? 0 : 2;
+        return rc > 0 ? 0 : c.check_config ? 1 : 2;
     return cli_serve(&c, &(cli_app){.setup = add_routes});
 }

@@ -261,6 +261,8 @@ static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
             cli_man(stdout, SPINDLE_VERSION);
             return 1;
         }
+        if (!strcmp(f->name, "check-config"))
+            c->check_config = 1; /* known now: a bad setting below exits 1 */
         if (!strcmp(f->name, "config"))
             a->config = optarg;
         else if (!strcmp(f->name, "print-config"))

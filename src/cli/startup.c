@@ -273,6 +273,62 @@ static void set_dumpable(const cli_config *c) {
         log_msg(LOG_WARNING, "prctl(PR_SET_DUMPABLE): %s", strerror(errno));
 }
 
+/* --check-config: what setup would bind, switch to or serve from, checked
+ * without doing it. 0, or 1 with a message per problem. */
+static int check_only(const cli_config *c) {
+    int bad = 0;
+    for (int b = 0; b < c->nbinds; b++) {
+        net_addr a;
+        if (net_parse_addr(c->binds[b], &a) < 0) {
+            fprintf(stderr, "spindle: --bind %s: write HOST:PORT, [V6]:PORT or unix:/path\n",
+                    c->binds[b]);
+            bad = 1;
+        }
+    }
+    if (c->user && !getpwnam(c->user)) {
+        fprintf(stderr, "spindle: --user %s: no such user\n", c->user);
+        bad = 1;
+    }
+    if (c->group && !getgrnam(c->group)) {
+        fprintf(stderr, "spindle: --group %s: no such group\n", c->group);
+        bad = 1;
+    }
+    if (!bad)
+        fprintf(stderr, "spindle: --check-config: the configuration and the application load; "
+                        "nothing wrong found\n");
+    return bad;
+}
+
+/* --reload: the watch opened, with the --reload-extra-file files and
+ * (the binary) the --app module, which is reloaded by re-executing the
+ * master: it loaded the module before the workers forked. The workers add
+ * their Python modules' files as they import them. */
+static void setup_reload(cli_config *c) {
+    if (!c->reload)
+        return;
+    if (c->mo.workers <= 0) {
+        log_msg(LOG_WARNING, "--reload needs a master: it is ignored with --workers 0");
+        return;
+    }
+    if (reload_watch_open() < 0)
+        return;
+    c->mo.reload_on_change = 1;
+    c->mo.exec_on_change = c->role == ROLE_BIN && c->app != NULL;
+    for (int i = 0; i < c->nreload_extra; i++) {
+        const char *f = c->reload_extra[i];
+        char *full = realpath(f, NULL);
+        if (!full)
+            log_msg(LOG_WARNING, "--reload-extra-file %s: %s; not watched", f, strerror(errno));
+        else
+            reload_watch_add(full);
+        free(full);
+    }
+    char *app = c->mo.exec_on_change ? realpath(c->app, NULL) : NULL;
+    if (app)
+        reload_watch_add(app);
+    free(app);
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
@@ -297,6 +353,8 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         fprintf(stderr, "spindle: cannot route to the application: %s\n", strerror(-rc));
         return 1;
     }
+    if (c->check_config)
+        return check_only(c);
     if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
         return 1;
     set_dumpable(c);
@@ -332,9 +390,12 @@ int cli_serve(cli_config *c, const cli_app *app) {
         return 1;
     }
     int rc = setup(c, app, s);
-    if (rc == 0) {
+    if (c->check_config)
+        rc = rc != 0; /* checked, never served: 0 or 1 */
+    else if (rc == 0) {
         c->mo.reload = cli_reload;
         c->mo.reload_ud = c;
+        setup_reload(c);
         rc = master_run(s, &c->mo);
     }
     sp_server_free(s);

@@ -119,6 +119,9 @@ static pid_t spawn(master *m, int i) {
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
     slot->max_rss = m->mo->max_worker_memory;
+    stall_install(slot);
+    if (m->mo->reload_on_change)
+        reload_watch_child();
     server_set_accept_shared(s, !m->mo->reuse_port);
     if (m->mo->reuse_port && own_listeners(s) < 0)
         _exit(MASTER_BOOT_FAILED);
@@ -177,6 +180,8 @@ static void start_worker(master *m, int i, int64_t now) {
     k->gen = m->gen;
     k->started = now;
     k->restart_at = 0;
+    k->kill_at = 0;
+    m->slots[i].heartbeat_ms = 0; /* not ready until the new worker beats */
     k->pid = spawn(m, i);
     if (k->pid < 0) {
         log_msg(LOG_ERROR, "fork: %s; trying again in 1 s", strerror(errno));
@@ -186,7 +191,7 @@ static void start_worker(master *m, int i, int64_t now) {
 }
 
 /* Starts or retires workers until the current generation has `target`. */
-static void keep_count(master *m, int64_t now) {
+void master_keep_count(master *m, int64_t now) {
     while (current(m) < m->target) {
         int i = free_slot(m);
         if (i < 0)
@@ -218,18 +223,12 @@ static void reload(master *m, int64_t now) {
     /* New workers first, so nothing stops accepting; then the old ones
      * finish what they serve and answer their keep-alive clients'
      * next request with Connection: close. */
-    int old = m->gen++;
+    m->gen++;
     m->target = m->mo->workers > 0 ? m->mo->workers : 1;
-    keep_count(m, now);
-    for (int i = 0; i < MAX_WORKERS; i++) {
-        child *k = &m->kids[i];
-        if (k->gen == old) {
-            if (k->pid > 0)
-                kill(k->pid, SIGTERM);
-            k->gen = RETIRING;
-            k->restart_at = 0;
-        }
-    }
+    master_keep_count(m, now);
+    /* Every older generation: a --reload one still serving included. */
+    m->dev_pending = 0;
+    master_retire_others(m);
     log_msg(LOG_INFO, "reload: %d new worker(s) started, the old ones are draining", m->target);
     sd_notify_send("READY=1");
 }
@@ -270,6 +269,7 @@ static void reap(master *m, int64_t now) {
             if (k->pid != pid)
                 continue;
             k->pid = 0;
+            k->kill_at = 0;
             /* Its counters live on in the totals, so sums never go back. */
             worker_stats_fold(m->mo->board.retired, (const worker_stats *)&m->slots[i].st);
             m->slots[i].pid = 0;
@@ -278,6 +278,11 @@ static void reap(master *m, int64_t now) {
              * handles those first; this keeps reap right on its own). */
             if (m->stopping || got_term || got_int || got_quit || k->gen != m->gen) {
                 k->gen = 0; /* retired: the slot is free */
+                break;
+            }
+            if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED &&
+                m->mo->reload_on_change) {
+                master_dev_boot_failed(m, k, pid); /* serving on: the next change may fix it */
                 break;
             }
             if (WIFEXITED(status) && WEXITSTATUS(status) == MASTER_BOOT_FAILED) {
@@ -315,23 +320,33 @@ static void reap(master *m, int64_t now) {
 }
 
 static void tick(master *m, int64_t now) {
+    if (m->mo->reload_on_change && !m->stopping)
+        master_dev_tick(m, now);
     for (int i = 0; i < MAX_WORKERS; i++) {
         child *k = &m->kids[i];
         if (!m->stopping && k->pid == 0 && k->restart_at && now >= k->restart_at &&
             k->gen == m->gen)
             start_worker(m, i, now);
         /* The watchdog: a heartbeat older than worker_timeout means a
-         * handler has blocked the loop (parked coroutines do not). */
+         * handler has blocked the loop (parked coroutines do not). It is
+         * first asked for its stack (MASTER_STALL_SIGNAL: a Python worker
+         * dumps its traceback), then killed a grace later. */
         worker_slot *sl = &m->slots[i];
-        if (!m->stopping && k->pid > 0 && m->mo->worker_timeout_ms > 0 && sl->heartbeat_ms &&
-            now - sl->heartbeat_ms > m->mo->worker_timeout_ms) {
+        if (k->pid > 0 && k->kill_at && now >= k->kill_at) {
+            kill(k->pid, SIGKILL);
+            k->kill_at = 0;
+            sl->heartbeat_ms = 0;
+        } else if (!m->stopping && k->pid > 0 && !k->kill_at && m->mo->worker_timeout_ms > 0 &&
+                   sl->heartbeat_ms && now - sl->heartbeat_ms > m->mo->worker_timeout_ms) {
             log_msg(LOG_ERROR,
                     "worker %d: its loop has not turned for %lld ms, blocked %s '%s'; "
-                    "killing it (a handler must not block: use sp_run_blocking)",
+                    "killing it. Its stack follows: the call it shows must not block the loop "
+                    "(Python: call spindle.patch() at start, or run the call in a thread; "
+                    "C: wrap it in sp_run_blocking)",
                     (int)k->pid, (long long)(now - sl->heartbeat_ms),
                     sl->busy ? "serving" : "after", sl->request);
-            kill(k->pid, SIGKILL);
-            sl->heartbeat_ms = 0;
+            kill(k->pid, MASTER_STALL_SIGNAL);
+            k->kill_at = now + STALL_GRACE_MS;
         }
     }
     if (!m->stopping)
@@ -457,7 +472,7 @@ static void on_flags(master *m, int64_t now) {
         m->target = want < 1 ? 1 : want > MAX_WORKERS ? MAX_WORKERS : want;
         log_msg(LOG_INFO, "now %d worker(s)", m->target);
         if (!m->stopping)
-            keep_count(m, now);
+            master_keep_count(m, now);
     }
     if (got_tick) {
         got_tick = 0;
@@ -492,7 +507,7 @@ int master_run(sp_server *s, master_options *mo) {
     sigset_t wait_mask;
     signals_install(m, saved, &wait_mask);
 
-    keep_count(m, loop_clock_ms());
+    master_keep_count(m, loop_clock_ms());
     log_msg(LOG_INFO, "master %d started %d worker(s)", (int)getpid(), m->target);
     for (;;) {
         sigsuspend(&wait_mask);

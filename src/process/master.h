@@ -6,6 +6,8 @@
 #include "process/worker_slot.h"
 #include "spindle.h"
 
+#include <signal.h>
+
 typedef struct master_options {
     int workers;             /* 0: serve in this process, no master */
     int worker_timeout_ms;   /* a loop that has not turned for this long is killed */
@@ -15,6 +17,9 @@ typedef struct master_options {
     size_t max_worker_memory; /* recycle a worker past this RSS in bytes (0 never) */
     int reuse_port;           /* per-worker SO_REUSEPORT sockets */
     const char *pid_file;
+    /* --reload: restart the workers when a watched file changes (reload_watch
+     * opened); exec_on_change: by re-executing the master (a C --app). */
+    int reload_on_change, exec_on_change;
     /* HUP: re-read the settings into s and mo (binds excepted) before the
      * new workers fork. 0, or -1 to keep the running workers. */
     int (*reload)(sp_server *s, struct master_options *mo, void *ud);
@@ -30,6 +35,26 @@ int master_run(sp_server *s, master_options *mo);
 
 /* Worker side (worker.c): serves s on this process until a stop signal;
  * slot may be NULL. Returns the exit status. */
+/* Sent to a worker whose loop stalled, a grace before SIGKILL: its handler
+ * (stall.c; a Python worker's faulthandler, chained to it) writes the
+ * stack of the blocking code to stderr. Ignored by default, used by none
+ * of the worker's other paths, and never blocked in a worker. */
+#define MASTER_STALL_SIGNAL SIGURG
+
+/* Worker side (stall.c): installs the C handler of MASTER_STALL_SIGNAL,
+ * which writes slot's request line and the C stack to stderr. */
+void stall_install(worker_slot *slot);
+
+/* --reload (reload_watch.c). The master: opens the watch (0, or -1
+ * logged), adds files to it, and asks which watched file changed since the
+ * last call (NULL: none). A worker: reports a file its application loaded
+ * (to the master, which watches it), and closes the master's ends. */
+int reload_watch_open(void);
+void reload_watch_add(const char *path);
+const char *reload_watch_changed(void);
+void reload_watch_report(const char *path);
+void reload_watch_child(void);
+
 /* A worker's exit status when its application could not be loaded. */
 #define MASTER_BOOT_FAILED 3
 

@@ -15,6 +15,8 @@
 #define TICK_MS        200
 #define BACKOFF_MAX_MS 10000
 #define RETIRING       (-1) /* a child's generation once told to stop */
+/* A stalled worker gets this long to dump its stack before SIGKILL. */
+#define STALL_GRACE_MS 300
 
 typedef struct child {
     pid_t pid;          /* 0: slot free or waiting to restart */
@@ -22,6 +24,7 @@ typedef struct child {
     int64_t started;    /* ms */
     int64_t restart_at; /* when to start it again (0: not waiting) */
     int fails;          /* quick deaths in a row, for the backoff */
+    int64_t kill_at;    /* stalled: SIGKILL then (0: not stalled) */
 } child;
 
 typedef struct master {
@@ -38,6 +41,8 @@ typedef struct master {
     pid_t upgrade_pid;  /* the new master of a binary upgrade in flight */
     pid_t old_master;   /* the master we replace (we are its upgrade) */
     int announced;      /* readiness told (pid file, old master, systemd) */
+    int dev_pending;    /* --reload: a new generation is starting */
+    int good_gen;       /* --reload: the generation that serves meanwhile */
     char exe[PATH_MAX]; /* our binary, for USR2 */
     char *cmdline;      /* our argv, NUL-separated, for USR2 */
     size_t cmdline_len;
@@ -55,6 +60,18 @@ void master_describe_exit(int status, char *out, size_t cap);
 void master_upgrade(master *m);
 void master_upgrade_failed(master *m, int status);
 void master_read_self(master *m);
+
+/* master.c: starts or retires workers until the current generation has
+ * the target count. */
+void master_keep_count(master *m, int64_t now);
+
+/* dev_reload.c (--reload): the workers of every generation but the
+ * current told to drain; each tick, a changed file starts a generation
+ * that replaces the serving one once it serves; a worker of it that could
+ * not load its application. */
+void master_retire_others(master *m);
+void master_dev_tick(master *m, int64_t now);
+void master_dev_boot_failed(master *m, child *k, pid_t pid);
 
 /* pid_file.c */
 void pid_file_write(const char *path);
