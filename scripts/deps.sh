@@ -38,6 +38,7 @@ PKGS=(
   "python3-sqlalchemy:the database apps of the benchmark harness; spindle.patch() tests"
   "python3-psycopg2:the PostgreSQL apps of the benchmark harness; spindle.patch() tests"
   "python3-redis:redis-py against a real redis-server in the spindle.patch() tests"
+  "openssl:self-signed certificates for the TLS tests of spindle.patch()"
   "postgresql:the benchmark harness starts its own PostgreSQL (smoke-tested)"
   "pkg-config:the packaging test builds the README example through spindle.pc"
   "man-db:the packaging test renders spindle(1) with man -l"
