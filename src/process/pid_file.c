@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Creates PATH.XXXXXX (random letters) exclusively; its fd, name in tmp. */
+/* Creates PATH.<six random letters> exclusively; its fd, name in tmp. */
 static int create_tmp(const char *path, char *tmp, size_t cap) {
     static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     for (int tries = 0; tries < 100; tries++) {
