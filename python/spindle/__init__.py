@@ -14,9 +14,10 @@ cooperative for pure-Python clients.
 from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
 from ._filewrapper import FileWrapper
+from ._session import Session, session
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
-           "in_request", "FileWrapper"]
+           "in_request", "FileWrapper", "session", "Session"]
 
 API_VERSION = _spindle.API_VERSION
 

@@ -209,9 +209,6 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
                 "visitor's requests can land on a worker that does not know its "
                 "session; use sqlite:PATH",
                 c->mo.workers);
-    if (c->role == ROLE_PY)
-        log_msg(LOG_WARNING, "--sessions: the store is set up, but WSGI applications cannot use "
-                             "it yet (spindle's sessions are for C handlers)");
     if (sp_sessions_configure(s, c->sessions, c->session_secret) < 0) {
         fprintf(stderr, "spindle: --sessions %s: see the error above\n",
                 c->sessions ? c->sessions : "memory");
