@@ -13,7 +13,7 @@ import time
 import pytest
 
 from proctools import wait_for
-from sessutil import sid_of, visit
+from sessutil import REDIS, Redis, sid_of, visit
 from wsgiutil import WsgiServer, wsgi_server  # noqa: F401  (fixture)
 
 APP = "session_app:application"
@@ -71,6 +71,25 @@ def test_errors(wsgi_server, tmp_path):
     late = visit(srv2, "/late")
     assert "before the response body is first written" in late.body, late
     assert not late.header("Set-Cookie")
+
+
+@pytest.mark.skipif(not os.path.exists(REDIS), reason="redis-server is not installed")
+def test_redis_store(wsgi_server, tmp_path, secret):
+    """Two workers share the Redis store; with Redis gone the visitor gets a
+    500 (the store's OSError), not an empty session."""
+    r = Redis(tmp_path)
+    try:
+        srv = wsgi_server(APP, "--sessions", "redis://127.0.0.1:%d" % r.port,
+                          "--session-secret-file", secret, workers=2, expect_tracebacks=True)
+        jar = tmp_path / "jar"
+        got = [visit(srv, "/count", jar).count for _ in range(4)]
+        assert got == [1, 2, 3, 4], got
+        v = visit(srv, "/", jar)
+        assert b"count\x004\x00" in r.command("GET", "spindle:session:" + v.fields["id"])
+        r.stop()
+        assert visit(srv, "/count", jar).status == 500
+    finally:
+        r.stop()
 
 
 def _restart_counter(tmp_path, secret, db, extra=()):
