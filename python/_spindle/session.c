@@ -148,9 +148,11 @@ static pyjob *opened(sess_obj *o) {
     return j;
 }
 
+static const char *text(PyObject *s, const char *what);
+
 static PyObject *h_get(sess_obj *o, PyObject *key) {
     pyjob *j = opened(o);
-    const char *k = j ? PyUnicode_AsUTF8(key) : NULL;
+    const char *k = j ? text(key, "a key") : NULL;
     if (!k)
         return NULL;
     const char *v = sp_session_get(j->sess, k);

@@ -71,6 +71,8 @@ def test_errors(wsgi_server, tmp_path):
     late = visit(srv2, "/late")
     assert "before the response body is first written" in late.body, late
     assert not late.header("Set-Cookie")
+    srv3 = wsgi_server("session_app:misuse", "--sessions", "memory")
+    assert "a value must be str, not int" in visit(srv3, "/").body
 
 
 @pytest.mark.skipif(not os.path.exists(REDIS), reason="redis-server is not installed")

@@ -1,6 +1,7 @@
 """spindle.session from WSGI (tests/integration/test_py_sessions.py): /count
 bumps a counter in the session, /clear, /regen and /ttl?N call the session's
-methods, /late opens the session after the first body write (an error)."""
+methods, /late opens the session after the first body write (an error);
+misuse() stores a value that is not str."""
 import os
 
 import spindle
@@ -35,3 +36,15 @@ def application(environ, start_response):
         s.id, s.get("count", "0"), ",".join(sorted(s)), s.ttl, os.getpid(), s.get("old", "-"))
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [body.encode()]
+
+
+def misuse(environ, start_response):
+    """What a wrong call raises, as text: a value that is not str."""
+    s = spindle.session(environ)
+    try:
+        s["n"] = 1
+        out = "no error"
+    except TypeError as e:
+        out = str(e)
+    start_response("200 OK", [("Content-Type", "text/plain")])
+    return [out.encode()]
