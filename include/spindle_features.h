@@ -188,6 +188,10 @@ SP_API const char *sp_session_id(const sp_session *s);
 /* The value of key, or NULL. Valid until key is set or deleted. */
 SP_API const char *sp_session_get(const sp_session *s, const char *key);
 
+/* The i-th key (0-based, in no particular order), or NULL past the last:
+ * for listing a session's keys. Valid until the session is changed. */
+SP_API const char *sp_session_key(const sp_session *s, size_t i);
+
 /* Sets key to value (both copied) and writes the session to the store
  * (yields). 0, -EINVAL, -E2BIG (over 64 KiB), -ENOMEM or the store's
  * -errno (the value is then set here but not stored). */

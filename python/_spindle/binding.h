@@ -14,7 +14,11 @@
 #include "server/embed.h"
 
 /* What a greenlet asks its request's coroutine to do. */
-typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH } job_op;
+typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH, OP_SESSION } job_op;
+
+/* OP_SESSION's calls (session.c): the store may yield, so they run on the
+ * request's coroutine. */
+typedef enum sess_op { SESS_OPEN, SESS_SET, SESS_DEL, SESS_CLEAR, SESS_REGEN, SESS_TTL } sess_op;
 
 /* A wake-up for a greenlet parked in the hub: queued by C code that holds no
  * GIL (a coroutine, a timer, an fd callback), consumed by the hub. Never on
@@ -44,6 +48,15 @@ typedef struct pyjob {
     int app_done;   /* the greenlet is finished with this request */
     int app_rc;     /* the handler's return: 0, or -errno to close */
     PyObject *keep; /* kept alive for a last op nobody waits for */
+    /* OP_SESSION (session.c): the call, its arguments (owned by Python
+     * objects the waiting greenlet holds), the session once opened, and the
+     * head fields it added (kept by commit_head: its Set-Cookie). */
+    int sess_op;
+    const char *skey, *sval;
+    int64_t sttl;
+    struct sp_session *sess;
+    size_t sess_nfields, sess_field_bytes;
+    PyObject *sess_obj; /* environ's spindle.request handle (owned) */
     hub_wake wake;
     struct pyjob *next;
 } pyjob;
@@ -109,6 +122,16 @@ void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+
+/* session.c */
+/* On the coroutine: runs j->sess_op; 0 or -errno. */
+ssize_t session_do(pyjob *j);
+/* From the greenlet: puts the request's handle in env (spindle.request). */
+int session_attach(pyjob *j, PyObject *env);
+/* From the greenlet, before the last op: the handle stops working. */
+void session_detach(pyjob *j);
+int session_init_type(void);
+PyObject *py_session_open(PyObject *self, PyObject *env);
 
 /* header_keys.c */
 int header_keys_init(void);

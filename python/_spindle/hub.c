@@ -119,6 +119,9 @@ static void do_op(pyjob *j) {
     case OP_FINISH:
         r = sp_res_finish(j->res);
         break;
+    case OP_SESSION:
+        r = session_do(j);
+        break;
     default:
         break;
     }

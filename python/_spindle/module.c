@@ -292,6 +292,8 @@ static PyMethodDef methods[] = {
     {"unpark", py_unpark, METH_O, "unpark(greenlet) -> bool: wakes a greenlet parked by park()"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
+    {"_session_open", py_session_open, METH_O,
+     "_session_open(environ) -> the request's session handle (spindle.session wraps it)"},
     {"_header_key_cache", py_header_key_cache, METH_NOARGS,
      "_header_key_cache() -> dict: how many environ keys the worker keeps (for tests)"},
     {NULL, NULL, 0, NULL},
@@ -304,7 +306,7 @@ PyMODINIT_FUNC PyInit__spindle(void);
 PyMODINIT_FUNC PyInit__spindle(void) {
     if (hub_import_greenlet() < 0)
         return NULL;
-    if (input_init_type() < 0 || start_response_init_type() < 0)
+    if (input_init_type() < 0 || start_response_init_type() < 0 || session_init_type() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m)

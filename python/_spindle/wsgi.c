@@ -157,6 +157,9 @@ static int commit_head(sr_obj *sr, int64_t body_len) {
     int status = (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0');
     Py_XDECREF(hold);
     res_clear_head(res);
+    /* spindle.session's Set-Cookie was added first: it stays. */
+    res->nfields = sr->j->sess_nfields;
+    res->field_bytes = sr->j->sess_field_bytes;
     if (sp_res_status(res, status) < 0) {
         PyErr_Format(PyExc_ValueError, "invalid WSGI status %R", sr->status);
         return -1;
@@ -449,6 +452,7 @@ static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr
         input_detach(input);
     if (sr)
         sr->j = NULL;
+    session_detach(j);
     if (!j->res->head_sent && !j->res->failed) {
         sp_res *res = j->res;
         res_clear_head(res);
@@ -498,7 +502,7 @@ void wsgi_run(hub *h, pyjob *j) {
     sr->content_length = -1;
     sr->sent = 0;
     env = environ_build(h, j, input);
-    if (!env)
+    if (!env || session_attach(j, env) < 0)
         goto error;
     result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
     if (!result || (single = single_item(sr, j, result)) < 0)
@@ -506,6 +510,7 @@ void wsgi_run(hub *h, pyjob *j) {
     if (single) {
         input_detach(input);
         sr->j = NULL;
+        session_detach(j);
         /* The bytes object stays alive until the coroutine has sent it
          * (lists have no close()). */
         hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
@@ -523,6 +528,7 @@ void wsgi_run(hub *h, pyjob *j) {
     j->len = 0;
     input_detach(input);
     sr->j = NULL;
+    session_detach(j);
     hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
     goto out;
 

@@ -8,15 +8,17 @@ Each request runs in its own greenlet on the worker's main stack; waiting
 (for the request body, a full socket buffer, ``spindle.sleep``) yields to
 the other requests. ``spindle.patch()`` makes socket, ssl, name resolution,
 select/poll/selectors, ``time.sleep``, psycopg2 and threading locks
-cooperative for pure-Python clients.
+cooperative for pure-Python clients. ``spindle.session(environ)`` is the
+visitor's session (a str -> str mapping; needs ``--sessions STORE``).
 """
 
 from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
 from ._filewrapper import FileWrapper
+from ._session import Session, session
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
-           "in_request", "FileWrapper"]
+           "in_request", "FileWrapper", "session", "Session"]
 
 API_VERSION = _spindle.API_VERSION
 

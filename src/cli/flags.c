@@ -109,11 +109,10 @@ const flag cli_flags[] = {
     {"app", "FILE.so", K_STR, ROLE_BIN, RESTART, STR(app), NULL,
      "load a C application (see SP_APP_MODULE in spindle.h) instead of the demo routes"},
     {"sessions", "STORE", K_STR, B, RESTART, STR(sessions),
-     "none; sp_session_of fails until one is set",
+     "none; sp_session_of and spindle.session fail until one is set",
      "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
-     "survives restarts) or redis://HOST[:PORT] (several machines); sessions are for C "
-     "handlers: under python3 -m spindle the store is set up and checked, but WSGI "
-     "applications cannot use it yet"},
+     "survives restarts) or redis://HOST[:PORT] (several machines); C handlers reach "
+     "them with sp_session_of, WSGI applications with spindle.session(environ)"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},

@@ -188,9 +188,9 @@ static int setup_static_maps(const cli_config *c, sp_server *s) {
 }
 
 /* --sessions / --session-secret-file, after the application's routes (so
- * the flags override its choice). Under python3 -m spindle the store is
- * set up and checked too, though WSGI applications cannot use it yet. 0,
- * or -1 with a message. */
+ * the flags override its choice). Under python3 -m spindle the same store
+ * serves spindle.session (python/_spindle/session.c). 0, or -1 with a
+ * message. */
 static int setup_sessions(const cli_config *c, sp_server *s) {
     if (c->session_cookie_secure && !c->sessions && !c->session_secret) {
         /* The application's own sessions (configured by its init). */
@@ -209,9 +209,6 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
                 "visitor's requests can land on a worker that does not know its "
                 "session; use sqlite:PATH",
                 c->mo.workers);
-    if (c->role == ROLE_PY)
-        log_msg(LOG_WARNING, "--sessions: the store is set up, but WSGI applications cannot use "
-                             "it yet (spindle's sessions are for C handlers)");
     if (sp_sessions_configure(s, c->sessions, c->session_secret) < 0) {
         fprintf(stderr, "spindle: --sessions %s: see the error above\n",
                 c->sessions ? c->sessions : "memory");

@@ -1,8 +1,8 @@
 """`python3 -m spindle`'s flags come from the one flag table: the WSGI ones
 (--preload, --root-path, --max-concurrent-app-calls) parsed on the C side,
 --chdir before the import, --root serving the files that exist beside the
-application, --sessions set up (and checked) though WSGI apps cannot use
-it yet, and flags of the spindle binary refused."""
+application, --sessions set up (and checked; spindle.session uses it:
+test_py_sessions.py), and flags of the spindle binary refused."""
 import os
 import re
 import signal
@@ -129,13 +129,13 @@ def test_root_that_is_not_a_directory_fails_the_start(appdir):
     assert b"--root /nonexistent-dir" in r.stderr
 
 
-def test_sessions_store_is_set_up_and_said_unusable(wsgi_server, appdir, tmp_path):
+def test_sessions_store_is_set_up(wsgi_server, appdir, tmp_path):
     db = tmp_path / "sessions.db"
     s = wsgi_server("flags_app:application", "--sessions", "sqlite:%s" % db, chdir=appdir)
     assert s.get("/").status == 200
     assert db.exists()  # opened and checked in the master
     sqlite3.connect(str(db)).close()
-    assert "WSGI applications cannot use it yet" in s.stderr()
+    assert "cannot use it yet" not in s.stderr()  # spindle.session reaches it
 
 
 def test_bad_sessions_store_fails_the_start(appdir):

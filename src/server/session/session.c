@@ -193,6 +193,10 @@ const char *sp_session_get(const sp_session *s, const char *key) {
     return sess_data_get(&s->data, key);
 }
 
+const char *sp_session_key(const sp_session *s, size_t i) {
+    return i < s->data.n ? s->data.kv[i].key : NULL;
+}
+
 /* Writes the session through to the store (an empty one is deleted). */
 static int persist(sp_session *s) {
     if (!s->data.n)
