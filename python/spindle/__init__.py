@@ -13,10 +13,11 @@ cooperative for pure-Python clients.
 
 from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
+from ._spindle import WebSocket, WebSocketError, websocket
 from ._filewrapper import FileWrapper
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
-           "in_request", "FileWrapper"]
+           "in_request", "FileWrapper", "websocket", "WebSocket", "WebSocketError"]
 
 API_VERSION = _spindle.API_VERSION
 
