@@ -59,9 +59,9 @@ typedef struct pyjob {
      * and the one an OP_WS_* targets (another job's, for a broadcast). */
     PyObject *wsobj;
     void *ws_target;
-    int ws_opcode;       /* OP_WS_SEND: SP_WS_TEXT/BINARY/PING */
-    int64_t ws_timeout;  /* OP_WS_RECV: ms, -1 none */
-    sp_ws_msg ws_msg;    /* OP_WS_RECV: data points into the sp_ws (heap) */
+    int ws_opcode;         /* OP_WS_SEND: SP_WS_TEXT/BINARY/PING */
+    int64_t ws_timeout;    /* OP_WS_RECV: ms, -1 none */
+    sp_ws_msg ws_msg;      /* OP_WS_RECV: data points into the sp_ws (heap) */
     const char *ws_reason; /* OP_WS_CLOSE */
     hub_wake wake;
     struct pyjob *next;

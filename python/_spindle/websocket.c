@@ -112,8 +112,9 @@ static PyObject *ws_send(ws_obj *o, PyObject *data) {
     }
     Py_buffer b;
     if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0) {
-        PyErr_Format(PyExc_TypeError, "WebSocket.send() takes str (text) or bytes (binary), not "
-                                      "%.100s",
+        PyErr_Format(PyExc_TypeError,
+                     "WebSocket.send() takes str (text) or bytes (binary), not "
+                     "%.100s",
                      Py_TYPE(data)->tp_name);
         return NULL;
     }
@@ -204,8 +205,9 @@ static PyObject *ws_close(ws_obj *o, PyObject *args, PyObject *kw) {
     if (!j)
         return NULL;
     if (do_close(o, j, code, reason) < 0) {
-        PyErr_Format(PyExc_ValueError, "WebSocket.close(code=%d): a reserved code (1004-1006, "
-                                       "1015 are never sent)",
+        PyErr_Format(PyExc_ValueError,
+                     "WebSocket.close(code=%d): a reserved code (1004-1006, "
+                     "1015 are never sent)",
                      code);
         return NULL;
     }
@@ -297,9 +299,8 @@ static PyObject *pick_subprotocol(PyObject *environ, PyObject *ours) {
         PyErr_Clear();
         Py_RETURN_NONE;
     }
-    PyObject *picked = NULL, *parts = PyUnicode_Check(offer)
-                                          ? PyObject_CallMethod(offer, "split", "s", ",")
-                                          : NULL;
+    PyObject *picked = NULL,
+             *parts = PyUnicode_Check(offer) ? PyObject_CallMethod(offer, "split", "s", ",") : NULL;
     PyObject *iter = parts ? PyObject_GetIter(ours) : NULL, *want;
     while (iter && !picked && (want = PyIter_Next(iter))) {
         for (Py_ssize_t i = 0; !picked && i < PyList_GET_SIZE(parts); i++) {
