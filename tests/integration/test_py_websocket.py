@@ -9,7 +9,7 @@ import socket
 import struct
 import time
 
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from wsgiutil import wait_for, wsgi_server  # noqa: F401  (fixture)
 
 
 class WS:
@@ -124,6 +124,33 @@ def test_client_close_code_and_app_return_closes(wsgi_server):
     assert op == 8 and struct.unpack("!H", data[:2])[0] == 1000
     c.frame(8, data[:2])
     c.s.close()
+
+
+def test_app_failure_closes_1011(wsgi_server):
+    s = wsgi_server("ws_app:application", expect_tracebacks=True)
+    c = WS(s.port, "/boom")
+    op, data = c.recv_frame()
+    assert op == 8 and struct.unpack("!H", data[:2])[0] == 1011
+    c.s.close()
+
+
+def test_slow_reader_dropped_after_send_timeout(wsgi_server):
+    s = wsgi_server("ws_app:application", "--send-timeout", "1")
+    c = WS(s.port, "/flood")
+    c.s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    time.sleep(2.5)  # never read: the server's sends wait, then time out
+    total, t0 = len(c.buf), time.monotonic()
+    try:
+        while time.monotonic() - t0 < 10:
+            d = c.s.recv(1 << 20)
+            if not d:
+                break
+            total += len(d)
+    except ConnectionResetError:
+        pass
+    assert total < 32 << 20, "the server buffered %d bytes for a client that never read" % total
+    assert time.monotonic() - t0 < 10
+    assert wait_for(lambda: "flood: dropped after" in s.stdout(), 5)
 
 
 def test_not_a_handshake_and_too_late(wsgi_server):

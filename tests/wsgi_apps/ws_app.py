@@ -42,12 +42,30 @@ def join(environ):
         room.discard(ws)
 
 
+def flood(environ):
+    """Sends to a client that never reads: send waits, then --send-timeout."""
+    ws = spindle.websocket(environ)
+    blob = b"x" * 65536
+    sent = 0
+    try:
+        for _ in range(2000):  # 128 MiB at most: far beyond any socket buffer
+            ws.send(blob)
+            sent += 1
+    except TimeoutError as e:
+        print("flood: dropped after %d sends: %s" % (sent, e), flush=True)
+
+
 def application(environ, start_response):
     path = environ["PATH_INFO"]
     if path == "/late":
         start_response("200 OK", [("Content-Type", "text/plain")])
     try:
-        if path == "/once":
+        if path == "/flood":
+            flood(environ)
+        elif path == "/boom":
+            spindle.websocket(environ)
+            raise KeyError("the app failed after accepting")
+        elif path == "/once":
             spindle.websocket(environ).send("bye now")
         elif path == "/room":
             join(environ)
