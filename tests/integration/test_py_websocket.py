@@ -185,3 +185,20 @@ def test_flask_view_holds_a_websocket(wsgi_server):
     c.send(b"\x00\x01")
     assert c.recv() == "ann: b'\\x00\\x01'"
     assert c.close(1000) == 1000
+
+
+def test_c_layer_checks_reach_python_apps(wsgi_server):
+    s = wsgi_server("ws_app:application")
+    c = WS(s.port, "/echo")
+    assert c.recv() == "proto=None"
+    c.frame(1, b"\xff\xfe")  # invalid UTF-8 in a text message: 1007
+    op, data = c.recv_frame()
+    assert op == 8 and struct.unpack("!H", data[:2])[0] == 1007
+    c.s.close()
+    c = WS(s.port, "/echo")
+    assert c.recv() == "proto=None"
+    # a header announcing more than the 1 MiB message limit: 1009 at once
+    c.s.sendall(bytes([0x82, 0x80 | 127]) + struct.pack("!Q", (1 << 20) + 1) + b"mask")
+    op, data = c.recv_frame()
+    assert op == 8 and struct.unpack("!H", data[:2])[0] == 1009
+    c.s.close()
