@@ -14,7 +14,18 @@
 #include "server/embed.h"
 
 /* What a greenlet asks its request's coroutine to do. */
-typedef enum job_op { OP_NONE, OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH, OP_SESSION } job_op;
+typedef enum job_op {
+    OP_NONE,
+    OP_WRITE,
+    OP_READ,
+    OP_SENDFILE,
+    OP_FINISH,
+    OP_SESSION,    /* session.c: the sp_session_* calls, which may yield */
+    OP_WS_UPGRADE, /* websocket.c: the sp_ws_* calls, which yield */
+    OP_WS_RECV,
+    OP_WS_SEND,
+    OP_WS_CLOSE
+} job_op;
 
 /* OP_SESSION's calls (session.c): the store may yield, so they run on the
  * request's coroutine. */
@@ -57,6 +68,15 @@ typedef struct pyjob {
     struct sp_session *sess;
     size_t sess_nfields, sess_field_bytes;
     PyObject *sess_obj; /* environ's spindle.request handle (owned) */
+    int sr_called;      /* start_response was called (too late for a WebSocket) */
+    /* spindle.websocket: the object this job's greenlet accepted (owned),
+     * and the one an OP_WS_* targets (another job's, for a broadcast). */
+    PyObject *wsobj;
+    void *ws_target;
+    int ws_opcode;         /* OP_WS_SEND: SP_WS_TEXT/BINARY/PING */
+    int64_t ws_timeout;    /* OP_WS_RECV: ms, -1 none */
+    sp_ws_msg ws_msg;      /* OP_WS_RECV: data points into the sp_ws (heap) */
+    const char *ws_reason; /* OP_WS_CLOSE */
     hub_wake wake;
     struct pyjob *next;
 } pyjob;
@@ -86,6 +106,7 @@ typedef struct hub {
     PyObject *file_wrapper_type;
     PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path; /* SCRIPT_NAME */
+    PyObject *jobs;      /* greenlet -> its pyjob, while it serves a request */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */
@@ -103,6 +124,8 @@ long hub_wait(hub_wake *w);
 void hub_queue(hub *h, hub_wake *w);
 /* Unqueues w if it is still queued (woken for another reason). */
 void hub_unqueue(hub *h, hub_wake *w);
+/* The job the current greenlet serves, or NULL (not in a request). */
+pyjob *hub_current_job(void);
 /* The current greenlet (a new reference). */
 PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);
@@ -132,6 +155,14 @@ int session_attach(pyjob *j, PyObject *env);
 void session_detach(pyjob *j);
 int session_init_type(void);
 PyObject *py_session_open(PyObject *self, PyObject *env);
+/* websocket.c */
+int websocket_init(PyObject *module);
+PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw);
+/* On the coroutine: runs an OP_WS_* op, returns its result. */
+ssize_t ws_do_op(pyjob *j);
+/* After the app returned (or failed: code 1011): closes j's WebSocket if
+ * still open and lets the coroutine end. 1 if j had one, else 0. */
+int ws_finish(pyjob *j, int code);
 
 /* header_keys.c */
 int header_keys_init(void);

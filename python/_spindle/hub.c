@@ -72,6 +72,20 @@ static void hub_garbage(hub *h, PyObject *o) {
     h->garbage[h->ngarbage++] = o;
 }
 
+pyjob *hub_current_job(void) {
+    hub *h = the_hub;
+    if (!hub_in_greenlet(h))
+        return NULL;
+    PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
+    PyObject *ptr = cur ? PyDict_GetItemWithError(h->jobs, cur) : NULL;
+    Py_XDECREF(cur);
+    if (!ptr) {
+        PyErr_Clear();
+        return NULL;
+    }
+    return PyLong_AsVoidPtr(ptr);
+}
+
 PyObject *hub_current(void) {
     return (PyObject *)PyGreenlet_GetCurrent();
 }
@@ -121,6 +135,12 @@ static void do_op(pyjob *j) {
         break;
     case OP_SESSION:
         r = session_do(j);
+        break;
+    case OP_WS_UPGRADE:
+    case OP_WS_RECV:
+    case OP_WS_SEND:
+    case OP_WS_CLOSE:
+        r = ws_do_op(j);
         break;
     default:
         break;
@@ -172,7 +192,13 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
          * was parked; the pool takes it over. j is still valid here: its
          * coroutine runs only after we switch back to the hub. */
         PyObject *me = j->wake.greenlet;
+        PyObject *ptr = PyLong_FromVoidPtr(j);
+        if (!ptr || PyDict_SetItem(h->jobs, me, ptr) < 0)
+            PyErr_Clear(); /* only spindle.websocket needs it: it says so */
+        Py_XDECREF(ptr);
         wsgi_run(h, j);
+        if (PyDict_DelItem(h->jobs, me) < 0)
+            PyErr_Clear();
         j->wake.greenlet = NULL;
         h->busy--;
         if (h->nidle == h->idle_cap) {
@@ -268,7 +294,9 @@ int hub_drive(sp_server *s, void *ud) {
     h->hub_g = (PyObject *)cur; /* owned */
     h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
-    if (!h->worker_main)
+    if (!h->jobs)
+        h->jobs = PyDict_New();
+    if (!h->worker_main || !h->jobs)
         return -ENOMEM;
     int rc = server_start(s, h->l);
     while (rc >= 0 && !server_done(s)) {

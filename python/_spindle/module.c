@@ -290,6 +290,9 @@ static PyMethodDef methods[] = {
     {"park", py_park, METH_VARARGS,
      "park(timeout=None) -> bool: waits for unpark (True) or the timeout"},
     {"unpark", py_unpark, METH_O, "unpark(greenlet) -> bool: wakes a greenlet parked by park()"},
+    {"websocket", (PyCFunction)(void (*)(void))py_websocket, METH_VARARGS | METH_KEYWORDS,
+     "websocket(environ, subprotocols=()) -> WebSocket: accepts the WebSocket handshake of "
+     "this request (before start_response); WebSocketError if it is not one"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,
@@ -311,7 +314,8 @@ PyMODINIT_FUNC PyInit__spindle(void) {
     PyObject *m = PyModule_Create(&moddef);
     if (!m)
         return NULL;
-    if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0) {
+    if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0 ||
+        websocket_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -238,6 +238,11 @@ static size_t allowed(sr_obj *sr, size_t n) {
  * coroutine. -1 with an error set, or when the client is gone. */
 static int send_chunk(sr_obj *sr, const char *p, size_t n) {
     pyjob *j = sr->j;
+    if (j->wsobj) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "write() after spindle.websocket(): the connection is a WebSocket now");
+        return -1;
+    }
     if (!j->res->head_sent && commit_head(sr, -1) < 0)
         return -1;
     size_t take = allowed(sr, n);
@@ -293,6 +298,7 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     Py_XSETREF(sr->status, status);
     Py_XSETREF(sr->headers, copy);
     sr->called = 1;
+    sr->j->sr_called = 1;
     static PyObject *write_name;
     if (!write_name && !(write_name = PyUnicode_InternFromString("write")))
         return NULL;
@@ -470,6 +476,23 @@ static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr
     }
 }
 
+/* The app accepted a WebSocket: its return value is not a response (its
+ * close() is still called); the socket closes (1000, or 1011 if the app
+ * failed) and the coroutine ends, the server closing the connection. */
+static void websocket_done(hub *h, pyjob *j, PyObject *result, PyObject *input, sr_obj *sr) {
+    int failed = !result;
+    ws_finish(j, failed ? 1011 : 1000);
+    if (failed)
+        log_app_error(j);
+    if (call_close(result) < 0)
+        log_app_error(j);
+    input_detach(input);
+    sr->j = NULL;
+    session_detach(j);
+    j->app_done = 1;
+    loop_wake(h->l, j->t, 0);
+}
+
 /* One bytes item and nothing written yet: measure it, one writev. 1 when
  * it is that case (the body is in j->data), 0 when not, -1 on error. */
 static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
@@ -505,6 +528,10 @@ void wsgi_run(hub *h, pyjob *j) {
     if (!env || session_attach(j, env) < 0)
         goto error;
     result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
+    if (j->wsobj) {
+        websocket_done(h, j, result, input, sr);
+        goto out;
+    }
     if (!result || (single = single_item(sr, j, result)) < 0)
         goto error;
     if (single) {

@@ -14,11 +14,13 @@ visitor's session (a str -> str mapping; needs ``--sessions STORE``).
 
 from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
+from ._spindle import WebSocket, WebSocketError, websocket
 from ._filewrapper import FileWrapper
 from ._session import Session, session
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
-           "in_request", "FileWrapper", "session", "Session"]
+           "in_request", "FileWrapper", "session", "Session", "websocket", "WebSocket",
+           "WebSocketError"]
 
 API_VERSION = _spindle.API_VERSION
 
