@@ -73,6 +73,8 @@ typedef struct hub {
     PyObject *file_wrapper_type;
     PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path; /* SCRIPT_NAME */
+    PyObject *starts;    /* callables to run in new greenlets (spindle.spawn), or NULL */
+    int blocking_threads; /* --blocking-threads: spindle.run_blocking's pool; 0 default */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */
@@ -102,6 +104,12 @@ PyObject *py_unpark(PyObject *self, PyObject *g);
 /* wait_fds(read_fds, write_fds, timeout) -> (readable, writable): the fds
  * the loop saw ready (both empty on timeout); for select/poll/selectors. */
 PyObject *py_wait_fds(PyObject *self, PyObject *args);
+/* start_greenlet(fn): the hub calls fn() in a new greenlet on its next turn
+ * (spindle.spawn); fn must catch its own exceptions. */
+PyObject *py_start_greenlet(PyObject *self, PyObject *fn);
+
+/* module.c: calls spindle._sched.NAME(args); logs a Python error. */
+int sched_call(const char *name, const char *fmt, ...);
 
 /* wsgi.c */
 int wsgi_handler(sp_req *req, sp_res *res, void *ud);
