@@ -71,9 +71,9 @@ typedef struct hub {
     /* environ constants, built once */
     PyObject *environ_template;
     PyObject *file_wrapper_type;
-    PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
-    PyObject *root_path; /* SCRIPT_NAME */
-    PyObject *starts;    /* callables to run in new greenlets (spindle.spawn), or NULL */
+    PyObject *parked;     /* greenlet -> its wait (park/unpark), made on first use */
+    PyObject *root_path;  /* SCRIPT_NAME */
+    PyObject *starts;     /* callables to run in new greenlets (spindle.spawn), or NULL */
     int blocking_threads; /* --blocking-threads: spindle.run_blocking's pool; 0 default */
 } hub;
 
