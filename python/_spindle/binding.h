@@ -71,10 +71,11 @@ typedef struct hub {
     /* environ constants, built once */
     PyObject *environ_template;
     PyObject *file_wrapper_type;
-    PyObject *parked;     /* greenlet -> its wait (park/unpark), made on first use */
-    PyObject *root_path;  /* SCRIPT_NAME */
-    PyObject *starts;     /* callables to run in new greenlets (spindle.spawn), or NULL */
-    int blocking_threads; /* --blocking-threads: spindle.run_blocking's pool; 0 default */
+    PyObject *parked;         /* greenlet -> its wait (park/unpark), made on first use */
+    PyObject *root_path;      /* SCRIPT_NAME */
+    PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
+    int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
+    int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */
@@ -107,6 +108,8 @@ PyObject *py_wait_fds(PyObject *self, PyObject *args);
 /* start_greenlet(fn): the hub calls fn() in a new greenlet on its next turn
  * (spindle.spawn); fn must catch its own exceptions. */
 PyObject *py_start_greenlet(PyObject *self, PyObject *fn);
+/* server_on_stop callback: the hub runs the on_worker_stop hooks next turn. */
+void hub_on_stop(sp_server *s, void *ud);
 
 /* module.c: calls spindle._sched.NAME(args); logs a Python error. */
 int sched_call(const char *name, const char *fmt, ...);

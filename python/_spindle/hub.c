@@ -256,9 +256,25 @@ PyObject *py_start_greenlet(PyObject *self, PyObject *fn) {
     Py_RETURN_NONE;
 }
 
+void hub_on_stop(sp_server *s, void *ud) {
+    ((hub *)ud)->stop_asked = 1; /* no Python here: the loop may hold no GIL */
+}
+
+/* @spindle.on_worker_stop, once, as the graceful stop begins: in-flight
+ * requests still run, so a hook can release long polls (Event.set) before
+ * the --graceful-timeout cuts them. */
+static int run_stop_hooks(hub *h) {
+    if (!h->stop_asked || h->stop_ran)
+        return 0;
+    h->stop_ran = 1;
+    sched_call("_worker_stop", "()");
+    return 1;
+}
+
 /* Runs everything Python has to do now; returns 1 if it did anything. */
 static int run_python(hub *h) {
     int did = start_spawned(h);
+    did |= run_stop_hooks(h);
     while (h->ngarbage) {
         PyObject *o = h->garbage[--h->ngarbage];
         Py_DECREF(o);
@@ -314,7 +330,8 @@ int hub_drive(sp_server *s, void *ud) {
     }
     if (server_loop(s))
         server_finish(s);
-    sched_call("_worker_stop", "()"); /* @spindle.on_worker_stop */
+    h->stop_asked = 1; /* the hooks run even if the loop ended another way */
+    run_stop_hooks(h);
     /* Pooled greenlets are dropped: greenlet throws GreenletExit into each
      * as it is collected, ending greenlet_main. */
     while (h->nidle)

@@ -195,6 +195,7 @@ static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     server_set_drive(s, hub_drive, h);
     server_set_worker_init(s, worker_init, h);
     server_set_fork_hook(s, fork_hook, h);
+    server_on_stop(s, hub_on_stop, h);
     return 0;
 }
 

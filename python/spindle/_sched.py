@@ -107,8 +107,10 @@ def on_worker_start(fn):
 
 
 def on_worker_stop(fn):
-    """Decorator: fn() runs in each worker at its graceful stop, after the
-    last request is answered (the loop no longer runs: plain blocking calls)."""
+    """Decorator: fn() runs once in each worker as its graceful stop begins
+    (no new connections; in-flight requests still run, so it may release
+    long polls with Event.set() or close a Channel before --graceful-timeout
+    cuts them)."""
     _stop_hooks.append(fn)
     return fn
 

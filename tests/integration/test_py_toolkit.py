@@ -151,7 +151,19 @@ def test_worker_hooks_run_once_per_worker(wsgi_server, tmp_path):
         assert time.monotonic() < end
         time.sleep(0.05)
     pids = set(s.worker_pids())
+    # A long poll parked at the stop: the stop hook's Event.set() answers it
+    # before the graceful timeout, which would cut it.
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    c.sendall(b"GET /poll?timeout=30 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    end = time.monotonic() + 5
+    while sum(get(s, "/state")["waiters"] for _ in range(4)) == 0:
+        assert time.monotonic() < end
+        time.sleep(0.02)
+    t0 = time.monotonic()
     assert s.stop() == 0
+    assert time.monotonic() - t0 < 2, "the stop waited for the graceful timeout"
+    with c:
+        assert c.recv(4096).endswith(b'"woken"')
     lines = marks.read_text().split()
     starts = sorted(int(p) for w, p in zip(lines[::2], lines[1::2]) if w == "start")
     stops = sorted(int(p) for w, p in zip(lines[::2], lines[1::2]) if w == "stop")

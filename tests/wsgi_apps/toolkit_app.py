@@ -30,6 +30,7 @@ def _started():
 @spindle.on_worker_stop
 def _stopped():
     _mark("stop")
+    EVENT.set()  # releases the long polls before the graceful timeout
 
 
 def _at_import():
