@@ -110,6 +110,9 @@ def test_channel_hands_an_item_between_requests(wsgi_server):
     t.join(5)
     assert done == {"v": "put"}
     assert get(s, "/chan/get?timeout=0.1").startswith("TimeoutError")
+    r = get(s, "/chan/selftest")
+    assert r["got"] == [0, 1, 2, 3, 4], r
+    assert r["log"][:3] == ["put0", "put1", "len2"] and r["log"][-1] == "closed", r
 
 
 def test_run_blocking_keeps_the_loop_free(wsgi_server):

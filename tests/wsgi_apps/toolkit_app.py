@@ -64,6 +64,29 @@ def _fail():
     raise ValueError("bad input for the blocking call")
 
 
+def _channel_selftest():
+    """A buffered channel between a spawned producer and this request: put
+    waits while full, close ends the iteration after the buffered items."""
+    ch = spindle.Channel(capacity=2)
+    log = []
+
+    def produce():
+        for i in range(5):
+            ch.put(i)
+            log.append("put%d" % i)
+        ch.close()
+
+    spindle.spawn(produce)
+    spindle.sleep(0.05)  # the producer fills the buffer and waits on the third put
+    log.append("len%d" % len(ch))
+    got = list(ch)
+    try:
+        ch.put(9)
+    except spindle.ChannelClosed:
+        log.append("closed")
+    return {"got": got, "log": log}
+
+
 def _routes(path, q):
     if path == "/state":
         return dict(STATE, pid=os.getpid(), waiters=len(EVENT._waiters))
@@ -91,6 +114,8 @@ def _routes(path, q):
         return "put"
     if path == "/chan/get":
         return CHAN.get(timeout=float(q.get("timeout", "5")))
+    if path == "/chan/selftest":
+        return _channel_selftest()
     if path == "/blocking":
         t0 = time.monotonic()
         spindle.run_blocking(time.sleep, float(q.get("d", "0.5")))
