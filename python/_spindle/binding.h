@@ -104,9 +104,12 @@ typedef struct hub {
     /* environ constants, built once */
     PyObject *environ_template;
     PyObject *file_wrapper_type;
-    PyObject *parked;    /* greenlet -> its wait (park/unpark), made on first use */
-    PyObject *root_path; /* SCRIPT_NAME */
-    PyObject *jobs;      /* greenlet -> its pyjob, while it serves a request */
+    PyObject *parked;         /* greenlet -> its wait (park/unpark), made on first use */
+    PyObject *root_path;      /* SCRIPT_NAME */
+    PyObject *jobs;           /* greenlet -> its pyjob, while it serves a request */
+    PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
+    int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
+    int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */
@@ -138,6 +141,14 @@ PyObject *py_unpark(PyObject *self, PyObject *g);
 /* wait_fds(read_fds, write_fds, timeout) -> (readable, writable): the fds
  * the loop saw ready (both empty on timeout); for select/poll/selectors. */
 PyObject *py_wait_fds(PyObject *self, PyObject *args);
+/* start_greenlet(fn): the hub calls fn() in a new greenlet on its next turn
+ * (spindle.spawn); fn must catch its own exceptions. */
+PyObject *py_start_greenlet(PyObject *self, PyObject *fn);
+/* server_on_stop callback: the hub runs the on_worker_stop hooks next turn. */
+void hub_on_stop(sp_server *s, void *ud);
+
+/* module.c: calls spindle._sched.NAME(args); logs a Python error. */
+int sched_call(const char *name, const char *fmt, ...);
 
 /* wsgi.c */
 int wsgi_handler(sp_req *req, sp_res *res, void *ud);

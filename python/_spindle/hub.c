@@ -251,9 +251,59 @@ static void start_job(hub *h, pyjob *j) {
     }
 }
 
+/* spindle.spawn: each callable starts in a new greenlet whose parent is
+ * the hub, so it comes back here when it parks or ends. */
+static int start_spawned(hub *h) {
+    if (!h->starts || !PyList_GET_SIZE(h->starts))
+        return 0;
+    PyObject *todo = h->starts;
+    h->starts = NULL; /* spawns made meanwhile go to a new list */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(todo); i++) {
+        PyObject *g = (PyObject *)PyGreenlet_New(PyList_GET_ITEM(todo, i), (PyGreenlet *)h->hub_g);
+        PyObject *r = g ? PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL) : NULL;
+        if (!r)
+            PyErr_Print();
+        Py_XDECREF(r);
+        Py_XDECREF(g); /* a parked greenlet is kept by its wait */
+    }
+    Py_DECREF(todo);
+    return 1;
+}
+
+PyObject *py_start_greenlet(PyObject *self, PyObject *fn) {
+    hub *h = the_hub;
+    if (!h || PyThread_get_thread_ident() != h->thread) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "spindle.spawn works on a worker's loop thread (at import, in an "
+                        "on_worker_start hook, in a request or a spawned function)");
+        return NULL;
+    }
+    if (!h->starts && !(h->starts = PyList_New(0)))
+        return NULL;
+    if (PyList_Append(h->starts, fn) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+void hub_on_stop(sp_server *s, void *ud) {
+    ((hub *)ud)->stop_asked = 1; /* no Python here: the loop may hold no GIL */
+}
+
+/* @spindle.on_worker_stop, once, as the graceful stop begins: in-flight
+ * requests still run, so a hook can release long polls (Event.set) before
+ * the --graceful-timeout cuts them. */
+static int run_stop_hooks(hub *h) {
+    if (!h->stop_asked || h->stop_ran)
+        return 0;
+    h->stop_ran = 1;
+    sched_call("_worker_stop", "()");
+    return 1;
+}
+
 /* Runs everything Python has to do now; returns 1 if it did anything. */
 static int run_python(hub *h) {
-    int did = 0;
+    int did = start_spawned(h);
+    did |= run_stop_hooks(h);
     while (h->ngarbage) {
         PyObject *o = h->garbage[--h->ngarbage];
         Py_DECREF(o);
@@ -311,6 +361,8 @@ int hub_drive(sp_server *s, void *ud) {
     }
     if (server_loop(s))
         server_finish(s);
+    h->stop_asked = 1; /* the hooks run even if the loop ended another way */
+    run_stop_hooks(h);
     /* Pooled greenlets are dropped: greenlet throws GreenletExit into each
      * as it is collected, ending greenlet_main. */
     while (h->nidle)

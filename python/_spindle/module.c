@@ -57,6 +57,28 @@ static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
     return 0;
 }
 
+int sched_call(const char *name, const char *fmt, ...) {
+    PyObject *mod = PyImport_ImportModule("spindle._sched");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    Py_XDECREF(mod);
+    PyObject *r = NULL;
+    if (fn) {
+        va_list ap;
+        va_start(ap, fmt);
+        PyObject *args = Py_VaBuildValue(fmt, ap);
+        va_end(ap);
+        r = args ? PyObject_CallObject(fn, args) : NULL;
+        Py_XDECREF(args);
+        Py_DECREF(fn);
+    }
+    if (!r) {
+        PyErr_Print();
+        return -1;
+    }
+    Py_DECREF(r);
+    return 0;
+}
+
 /* --reload: the application's source files to the master, which watches
  * them; exc (or NULL) is a failed import, whose files count too (fixing
  * them is the change awaited). */
@@ -113,6 +135,10 @@ static int worker_init(sp_server *s, void *ud) {
         PyErr_Print();
         return -1;
     }
+    /* The loop's thread, for spawns made by the hooks (hub_drive runs next,
+     * on this thread). A failing hook is logged; the worker serves on. */
+    h->thread = PyThread_get_thread_ident();
+    sched_call("_worker_start", "(i)", h->blocking_threads);
     return 0;
 }
 
@@ -145,6 +171,7 @@ static void report_load_error(PyObject *loader) {
 static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     hub *h = ud;
     h->reload = c->reload;
+    h->blocking_threads = c->blocking_threads;
     /* A .pyc is checked by the source's mtime in seconds and its size: an
      * edit within the second could be served stale from one written now. */
     if (c->reload)
@@ -168,6 +195,7 @@ static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     server_set_drive(s, hub_drive, h);
     server_set_worker_init(s, worker_init, h);
     server_set_fork_hook(s, fork_hook, h);
+    server_on_stop(s, hub_on_stop, h);
     return 0;
 }
 
@@ -210,6 +238,7 @@ static void hub_free(hub *h) {
     Py_XDECREF(h->root_path);
     Py_XDECREF(h->file_wrapper_type);
     Py_XDECREF(h->environ_template);
+    Py_XDECREF(h->starts);
     PyMem_Free(h);
 }
 
@@ -293,6 +322,8 @@ static PyMethodDef methods[] = {
     {"websocket", (PyCFunction)(void (*)(void))py_websocket, METH_VARARGS | METH_KEYWORDS,
      "websocket(environ, subprotocols=()) -> WebSocket: accepts the WebSocket handshake of "
      "this request (before start_response); WebSocketError if it is not one"},
+    {"start_greenlet", py_start_greenlet, METH_O,
+     "start_greenlet(fn): fn() runs in a new greenlet on the hub's next turn (spindle.spawn)"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,

@@ -16,11 +16,14 @@ from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
 from ._spindle import WebSocket, WebSocketError, websocket
 from ._filewrapper import FileWrapper
+from ._sched import every, on_worker_start, on_worker_stop, run_blocking, spawn
 from ._session import Session, session
+from ._sync import Channel, ChannelClosed, Event
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
            "in_request", "FileWrapper", "session", "Session", "websocket", "WebSocket",
-           "WebSocketError"]
+           "WebSocketError", "spawn", "every", "Event", "Channel", "ChannelClosed",
+           "run_blocking", "on_worker_start", "on_worker_stop"]
 
 API_VERSION = _spindle.API_VERSION
 

@@ -55,6 +55,7 @@ typedef struct cli_config {
     int preload;           /* import the application in the master */
     const char *root_path; /* SCRIPT_NAME */
     int max_concurrent;    /* requests inside the application at once; 0 no limit */
+    int blocking_threads;  /* spindle.run_blocking's thread pool per worker; 0 default (4) */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];

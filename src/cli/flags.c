@@ -162,6 +162,9 @@ const flag cli_flags[] = {
      "SCRIPT_NAME: the URL prefix the application is mounted at"},
     {"max-concurrent-app-calls", "N", K_INT, ROLE_PY, RESTART, INT(max_concurrent), "no limit",
      "requests inside the application at once per worker; more wait their turn"},
+    {"blocking-threads", "N", K_INT, ROLE_PY, RESTART, INT(blocking_threads), "4",
+     "threads per worker for spindle.run_blocking (and name resolution under "
+     "spindle.patch()); more calls wait for a free thread"},
     {"config", "FILE", K_META, B, RESTART, NOWHERE, NULL,
      "read settings from FILE: 'name = value' lines named as the flags (without --), # "
      "comments; flags > SPINDLE_* environment > file > defaults; reread on HUP; a setting "

@@ -341,7 +341,8 @@ static void tick(master *m, int64_t now) {
             log_msg(LOG_ERROR,
                     "worker %d: its loop has not turned for %lld ms, blocked %s '%s'; "
                     "killing it. Its stack follows: the call it shows must not block the loop "
-                    "(Python: call spindle.patch() at start, or run the call in a thread; "
+                    "(Python: call spindle.patch() at start, or wrap the call in "
+                    "spindle.run_blocking(...); "
                     "C: wrap it in sp_run_blocking)",
                     (int)k->pid, (long long)(now - sl->heartbeat_ms),
                     sl->busy ? "serving" : "after", sl->request);
