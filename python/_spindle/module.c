@@ -31,17 +31,16 @@ static void fork_hook(int phase, void *ud) {
     }
 }
 
-/* spindle._dev.NAME(args...): 0, or -1 with the exception printed. */
-static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
-    PyObject *mod = PyImport_ImportModule("spindle._dev");
+/* MODULE.NAME(args...) of the spindle package: 0 (the result in *result
+ * when asked, else dropped), or -1 with the exception printed. */
+static int call_py(const char *module, const char *name, PyObject **result, const char *fmt,
+                   va_list ap) {
+    PyObject *mod = PyImport_ImportModule(module);
     PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
     Py_XDECREF(mod);
     PyObject *r = NULL;
     if (fn) {
-        va_list ap;
-        va_start(ap, fmt);
         PyObject *args = Py_VaBuildValue(fmt, ap);
-        va_end(ap);
         r = args ? PyObject_CallObject(fn, args) : NULL;
         Py_XDECREF(args);
         Py_DECREF(fn);
@@ -57,26 +56,22 @@ static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
     return 0;
 }
 
+/* spindle._dev.NAME(args...). */
+static int call_dev(const char *name, PyObject **result, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = call_py("spindle._dev", name, result, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* spindle._sched.NAME(args...). */
 int sched_call(const char *name, const char *fmt, ...) {
-    PyObject *mod = PyImport_ImportModule("spindle._sched");
-    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
-    Py_XDECREF(mod);
-    PyObject *r = NULL;
-    if (fn) {
-        va_list ap;
-        va_start(ap, fmt);
-        PyObject *args = Py_VaBuildValue(fmt, ap);
-        va_end(ap);
-        r = args ? PyObject_CallObject(fn, args) : NULL;
-        Py_XDECREF(args);
-        Py_DECREF(fn);
-    }
-    if (!r) {
-        PyErr_Print();
-        return -1;
-    }
-    Py_DECREF(r);
-    return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = call_py("spindle._sched", name, NULL, fmt, ap);
+    va_end(ap);
+    return rc;
 }
 
 /* --reload: the application's source files to the master, which watches
