@@ -132,6 +132,9 @@ pyjob *hub_current_job(void);
 /* The current greenlet (a new reference). */
 PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);
+/* A Python timeout in seconds (None: no limit) as ms: -1 for None, 0 for
+ * a negative one. 0, or -1 with a Python error set (not a number). */
+int hub_timeout_ms(PyObject *tobj, double *ms);
 PyObject *py_sleep(PyObject *self, PyObject *args);
 PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write);
 /* park(timeout) -> True if unparked, False on timeout; unpark(greenlet) ->

@@ -488,18 +488,25 @@ static long park_current(hub *h, double ms) {
     return r;
 }
 
+int hub_timeout_ms(PyObject *tobj, double *ms) {
+    *ms = -1;
+    if (tobj == Py_None)
+        return 0;
+    *ms = PyFloat_AsDouble(tobj) * 1000.0;
+    if (*ms < 0 && PyErr_Occurred())
+        return -1;
+    if (*ms < 0)
+        *ms = 0;
+    return 0;
+}
+
 PyObject *py_park(PyObject *self, PyObject *args) {
     PyObject *tobj = Py_None;
     if (!PyArg_ParseTuple(args, "|O:park", &tobj))
         return NULL;
-    double ms = -1;
-    if (tobj != Py_None) {
-        ms = PyFloat_AsDouble(tobj) * 1000.0;
-        if (ms < 0 && PyErr_Occurred())
-            return NULL;
-        if (ms < 0)
-            ms = 0;
-    }
+    double ms;
+    if (hub_timeout_ms(tobj, &ms) < 0)
+        return NULL;
     if (!hub_in_greenlet(the_hub)) {
         PyErr_SetString(PyExc_RuntimeError, "spindle park works inside a request only");
         return NULL;
@@ -536,14 +543,9 @@ PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write) {
     int fd = PyObject_AsFileDescriptor(fdobj);
     if (fd < 0)
         return NULL;
-    double ms = -1;
-    if (tobj != Py_None) {
-        ms = PyFloat_AsDouble(tobj) * 1000.0;
-        if (ms < 0 && PyErr_Occurred())
-            return NULL;
-        if (ms < 0)
-            ms = 0;
-    }
+    double ms;
+    if (hub_timeout_ms(tobj, &ms) < 0)
+        return NULL;
     if (!hub_in_greenlet(the_hub)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "spindle.wait_readable/wait_writable work inside a request served by "

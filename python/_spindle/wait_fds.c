@@ -116,14 +116,9 @@ PyObject *py_wait_fds(PyObject *self, PyObject *args) {
     PyObject *robj, *wobj, *tobj = Py_None;
     if (!PyArg_ParseTuple(args, "OO|O:wait_fds", &robj, &wobj, &tobj))
         return NULL;
-    double ms = -1;
-    if (tobj != Py_None) {
-        ms = PyFloat_AsDouble(tobj) * 1000.0;
-        if (ms < 0 && PyErr_Occurred())
-            return NULL;
-        if (ms < 0)
-            ms = 0;
-    }
+    double ms;
+    if (hub_timeout_ms(tobj, &ms) < 0)
+        return NULL;
     hub *h = the_hub;
     if (!hub_in_greenlet(h)) {
         PyErr_SetString(PyExc_RuntimeError,
