@@ -10,6 +10,8 @@ import subprocess
 import threading
 import time
 
+from wsgiutil import concurrent_get, http_get
+
 
 class SlowHandler(http.server.BaseHTTPRequestHandler):
     delay = 0.5
@@ -58,33 +60,10 @@ def self_signed(dirpath):
 
 
 def get_json(port, path, timeout=30):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        r = conn.getresponse()
-        return r.status, json.loads(r.read())
-    finally:
-        conn.close()
+    status, body = http_get(port, path, timeout)
+    return status, json.loads(body)
 
 
 def concurrent_json(port, paths, timeout=30):
     """GETs every path at once (a thread each); (seconds, [(status, json)])."""
-    results = [None] * len(paths)
-    go = threading.Event()
-
-    def one(i, path):
-        go.wait(10)
-        try:
-            results[i] = get_json(port, path, timeout)
-        except Exception as e:  # reported by the caller's assert
-            results[i] = ("error", repr(e))
-
-    threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(paths)]
-    for t in threads:
-        t.start()
-    t0 = time.monotonic()
-    go.set()
-    for t in threads:
-        t.join(timeout + 5)
-    assert not any(t.is_alive() for t in threads), "clients still waiting"
-    return time.monotonic() - t0, results
+    return concurrent_get(port, paths, timeout, get=get_json)

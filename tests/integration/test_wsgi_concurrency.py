@@ -2,48 +2,13 @@
 (stream_app.py), the core's rejections in front of Python (count_app.py),
 and workers (pid_app.py)."""
 import hashlib
-import http.client
 import json
 import threading
 import time
 
 import pytest
 
-from wsgiutil import proc_status, wsgi_server  # noqa: F401  (fixture)
-
-
-def get(port, path, timeout=30):
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
-    try:
-        conn.request("GET", path)
-        r = conn.getresponse()
-        return r.status, r.read()
-    finally:
-        conn.close()
-
-
-def concurrent(port, paths, timeout=30):
-    """GETs every path at once (a thread each); returns (seconds, results)."""
-    results = [None] * len(paths)
-    go = threading.Event()
-
-    def one(i, path):
-        go.wait(10)
-        try:
-            results[i] = get(port, path, timeout)
-        except Exception as e:  # reported below
-            results[i] = ("error", repr(e))
-
-    threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(paths)]
-    for t in threads:
-        t.start()
-    t0 = time.monotonic()
-    go.set()
-    for t in threads:
-        t.join(timeout + 5)
-    elapsed = time.monotonic() - t0
-    assert not any(t.is_alive() for t in threads), "clients still waiting"
-    return elapsed, results
+from wsgiutil import concurrent_get as concurrent, http_get as get, proc_status, wsgi_server  # noqa: F401,E501  (fixture)
 
 
 def state(s):

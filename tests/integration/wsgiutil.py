@@ -10,12 +10,14 @@ the test if a server's stderr shows a Python traceback, an AssertionError
 them. Every socket has a timeout; every wait is bounded.
 """
 import hashlib
+import http.client
 import os
 import pathlib
 import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -365,3 +367,39 @@ def wsgi_server(tmp_path):
                                                                       s.stderr()[-3000:]))
     if problems:
         pytest.fail("\n\n".join(problems), pytrace=False)
+
+
+def http_get(port, path, timeout=30):
+    """One GET on a fresh connection: (status, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        r = conn.getresponse()
+        return r.status, r.read()
+    finally:
+        conn.close()
+
+
+def concurrent_get(port, paths, timeout=30, get=http_get):
+    """GETs every path at once (a thread each, started together); returns
+    (seconds, [get(port, path, timeout) or ("error", repr)])."""
+    results = [None] * len(paths)
+    go = threading.Event()
+
+    def one(i, path):
+        go.wait(10)
+        try:
+            results[i] = get(port, path, timeout)
+        except Exception as e:  # reported by the caller's assert
+            results[i] = ("error", repr(e))
+
+    threads = [threading.Thread(target=one, args=(i, p), daemon=True) for i, p in enumerate(paths)]
+    for t in threads:
+        t.start()
+    t0 = time.monotonic()
+    go.set()
+    for t in threads:
+        t.join(timeout + 5)
+    elapsed = time.monotonic() - t0
+    assert not any(t.is_alive() for t in threads), "clients still waiting"
+    return elapsed, results
