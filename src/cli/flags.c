@@ -365,26 +365,28 @@ int cli_apply(cli_config *c, const flag *f, const char *text) {
     return 0;
 }
 
-static int add_bind(cli_config *c, const char *text) {
-    if (c->nbinds == MAX_BINDS) {
-        fprintf(stderr, "spindle: at most %d --bind addresses\n", MAX_BINDS);
+/* One more value of a repeatable row into v (max of them). 0, or -1 with
+ * a message naming what there is too much of. */
+static int append(const char **v, int *n, int max, const char *text, const char *what) {
+    if (*n == max) {
+        fprintf(stderr, "spindle: at most %d %s\n", max, what);
         return -1;
     }
-    c->binds[c->nbinds++] = text;
+    v[(*n)++] = text;
     return 0;
+}
+
+static int add_bind(cli_config *c, const char *text) {
+    return append(c->binds, &c->nbinds, MAX_BINDS, text, "--bind addresses");
+}
+
+static int add_reload_extra(cli_config *c, const char *text) {
+    return append(c->reload_extra, &c->nreload_extra, CLI_MAX_LIST, text,
+                  "--reload-extra-file files");
 }
 
 /* PREFIX=DIR: the shape checked here, the prefix and the directory at
  * start (startup.c), where the mount says what is wrong with them. */
-static int add_reload_extra(cli_config *c, const char *text) {
-    if (c->nreload_extra == CLI_MAX_LIST) {
-        fprintf(stderr, "spindle: at most %d --reload-extra-file files\n", CLI_MAX_LIST);
-        return -1;
-    }
-    c->reload_extra[c->nreload_extra++] = text;
-    return 0;
-}
-
 static int add_static_map(cli_config *c, const char *text) {
     const char *eq = strchr(text, '=');
     if (text[0] != '/' || !eq || !eq[1]) {
@@ -394,12 +396,7 @@ static int add_static_map(cli_config *c, const char *text) {
                 text);
         return -1;
     }
-    if (c->nstatic_maps == MAX_STATIC_MAPS) {
-        fprintf(stderr, "spindle: at most %d --static-map mounts\n", MAX_STATIC_MAPS);
-        return -1;
-    }
-    c->static_maps[c->nstatic_maps++] = text;
-    return 0;
+    return append(c->static_maps, &c->nstatic_maps, MAX_STATIC_MAPS, text, "--static-map mounts");
 }
 
 static int set_log_level(cli_config *c, const char *text) {
