@@ -6,6 +6,7 @@
  * stack, no buffer). Every close it starts while the client may still be
  * sending is a lingering close. */
 #include "server/server.h"
+#include "server/conn_io.h"
 
 #include "base/log.h"
 #include "server/stats.h"
@@ -35,7 +36,7 @@ void http_conn_linger_close(sp_server *s, conn *c) {
         int64_t deadline = server_deadline(s, s->opt.linger_timeout_ms);
         size_t dropped = 0;
         while (dropped < LINGER_MAX_BYTES) {
-            ssize_t n = net_read(s->l, &c->w, b, cap, deadline);
+            ssize_t n = conn_read(s->l, c, b, cap, deadline);
             if (n <= 0)
                 break;
             dropped += (size_t)n;
@@ -148,7 +149,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
         if (c->buf_len == 0) {
             /* Nothing of this request yet: look without waiting; if nothing
              * is there, wait as an idle connection (no stack, no buffer). */
-            ssize_t n = read(c->w.fd, c->buf, room);
+            ssize_t n = conn_try_read(c, c->buf, room);
             if (n > 0) {
                 c->buf_len = (uint32_t)n;
                 c->maybe_more = (size_t)n == room;
@@ -161,7 +162,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             server_conn_close(s, c);
             return 0;
         }
-        ssize_t n = net_read(s->l, &c->w, c->buf + c->buf_len, room, deadline);
+        ssize_t n = conn_read(s->l, c, c->buf + c->buf_len, room, deadline);
         if (n > 0) {
             c->buf_len += (uint32_t)n;
             c->maybe_more = (size_t)n == room;

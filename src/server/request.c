@@ -3,6 +3,7 @@
  * from the connection's buffer and socket, sending 100 Continue first when
  * the client waits for it. */
 #include "server/server.h"
+#include "server/conn_io.h"
 
 #include "http/http_chars.h"
 
@@ -191,7 +192,7 @@ static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
     int64_t deadline = now + wait_ms;
     if (r->drain_deadline && r->drain_deadline < deadline)
         deadline = r->drain_deadline;
-    ssize_t n = net_read(s->l, &r->c->w, dst, len, deadline);
+    ssize_t n = conn_read(s->l, r->c, dst, len, deadline);
     if (rate) {
         int64_t cap = (int64_t)s->opt.body_timeout_ms * 1000;
         r->body_credit_us -= (loop_now(s->l) - now) * 1000;
@@ -323,8 +324,8 @@ ssize_t sp_read(sp_req *r, void *buf, size_t len) {
     if (r->expect_pending) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         r->expect_pending = 0;
-        ssize_t n = net_write(r->srv->l, &r->c->w, cont, sizeof cont - 1,
-                              server_deadline(r->srv, r->srv->opt.send_timeout_ms));
+        ssize_t n = conn_write(r->srv->l, r->c, cont, sizeof cont - 1,
+                               server_deadline(r->srv, r->srv->opt.send_timeout_ms));
         if (n < 0)
             return body_fail(r, (int)n, 400);
     }

@@ -3,6 +3,7 @@
  * bytes; Content-Length when declared (or when the whole body is given to
  * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
 #include "server/server.h"
+#include "server/conn_io.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"
@@ -177,7 +178,7 @@ static int64_t send_deadline(const sp_res *r) {
 /* Bytes that already carry their framing (a last chunk, a chunk line). */
 static int send_raw(sp_res *r, const void *p, size_t len) {
     loop *l = r->req->srv->l;
-    int rc = failed_if(r, net_write(l, &r->c->w, p, len, send_deadline(r)));
+    int rc = failed_if(r, conn_write(l, r->c, p, len, send_deadline(r)));
     loop_charge(l, len); /* fairness: yields once its budget is spent */
     return rc;
 }
@@ -229,7 +230,7 @@ static int send_data(sp_res *r, const void *data, size_t len, int flags) {
     if (n == 0)
         return 0;
     loop *l = r->req->srv->l;
-    ssize_t w = net_writev_flags(l, &r->c->w, iov, n, send_deadline(r), flags);
+    ssize_t w = conn_writev(l, r->c, iov, n, send_deadline(r), flags);
     loop_charge(l, len); /* a client that reads as fast as we write never blocks us */
     return failed_if(r, w);
 }
@@ -322,8 +323,7 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
     off_t pos = (off_t)off;
     for (size_t left = count; left;) {
         size_t piece = left < (1u << 20) ? left : (1u << 20);
-        rc =
-            failed_if(r, net_sendfile(r->req->srv->l, &r->c->w, fd, &pos, piece, send_deadline(r)));
+        rc = failed_if(r, conn_sendfile(r->req->srv->l, r->c, fd, &pos, piece, send_deadline(r)));
         if (rc < 0)
             return rc;
         loop_charge(r->req->srv->l, piece);

@@ -9,6 +9,7 @@
 #include "http/http_chars.h"
 #include "loop/sync.h"
 #include "net/net.h"
+#include "server/conn_io.h"
 #include "server/handler.h"
 #include "server/ws/ws_frame.h"
 #include "server/ws/ws_keepalive.h"
@@ -135,7 +136,7 @@ static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, in
     }
     uint8_t head[WS_HEAD_MAX];
     struct iovec iov[2] = {{head, ws_write_head(head, 1, opcode, len, NULL)}, {(void *)data, len}};
-    ssize_t n = net_writev(ws->l, &ws->c->w, iov, len ? 2 : 1, deadline);
+    ssize_t n = conn_writev(ws->l, ws->c, iov, len ? 2 : 1, deadline, 0);
     if (opcode == WS_OP_CLOSE)
         ws->state = WS_CLOSE_SENT;
     if (n < 0) {
@@ -211,7 +212,7 @@ static int fail(sp_ws *ws, int code, int err) {
     if (sent && shutdown(ws->c->w.fd, SHUT_WR) == 0) {
         int64_t deadline = loop_clock_ms() + ws->close_timeout_ms;
         char scratch[4096];
-        while (net_read(ws->l, &ws->c->w, scratch, sizeof scratch, deadline) > 0)
+        while (conn_read(ws->l, ws->c, scratch, sizeof scratch, deadline) > 0)
             ;
     }
     return err;
@@ -249,7 +250,7 @@ static ssize_t fill(sp_ws *ws, int64_t deadline) {
         return -ESHUTDOWN; /* the stop came while we yielded, not parked */
     ws->recv_task = loop_task(ws->l);
     ssize_t n =
-        net_read(ws->l, &c->w, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
+        conn_read(ws->l, c, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
     ws->recv_task = NULL;
     if (n > 0) {
         c->buf_len += (uint32_t)n;
@@ -348,7 +349,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 if (server_stopping(ws->s))
                     return -ESHUTDOWN;
                 ws->recv_task = loop_task(ws->l);
-                ssize_t n = net_read(ws->l, &c->w, dst, (size_t)ws->p.left, deadline);
+                ssize_t n = conn_read(ws->l, c, dst, (size_t)ws->p.left, deadline);
                 ws->recv_task = NULL;
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
@@ -574,7 +575,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
 
     res_take_over(res, release, ws);
     reg_add(reg, ws);
-    ssize_t w = net_write(ws->l, &ws->c->w, head, len, send_deadline(ws));
+    ssize_t w = conn_write(ws->l, ws->c, head, len, send_deadline(ws));
     if (w < 0) {
         ws->state = WS_DONE; /* freed by release when the handler returns */
         return upgrade_fail((int)-w);
