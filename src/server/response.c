@@ -32,9 +32,54 @@ void res_init(sp_res *res, sp_req *req, conn *c) {
     res->out = (http_out){0};
 }
 
+static void rebase(const char **p, const char *lo, const char *hi, char *copy) {
+    if (*p && *p >= lo && *p < hi)
+        *p = copy + (*p - lo);
+}
+
+static void span(const char *p, size_t len, const char **lo, const char **hi) {
+    if (!p)
+        return;
+    if (p < *lo)
+        *lo = p;
+    if (p + len > *hi)
+        *hi = p + len;
+}
+
+/* The taker reads its own bytes into the connection's buffer (a WebSocket
+ * its frames), but the request stays readable to its end: the access log
+ * writes its line then, and a handler may read a header after the upgrade.
+ * So its head moves to memory of its own, freed with the request. */
+static void keep_head(sp_req *r) {
+    http_request *h = &r->head;
+    const char *lo = h->method, *hi = h->method + h->method_len;
+    span(h->target, h->target_len, &lo, &hi);
+    for (size_t i = 0; i < h->nfields; i++) {
+        span(h->fields[i].name, h->fields[i].name_len, &lo, &hi);
+        span(h->fields[i].value, h->fields[i].value_len, &lo, &hi);
+    }
+    char *copy = malloc((size_t)(hi - lo));
+    if (!copy)
+        return; /* the log line may show the taker's bytes: nothing worse */
+    if (req_defer(r, free, copy) < 0) {
+        free(copy);
+        return;
+    }
+    memcpy(copy, lo, (size_t)(hi - lo));
+    rebase(&h->method, lo, hi, copy);
+    rebase(&h->target, lo, hi, copy);
+    rebase(&h->host, lo, hi, copy);
+    for (size_t i = 0; i < h->nfields; i++) {
+        rebase(&h->fields[i].name, lo, hi, copy);
+        rebase(&h->fields[i].value, lo, hi, copy);
+    }
+    rebase(&r->query.ptr, lo, hi, copy);
+}
+
 void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
     /* Nothing of HTTP is sent from now on: the sp_res_* calls see a
      * finished response, and the driver closes after the handler. */
+    keep_head(res->req);
     res->taken_over = 1;
     res->head_sent = 1;
     res->finished = 1;

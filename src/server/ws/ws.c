@@ -574,6 +574,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     len += 2;
 
     res_take_over(res, release, ws);
+    res->status = 101; /* what the access log and the stats say it was */
     reg_add(reg, ws);
     ssize_t w = conn_write(ws->l, ws->c, head, len, send_deadline(ws));
     if (w < 0) {
