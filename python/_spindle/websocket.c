@@ -2,7 +2,8 @@
  * handshake and talks over it. The protocol is the C layer's (sp_ws_*: framing,
  * UTF-8, fragments, pings, sizes); every sp_ws call yields, so it runs on a
  * request's coroutine as a hub op while the greenlet waits. Receiving and
- * closing run on the owner's coroutine; a send runs on the sender's own. */
+ * closing run on the owner's coroutine; a send runs on the sender's own (one
+ * started for it when the sender is a spawned greenlet). */
 #include "binding.h"
 
 #include <structmember.h>
@@ -38,7 +39,7 @@ ssize_t ws_do_op(pyjob *j) {
     case OP_WS_RECV:
         return sp_ws_recv(o->ws, &j->ws_msg, j->ws_timeout);
     case OP_WS_SEND:
-        return sp_ws_send(o->ws, j->ws_opcode, j->data, j->len);
+        return sp_ws_send_timeout(o->ws, j->ws_opcode, j->data, j->len, j->ws_timeout);
     default:
         return sp_ws_close(o->ws, (uint16_t)j->len, j->ws_reason);
     }
@@ -80,35 +81,91 @@ static PyObject *raise_errno(ssize_t r, const char *what) {
     return NULL;
 }
 
-/* One frame out on the current greenlet's own coroutine. */
-static PyObject *send_frame(ws_obj *o, int opcode, const char *p, size_t n, const char *what) {
+/* A send from a greenlet that serves no request (spindle.spawn, every):
+ * it has no coroutine of its own, so one is started for the send. Heap
+ * memory: the greenlet's stack is copied away while it waits. */
+typedef struct side_send {
+    hub_wake wake;
+    ws_obj *o; /* kept alive by the waiting caller */
+    int opcode;
+    const char *p;
+    size_t n;
+    int64_t timeout_ms;
+} side_send;
+
+static void side_send_main(void *arg) {
+    side_send *s = arg;
+    /* o->ws is cleared on the main stack before its owner's handler returns,
+     * and the C layer fails sends still waiting then: checked at the start. */
+    int r = s->o->ws ? sp_ws_send_timeout(s->o->ws, s->opcode, s->p, s->n, s->timeout_ms) : -EPIPE;
+    s->wake.result = r;
+    hub_queue(the_hub, &s->wake);
+}
+
+static ssize_t send_on_new_coroutine(ws_obj *o, int opcode, const char *p, size_t n,
+                                     int64_t timeout_ms) {
+    side_send *s = PyMem_Calloc(1, sizeof *s);
+    if (!s) {
+        PyErr_NoMemory();
+        return -ENOMEM;
+    }
+    *s = (side_send){.o = o, .opcode = opcode, .p = p, .n = n, .timeout_ms = timeout_ms};
+    s->wake.greenlet = hub_current();
+    int rc = loop_spawn(the_hub->l, side_send_main, s);
+    long r = rc < 0 ? rc : hub_wait(&s->wake);
+    Py_XDECREF(s->wake.greenlet);
+    PyMem_Free(s);
+    if (r < 0 && PyErr_Occurred())
+        return -ECANCELED;
+    return r;
+}
+
+/* One frame out: on the current request's coroutine, or a coroutine of its
+ * own for a greenlet outside any request. */
+static PyObject *send_frame(ws_obj *o, int opcode, const char *p, size_t n, const char *what,
+                            int64_t timeout_ms) {
     pyjob *j = hub_current_job();
-    if (!j) {
+    if (!j && !hub_in_greenlet(the_hub)) {
         PyErr_Format(PyExc_RuntimeError,
-                     "WebSocket.%s() works inside a request served by spindle (its coroutine "
-                     "sends)",
+                     "WebSocket.%s() works in a worker's greenlets (a request, spindle.spawn, "
+                     "spindle.every), not on another thread or at import",
                      what);
         return NULL;
     }
     if (!o->ws || o->closed) /* closed: the C layer would say EPIPE too */
         return raise_errno(-EPIPE, what);
-    j->ws_target = o;
-    j->ws_opcode = opcode;
-    j->data = p;
-    j->len = n;
-    ssize_t r = hub_op(j, OP_WS_SEND);
+    ssize_t r;
+    if (j) {
+        j->ws_target = o;
+        j->ws_opcode = opcode;
+        j->data = p;
+        j->len = n;
+        j->ws_timeout = timeout_ms;
+        r = hub_op(j, OP_WS_SEND);
+    } else {
+        r = send_on_new_coroutine(o, opcode, p, n, timeout_ms);
+    }
     if (r < 0)
         return raise_errno(r, what);
     Py_RETURN_NONE;
 }
 
-/* ---- the object -------------------------------------------------------- */
-
-static PyObject *ws_send(ws_obj *o, PyObject *data) {
+static PyObject *ws_send(ws_obj *o, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"data", "timeout", NULL};
+    PyObject *data, *tobj = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O:send", kwlist, &data, &tobj))
+        return NULL;
+    int64_t ms = -1; /* the server's --send-timeout */
+    if (tobj != Py_None) {
+        double secs = PyFloat_AsDouble(tobj);
+        if (secs == -1 && PyErr_Occurred())
+            return NULL;
+        ms = secs <= 0 ? 0 : (int64_t)(secs * 1000.0 + 0.999);
+    }
     if (PyUnicode_Check(data)) {
         Py_ssize_t n;
         const char *p = PyUnicode_AsUTF8AndSize(data, &n);
-        return p ? send_frame(o, SP_WS_TEXT, p, (size_t)n, "send") : NULL;
+        return p ? send_frame(o, SP_WS_TEXT, p, (size_t)n, "send", ms) : NULL;
     }
     Py_buffer b;
     if (PyObject_GetBuffer(data, &b, PyBUF_SIMPLE) < 0) {
@@ -118,7 +175,7 @@ static PyObject *ws_send(ws_obj *o, PyObject *data) {
                      Py_TYPE(data)->tp_name);
         return NULL;
     }
-    PyObject *r = send_frame(o, SP_WS_BINARY, b.buf, (size_t)b.len, "send");
+    PyObject *r = send_frame(o, SP_WS_BINARY, b.buf, (size_t)b.len, "send", ms);
     PyBuffer_Release(&b);
     return r;
 }
@@ -127,7 +184,7 @@ static PyObject *ws_ping(ws_obj *o, PyObject *args) {
     Py_buffer b = {0};
     if (!PyArg_ParseTuple(args, "|y*:ping", &b))
         return NULL;
-    PyObject *r = send_frame(o, SP_WS_PING, b.buf ? b.buf : "", (size_t)b.len, "ping");
+    PyObject *r = send_frame(o, SP_WS_PING, b.buf ? b.buf : "", (size_t)b.len, "ping", -1);
     if (b.obj)
         PyBuffer_Release(&b);
     return r;
@@ -256,9 +313,13 @@ static PyMethodDef ws_methods[] = {
     {"receive", (PyCFunction)(void (*)(void))ws_receive, METH_VARARGS | METH_KEYWORDS,
      "receive(timeout=None) -> str | bytes | None: the next message (str for text, bytes for "
      "binary), None once closed; TimeoutError after timeout seconds"},
-    {"send", (PyCFunction)ws_send, METH_O,
-     "send(data): str as a text message, bytes as binary; waits while the socket is full "
-     "(up to --send-timeout); BrokenPipeError once closed"},
+    {"send", (PyCFunction)(void (*)(void))ws_send, METH_VARARGS | METH_KEYWORDS,
+     "send(data, timeout=None): str as a text message, bytes as binary; waits while the "
+     "socket is full, up to timeout seconds (None: --send-timeout; 0: only what the socket "
+     "takes at once, for a broadcast that must not wait on a slow reader). A send that runs "
+     "out of time drops the connection (TimeoutError; the owner's receive then returns "
+     "None); BrokenPipeError once closed. Works from any greenlet of the worker: a request, "
+     "spindle.spawn, spindle.every"},
     {"ping", (PyCFunction)ws_ping, METH_VARARGS, "ping(data=b''): sends a ping (<= 125 bytes)"},
     {"close", (PyCFunction)(void (*)(void))ws_close, METH_VARARGS | METH_KEYWORDS,
      "close(code=1000, reason=''): the closing handshake (waits for the client's close)"},

@@ -49,9 +49,9 @@ const flag cli_flags[] = {
      "idle keep-alive connection; then close"},
     {"linger-timeout", "SEC", K_SECONDS, B, HUP, INT(o.linger_timeout_ms), "2",
      "lingering close after an error answer"},
-    {"ws-ping-interval", "SEC", K_SECONDS, ROLE_BIN, HUP, INT(o.ws_ping_interval_ms), "20",
+    {"ws-ping-interval", "SEC", K_SECONDS, B, HUP, INT(o.ws_ping_interval_ms), "20",
      "a WebSocket silent this long gets a ping (answered by any client: its pong is activity)"},
-    {"ws-idle-timeout", "SEC", K_SECONDS, ROLE_BIN, HUP, INT(o.ws_idle_timeout_ms), "60",
+    {"ws-idle-timeout", "SEC", K_SECONDS, B, HUP, INT(o.ws_idle_timeout_ms), "60",
      "a WebSocket silent this long, pings unanswered, is closed with 1001 (going away) and "
      "its slot freed"},
     {"worker-timeout", "SEC", K_SECONDS, B, HUP, INT(mo.worker_timeout_ms), "30",

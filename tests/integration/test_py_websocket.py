@@ -202,3 +202,37 @@ def test_c_layer_checks_reach_python_apps(wsgi_server):
     op, data = c.recv_frame()
     assert op == 8 and struct.unpack("!H", data[:2])[0] == 1009
     c.s.close()
+
+
+def test_access_log_line_of_a_websocket_survives_its_frames(wsgi_server, tmp_path):
+    # The WebSocket reads its frames into the connection's buffer, where the
+    # request head was: the line logged when it ends must still name the
+    # request (it showed frame bytes as the request line, and status 200).
+    log = tmp_path / "access.log"
+    s = wsgi_server("ws_app:application", "--access-log", str(log))
+    c = WS(s.port, "/echo")
+    assert c.recv() == "proto=None"
+    for i in range(5):
+        c.send("m%d " % i + "x" * 300)
+        assert c.recv().startswith("m%d " % i)
+    assert c.close(1000) == 1000
+    wait_for(lambda: log.exists() and "/echo" in log.read_text(), 5)
+    line = [ln for ln in log.read_text().splitlines() if "/echo" in ln][-1]
+    assert '"GET /echo HTTP/1.1" 101 ' in line, line
+
+
+def test_ping_and_idle_flags_apply_to_python_websockets(wsgi_server):
+    # --ws-ping-interval and --ws-idle-timeout were the binary's only
+    # (refused by python3 -m spindle) though Python apps hold WebSockets.
+    s = wsgi_server("ws_app:application", "--ws-ping-interval", "0.3", "--ws-idle-timeout", "1")
+    c = WS(s.port, "/echo")
+    assert c.recv() == "proto=None"
+    c.s.settimeout(3)
+    t0 = time.monotonic()
+    op, _ = c.recv_frame()  # silence: the server pings
+    assert op == 9 and time.monotonic() - t0 < 1.5
+    while op == 9:  # pings unanswered: closed with 1001 after the idle timeout
+        op, data = c.recv_frame()
+    assert op == 8 and struct.unpack("!H", data[:2])[0] == 1001
+    assert 0.8 < time.monotonic() - t0 < 2.5
+    c.s.close()

@@ -1,0 +1,166 @@
+"""examples/chat.py, the chat room written on the Python toolkit (issue 18):
+the C chat's HTTP API and page served by a WSGI app — WebSockets and long
+polls between visitors, the nickname in spindle.session, the spindle.every
+announcement reaching WebSockets (a send from a greenlet outside any
+request), a client that never reads dropped without stalling the room — and
+the two-page scenario in headless Chromium (tests/chat_browser.py), one page
+on WebSockets and one on long polling."""
+import json
+import os
+import socket
+import sys
+import time
+
+import pytest
+
+from chatutil import WS
+from conftest import Conn
+from wsgiutil import ROOT, wsgi_server  # noqa: F401
+
+CHROMIUM = "/usr/bin/chromium"
+
+
+def start_chat(wsgi_server, announce_ms=600000):
+    return wsgi_server("chat:app", "--root", "chat/static", "--sessions", "memory",
+                       workers=0, chdir=ROOT / "examples",
+                       env={"CHAT_ANNOUNCE_MS": str(announce_ms), "CHAT_POLL_MS": "3000"})
+
+
+def http(srv, method, path, body=b"", headers=(), timeout=5.0):
+    if isinstance(body, str):
+        body = body.encode()
+    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=timeout), timeout) as c:
+        head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (method, path, srv.port)
+        for k, v in headers:
+            head += "%s: %s\r\n" % (k, v)
+        if method == "POST":
+            head += "Content-Length: %d\r\nContent-Type: text/plain\r\n" % len(body)
+        c.send(head.encode() + b"\r\n" + body)
+        return c.read_response(method)
+
+
+def stats(srv):
+    return json.loads(http(srv, "GET", "/stats").body)
+
+
+def wait_for(pred, timeout=3.0, what="condition"):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.02)
+    pytest.fail("timed out waiting for " + what)
+
+
+def visitor(srv, nick):
+    """The Cookie header of a visitor whose session holds nick."""
+    r = http(srv, "POST", "/nick", nick)
+    assert r.status == 200 and json.loads(r.body) == {"nick": nick}, r
+    cookie = r.all("Set-Cookie")[0].split(";")[0]
+    assert json.loads(http(srv, "GET", "/me", headers=[("Cookie", cookie)]).body)["nick"] == nick
+    return cookie
+
+
+def ws(srv, path="/ws", headers=()):
+    return WS("127.0.0.1", srv.port, path, headers)
+
+
+def test_page_and_nickname_in_the_session(wsgi_server):
+    srv = start_chat(wsgi_server)
+    page = http(srv, "GET", "/")
+    assert page.status == 200 and b"chat.js" in page.body
+    assert http(srv, "GET", "/chat.js").status == 200
+    cookie = visitor(srv, "alice")
+    assert json.loads(http(srv, "GET", "/me").body)["nick"] == "anonymous"  # no cookie
+    assert http(srv, "POST", "/nick", "x" * 33, [("Cookie", cookie)]).status == 400
+    assert http(srv, "POST", "/send", "\x01", [("Cookie", cookie)]).status == 400
+    assert http(srv, "POST", "/send", "hi", [("Origin", "http://evil.example")]).status == 403
+    assert http(srv, "GET", "/ws").status == 400  # not an upgrade
+
+
+def test_websockets_and_pollers_see_each_other(wsgi_server):
+    srv = start_chat(wsgi_server)
+    a_ck, b_ck = visitor(srv, "alice"), visitor(srv, "bob")
+    a = ws(srv, "/ws", [("Cookie", a_ck)])
+    wait_for(lambda: stats(srv)["ws"] == 1, what="a WebSocket in the room")
+    seq = stats(srv)["seq"]
+    p = Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5)
+    p.send("GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % seq)
+    wait_for(lambda: stats(srv)["parked"] == 1, what="a parked poller")
+    a.send_text("  hello bob  ")
+    m = a.recv_json()
+    assert (m["type"], m["nick"], m["text"], m["seq"]) == ("msg", "alice", "hello bob", seq + 1)
+    got = json.loads(p.read_response().body)["messages"]
+    assert [(x["nick"], x["text"]) for x in got] == [("alice", "hello bob")]
+    p.close()
+    assert http(srv, "POST", "/send", "hi all", [("Cookie", b_ck)]).status == 200
+    m = a.recv_json()
+    assert (m["nick"], m["text"]) == ("bob", "hi all")
+    late = ws(srv, "/ws?since=%d" % seq)  # history from ?since
+    assert [late.recv_json()["text"] for _ in range(2)] == ["hello bob", "hi all"]
+    late.close()
+    a.close()
+    wait_for(lambda: stats(srv)["ws"] == 0, what="WebSockets gone")
+
+
+def test_poll_times_out_with_204(wsgi_server):
+    srv = start_chat(wsgi_server)
+    t0 = time.monotonic()
+    r = http(srv, "GET", "/poll?since=%d" % stats(srv)["seq"])
+    assert r.status == 204 and 2.5 < time.monotonic() - t0 < 6
+
+
+def test_every_announcement_reaches_websockets(wsgi_server):
+    # The announcement is posted by a spindle.every timer: its sends run on
+    # a greenlet that serves no request.
+    srv = start_chat(wsgi_server, announce_ms=200)
+    cookie = visitor(srv, "carol")
+    w = ws(srv, "/ws", [("Cookie", cookie)])
+    end = time.monotonic() + 5
+    seen = []
+    while time.monotonic() < end:
+        m = w.recv_json(5)
+        if m["type"] == "online":
+            seen.append(m["n"])
+            if len(seen) >= 3:
+                break
+    assert len(seen) >= 3 and seen[-1] >= 1, seen
+    w.close()
+
+
+def test_client_that_never_reads_is_dropped_without_stalling(wsgi_server):
+    srv = start_chat(wsgi_server)
+    stuck = socket.socket()
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.settimeout(5)
+    stuck.connect(("127.0.0.1", srv.port))
+    stuck.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += stuck.recv(1)  # nothing past the head is read
+    b = ws(srv)
+    wait_for(lambda: stats(srv)["ws"] == 2, what="two WebSockets")
+    text, sent, t0 = "x" * 900, 0, time.monotonic()
+    while sent < 6000 and time.monotonic() - t0 < 5:
+        t1 = time.monotonic()
+        assert http(srv, "POST", "/send", text).status == 200
+        sent += 1
+        m = b.recv_json(1.0)
+        assert m["text"] == text and time.monotonic() - t1 < 0.5, (sent, time.monotonic() - t1)
+        if sent % 50 == 0 and stats(srv)["ws"] == 1:
+            break
+    assert stats(srv)["ws"] == 1, "the client that never reads is still in the room"
+    assert "fell behind" in srv.stderr()
+    b.close()
+    stuck.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_chat_py_in_chromium_two_pages(wsgi_server, tmp_path):
+    sys.path.insert(0, str(ROOT / "tests"))
+    import chat_browser
+    srv = start_chat(wsgi_server, announce_ms=1000)
+    result = chat_browser.run("http://127.0.0.1:%d/" % srv.port, str(tmp_path / "chromium"),
+                              timeout=35.0)
+    assert result["ok"], result
