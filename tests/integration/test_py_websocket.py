@@ -1,13 +1,15 @@
 """spindle.websocket(environ) from WSGI apps (tests/wsgi_apps/ws_app.py,
 flask_ws_app.py): echo of text and binary, a fragmented message, ping/pong,
-close codes, a receive timeout, 200 WebSockets in one worker with a
+close codes, a receive timeout, 1,000 WebSockets in one worker with a
 broadcast reaching all, the error outside a handshake, a Flask view. The
 client is a minimal RFC 6455 one on raw sockets (frames masked)."""
 import base64
 import os
+import resource
 import socket
 import struct
 import time
+import urllib.request
 
 from wsgiutil import wait_for, wsgi_server  # noqa: F401  (fixture)
 
@@ -163,10 +165,13 @@ def test_not_a_handshake_and_too_late(wsgi_server):
     assert r.status == 200 and b"before start_response" in r.body
 
 
-def test_200_websockets_one_broadcast(wsgi_server):
-    s = wsgi_server("ws_app:application", "--max-connections", "1000")
+def test_1000_websockets_one_broadcast(wsgi_server):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 4096:  # 1,000 sockets here and in the server, which inherits it
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(4096, hard), hard))
+    s = wsgi_server("ws_app:application", "--max-connections", "1100")
     t0 = time.monotonic()
-    clients = [WS(s.port, "/room") for _ in range(200)]
+    clients = [WS(s.port, "/room") for _ in range(1000)]
     for c in clients:
         assert c.recv() == "hello"  # every one is in the room
     clients[0].send("to all")
@@ -236,3 +241,18 @@ def test_ping_and_idle_flags_apply_to_python_websockets(wsgi_server):
     assert op == 8 and struct.unpack("!H", data[:2])[0] == 1001
     assert 0.8 < time.monotonic() - t0 < 2.5
     c.s.close()
+
+
+def test_django_view_holds_a_websocket(wsgi_server):
+    s = wsgi_server("django_ws_app:application")
+    c = WS(s.port, "/ws/dora/", protocols="chat")
+    assert c.recv() == "hello dora over chat"
+    c.send("hi")
+    assert c.recv() == "dora: hi"
+    c.send("bye")
+    op, data = c.recv_frame()
+    assert op == 8 and struct.unpack("!H", data[:2])[0] == 4000 and data[2:] == b"see you"
+    c.s.close()
+    # the worker goes on serving plain Django views
+    r = urllib.request.urlopen("http://127.0.0.1:%d/plain/" % s.port, timeout=5)
+    assert r.read() == b"plain Django view"
