@@ -147,6 +147,12 @@ PyObject *py_wait_fds(PyObject *self, PyObject *args);
 /* start_greenlet(fn): the hub calls fn() in a new greenlet on its next turn
  * (spindle.spawn); fn must catch its own exceptions. */
 PyObject *py_start_greenlet(PyObject *self, PyObject *fn);
+/* thread_calls.c: start_greenlet from any thread (wakes the loop), and the
+ * eventfd that wakes it, watched while the hub drives. */
+PyObject *py_start_greenlet_threadsafe(PyObject *self, PyObject *fn);
+PyObject *py_on_loop_thread(PyObject *self, PyObject *unused);
+int thread_calls_start(hub *h);
+void thread_calls_stop(hub *h);
 /* server_on_stop callback: the hub runs the on_worker_stop hooks next turn. */
 void hub_on_stop(sp_server *s, void *ud);
 

@@ -349,6 +349,8 @@ int hub_drive(sp_server *s, void *ud) {
     if (!h->worker_main || !h->jobs)
         return -ENOMEM;
     int rc = server_start(s, h->l);
+    if (rc >= 0)
+        rc = thread_calls_start(h);
     while (rc >= 0 && !server_done(s)) {
         if (run_python(h))
             continue;
@@ -359,6 +361,7 @@ int hub_drive(sp_server *s, void *ud) {
         Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
         Py_END_ALLOW_THREADS
     }
+    thread_calls_stop(h);
     if (server_loop(s))
         server_finish(s);
     h->stop_asked = 1; /* the hooks run even if the loop ended another way */

@@ -319,6 +319,12 @@ static PyMethodDef methods[] = {
      "this request (before start_response); WebSocketError if it is not one"},
     {"start_greenlet", py_start_greenlet, METH_O,
      "start_greenlet(fn): fn() runs in a new greenlet on the hub's next turn (spindle.spawn)"},
+    {"start_greenlet_threadsafe", py_start_greenlet_threadsafe, METH_O,
+     "start_greenlet_threadsafe(fn): start_greenlet from any thread of the process: wakes "
+     "the worker's loop"},
+    {"on_loop_thread", py_on_loop_thread, METH_NOARGS,
+     "on_loop_thread() -> bool: the calling thread is the worker loop's (or no loop drives "
+     "yet)"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,

@@ -1,8 +1,11 @@
 """Coordination between greenlets of one worker: Event (long polling: many
 requests wait, one set() wakes them all) and Channel (a hand-off queue,
-unbuffered by default). Waiting parks only the calling greenlet; both are
-for the worker's loop thread (not for the app's other threads)."""
+unbuffered by default). Waiting parks only the calling greenlet. The app's
+other threads (a consumer of a message queue, a ThreadPoolExecutor) may use
+them too: the call is handed to the worker's loop, which runs it in a
+greenlet; set() returns at once, put()/get()/wait() block that thread."""
 
+import _thread
 import collections as _collections
 import time as _time
 
@@ -19,6 +22,36 @@ def _deadline(timeout):
     return None if timeout is None else _time.monotonic() + max(0.0, timeout)
 
 
+_allocate_lock = _thread.allocate_lock  # a plain lock even after spindle.patch()
+
+
+def _on_loop():
+    return _spindle.on_loop_thread()
+
+
+def _from_thread(fn, *args):
+    """fn(*args) run by the worker's loop in a new greenlet, for a thread
+    that is not the loop's: blocks this thread until it returns or raises."""
+    done = _allocate_lock()
+    done.acquire()
+    box = []
+
+    def run():
+        try:
+            box.append((True, fn(*args)))
+        except BaseException as e:  # noqa: BLE001 — handed to the calling thread
+            box.append((False, e))
+        finally:
+            done.release()
+
+    _spindle.start_greenlet_threadsafe(run)
+    done.acquire()
+    ok, value = box[0]
+    if ok:
+        return value
+    raise value
+
+
 class Event:
     """A flag greenlets wait for: wait() parks until set() (or the timeout)."""
 
@@ -30,7 +63,11 @@ class Event:
         return self._flag
 
     def set(self):
-        """Sets the flag and wakes every waiter."""
+        """Sets the flag and wakes every waiter. From another thread it is
+        handed to the loop and returns at once."""
+        if not _on_loop():
+            _spindle.start_greenlet_threadsafe(self.set)
+            return
         self._flag = True
         waiters, self._waiters = self._waiters, []
         for g in waiters:
@@ -43,6 +80,8 @@ class Event:
         """Returns True once the flag is set, False if timeout seconds passed."""
         if self._flag:
             return True
+        if not _on_loop():
+            return _from_thread(self.wait, timeout)
         me = _greenlet.getcurrent()
         deadline = _deadline(timeout)
         self._waiters.append(me)
@@ -86,6 +125,8 @@ class Channel:
         return len(self._items)
 
     def put(self, item, timeout=None):
+        if not _on_loop():
+            return _from_thread(self.put, item, timeout)
         if self.closed:
             raise ChannelClosed("put() on a closed Channel")
         while self._getters:
@@ -119,6 +160,8 @@ class Channel:
         return entry[1]
 
     def get(self, timeout=None):
+        if not _on_loop():
+            return _from_thread(self.get, timeout)
         if self._items:
             item = self._items.popleft()
             if self._putters:  # a waiting put() fills the freed place
@@ -144,6 +187,8 @@ class Channel:
 
     def close(self):
         """No more put()s; get() drains what is left, then raises ChannelClosed."""
+        if not _on_loop():
+            return _from_thread(self.close)
         self.closed = True
         for g in list(self._getters):
             _spindle.unpark(g)

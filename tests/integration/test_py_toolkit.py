@@ -180,3 +180,32 @@ def test_worker_hooks_run_once_per_worker(wsgi_server, tmp_path):
     starts = sorted(int(p) for w, p in zip(lines[::2], lines[1::2]) if w == "start")
     stops = sorted(int(p) for w, p in zip(lines[::2], lines[1::2]) if w == "stop")
     assert starts == stops == sorted(pids), (lines, pids)
+
+
+def test_event_and_channel_from_another_thread(wsgi_server):
+    # The app's own threads hand Event.set and Channel.put/get to the loop
+    # (an eventfd wakes it): before, they touched greenlets of another thread.
+    s = wsgi_server(APP)
+    c = socket.create_connection(("127.0.0.1", s.port), timeout=5)
+    c.sendall(b"GET /poll?timeout=5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    end = time.monotonic() + 5
+    while get(s, "/state")["waiters"] < 1 and time.monotonic() < end:
+        time.sleep(0.02)
+    t0 = time.monotonic()
+    assert get(s, "/thread/set?d=0.2") == "thread started"
+    body = b""
+    while not body.endswith(b'"woken"'):
+        chunk = c.recv(4096)
+        assert chunk, body
+        body += chunk
+    assert 0.15 < time.monotonic() - t0 < 1.5
+    c.close()
+    assert get(s, "/thread/put") == "thread started"
+    assert [get(s, "/chan/get") for _ in range(3)] == ["t0", "t1", "t2"]
+    assert get(s, "/thread/get") == "thread started"
+    time.sleep(0.1)
+    assert get(s, "/chan/put?v=hello") == "put"
+    end = time.monotonic() + 3
+    while get(s, "/state").get("thread_got") != "hello" and time.monotonic() < end:
+        time.sleep(0.02)
+    assert get(s, "/state").get("thread_got") == "hello"

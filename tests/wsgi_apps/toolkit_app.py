@@ -4,6 +4,7 @@ hooks. time.sleep is NOT patched here: /blocking's sleep would stall the
 worker without run_blocking. TOOLKIT_MARKS names the hooks' marker file."""
 import json
 import os
+import threading
 import time
 from urllib.parse import parse_qs
 
@@ -126,6 +127,17 @@ def _routes(path, q):
         except ValueError as e:
             return "ValueError: %s" % e
         return "no exception"
+    if path == "/thread/set":  # another thread sets the Event after a while
+        threading.Thread(target=lambda: (time.sleep(float(q["d"])), EVENT.set())).start()
+        return "thread started"
+    if path == "/thread/put":  # another thread puts three items (each waits for a get)
+        threading.Thread(target=lambda: [CHAN.put("t%d" % i, timeout=5) for i in range(3)]).start()
+        return "thread started"
+    if path == "/thread/get":  # another thread waits for an item
+        def take():
+            STATE["thread_got"] = CHAN.get(timeout=5)
+        threading.Thread(target=take).start()
+        return "thread started"
     if path == "/fast":
         return "fast"
     return None
