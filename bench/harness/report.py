@@ -32,7 +32,7 @@ TITLES = {
     "scaling": "Scaling with workers (wrk -t1, keep-alive)",
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
     "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
-    "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
+    "sessions": "Sessions: a new session per request (examples/sessions and its WSGI twin, wrk -t1, keep-alive)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
 }
 HOT_PATH_ROWS = 10
@@ -183,15 +183,15 @@ def instructions_table(rows_all):
 
 
 def sessions_table(summary):
-    lines = ["| variant | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ hello | errors / non-2xx "
-             "| load-gen CPU % | notes |", "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| server | variant | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ its hello "
+             "| errors / non-2xx | load-gen CPU % | notes |", "|---|---|---:|---:|---:|---:|---:|---|"]
     rows = [s for s in summary if s["workload"] == "sessions"]
-    hello = next((s for s in rows if s["variant"] == "hello"), None)
     for s in rows:
+        hello = next((h for h in rows if h["variant"] == "hello" and h["server"] == s["server"]), None)
         sat = " ⚠ saturated" if s["saturated_runs"] else ""
-        lines.append("| %s | %s (%s–%s) | %s (%s–%s) | %s | %s / %s | %s%s | %s |" % (
-            s["variant"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]), fmt(s["cpu_us_median"], 1),
-            fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
+        lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s / %s | %s%s | %s |" % (
+            s["server"], s["variant"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
+            fmt(s["cpu_us_median"], 1), fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
             ratio(s["rps_median"], hello["rps_median"]) if hello else "–", s["errors"], s["non2xx"],
             fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
     return lines
@@ -291,9 +291,11 @@ def markdown(path, ctx, summary, charts, targets=None):
                             "`instructions.%s.functions.tsv`):" % (r["server"], HOT_PATH_ROWS, r["server"]), ""]
                     out += hot_path_table(r)
         elif wl == "sessions":
-            out += ["The session demo (`build/examples/sessions`, one process, no workers) with the memory store "
-                    "and with the SQLite store (WAL); wrk sends no cookie, so every request to `/` makes, fills "
-                    "and stores a new session; `hello` is `GET /hello` on the same program.", ""]
+            out += ["The session demo (`build/examples/sessions` for spindle-c, its WSGI twin "
+                    "`bench/wsgi_apps/sessions_app.py` with `spindle.session` for spindle; one process, no "
+                    "workers) with the memory store and with the SQLite store (WAL); wrk sends no cookie, so "
+                    "every request to `/` makes, fills and stores a new session; `hello` is `GET /hello` on the "
+                    "same program.", ""]
             out += sessions_table(summary)
         elif wl == "syscalls":
             out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "

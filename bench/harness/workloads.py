@@ -294,27 +294,44 @@ def instructions(ctx):
                      "workers": 1, "connections": 10, "round": 1}, res)
 
 
+def _session_servers(ctx):
+    """(server name, store name, argv, env) of each session demo to measure:
+    the C demo when spindle-c is compared, its WSGI twin when spindle is."""
+    opts = ctx.opts
+    stores = [("memory", "memory"), ("sqlite", "sqlite:" + os.path.join(ctx.tmp, "sessions.db"))]
+    out = []
+    if "spindle-c" in opts.servers:
+        if ctx.sessions_bin:
+            for name, store in stores:
+                out.append(("spindle-c", name, lambda port, s=store: [ctx.sessions_bin, "127.0.0.1:%d" % port,
+                                                                      s], None))
+        else:
+            ctx.problem("sessions skipped for spindle-c: build/examples/sessions not built (make)")
+    if "spindle" in opts.servers:
+        for name, store in stores:
+            store = store.replace("sessions.db", "sessions-py.db")
+            out.append(("spindle", name, lambda port, s=store: [
+                peers.PY, "-m", "spindle", "sessions_app:application", "--chdir", peers.WSGI_APPS,
+                "--bind", "127.0.0.1:%d" % port, "--workers", "0", "--sessions", s, "--log-level",
+                "warning"], {"PYTHONPATH": ctx.spindle_py}))
+    return out
+
+
 def sessions(ctx):
-    """Eurasia's session test: the session demo (examples/sessions.c) with a
+    """Eurasia's session test: the session demo (examples/sessions.c, and its
+    WSGI twin bench/wsgi_apps/sessions_app.py for the Python binding) with a
     new session per request — wrk sends no cookie, so every request makes a
     session, sets its counter and stores it — for the memory and the SQLite
     store, beside the plain hello world the same program serves (GET /hello).
-    One process each (the demo has no workers), wrk keep-alive."""
+    One process each (no workers), wrk keep-alive."""
     opts = ctx.opts
-    if "spindle-c" not in opts.servers:
-        return  # the demo is spindle's C API: it runs when spindle-c is compared
-    if not ctx.sessions_bin:
-        ctx.problem("sessions skipped: build/examples/sessions not built (make)")
-        return
     conns = opts.connections[0]
-    stores = [("memory", "memory"), ("sqlite", "sqlite:" + os.path.join(ctx.tmp, "sessions.db"))]
     up = []
-    for name, store in stores:
+    for server, name, argv_of, env in _session_servers(ctx):
         port = procs.free_port()
-        workdir = os.path.join(ctx.tmp, "sessions-" + name)
+        workdir = os.path.join(ctx.tmp, "sessions-%s-%s" % (server, name))
         os.makedirs(workdir, exist_ok=True)
-        srv = procs.Server("spindle-c", [ctx.sessions_bin, "127.0.0.1:%d" % port, store], port, ctx.server_cpus,
-                           workdir)
+        srv = procs.Server(server, argv_of(port), port, ctx.server_cpus, workdir, env=env)
         srv.start()
         ctx.servers.append(srv)
         try:
@@ -322,24 +339,24 @@ def sessions(ctx):
             status, body = fetch(port)
             if status != 200 or not body.startswith(b"visit 1 of session"):
                 raise RuntimeError("GET / answered %d %r" % (status, body[:80]))
-            up.append((name, srv))
+            up.append((server, name, srv))
         except (RuntimeError, OSError) as e:
-            ctx.problem("sessions: the demo with the %s store did not come up: %s" % (name, e))
+            ctx.problem("sessions: the %s demo with the %s store did not come up: %s" % (server, name, e))
             srv.stop()
     runs = []
-    for name, srv in up:
+    for server, name, srv in up:
         if name == "memory":
-            runs.append(("hello", srv, "/hello"))
-        runs.append(("%s store" % name, srv, "/"))
-    for r, (variant, srv, path) in rounds(ctx, runs):
+            runs.append((server, "hello", srv, "/hello"))
+        runs.append((server, "%s store" % name, srv, "/"))
+    for r, (server, variant, srv, path) in rounds(ctx, runs):
         if not srv.alive():
-            ctx.problem("sessions: the demo died during the %s runs:\n%s" % (variant, srv.log_tail()))
+            ctx.problem("sessions: the %s demo died during the %s runs:\n%s" % (server, variant, srv.log_tail()))
             continue
         res = load.wrk("http://127.0.0.1:%d%s" % (srv.port, path), srv, conns, opts.duration, ctx.lg_cpus)
-        record(ctx, {"workload": "sessions", "variant": variant, "app": "sessions", "server": "spindle-c",
+        record(ctx, {"workload": "sessions", "variant": variant, "app": "sessions", "server": server,
                      "workers": 0, "connections": conns, "round": r}, res)
         time.sleep(0.2)
-    procs.stop_all([s for _, s in up])
+    procs.stop_all([s for _, _, s in up])
 
 
 def _parked_phase(ctx, name, npoll, nws, guard, seconds):

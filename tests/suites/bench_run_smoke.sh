@@ -88,7 +88,7 @@ if apps != {"ip", "mako", "sqlite", "pg", "mako-pg", "flask"}:
 for wl in want - {"wsgi"}:
     if not any(r["workload"] == wl and r["server"] == "spindle-c" for r in runs):
         problems.append("%s: no spindle-c run" % wl)
-for wl in ("keepalive", "close", "latency", "memory", "instructions"):
+for wl in ("keepalive", "close", "latency", "memory", "instructions", "sessions"):
     if not any(r["workload"] == wl and r["server"] == "spindle" for r in runs):
         problems.append("%s: no run of the WSGI binding" % wl)
 if len([r for r in runs if r["workload"] == "parked"]) != 2:
