@@ -346,15 +346,18 @@ def sessions(ctx):
     runs = []
     for server, name, srv in up:
         if name == "memory":
-            runs.append((server, "hello", srv, "/hello"))
-        runs.append((server, "%s store" % name, srv, "/"))
-    for r, (server, variant, srv, path) in rounds(ctx, runs):
+            runs.append((server, "hello", srv, "/hello", load.wrk))
+        runs.append((server, "%s store" % name, srv, "/", load.wrk))
+        if name == "memory":  # the seed's Eurasia run: ab -c 1000, a connection per request
+            runs.append((server, "memory store, ab -c 1000", srv, "/", load.ab))
+    for r, (server, variant, srv, path, gen) in rounds(ctx, runs):
         if not srv.alive():
             ctx.problem("sessions: the %s demo died during the %s runs:\n%s" % (server, variant, srv.log_tail()))
             continue
-        res = load.wrk("http://127.0.0.1:%d%s" % (srv.port, path), srv, conns, opts.duration, ctx.lg_cpus)
+        c = 1000 if gen is load.ab else conns
+        res = gen("http://127.0.0.1:%d%s" % (srv.port, path), srv, c, opts.duration, ctx.lg_cpus)
         record(ctx, {"workload": "sessions", "variant": variant, "app": "sessions", "server": server,
-                     "workers": 0, "connections": conns, "round": r}, res)
+                     "workers": 0, "connections": c, "round": r}, res)
         time.sleep(0.2)
     procs.stop_all([s for _, _, s in up])
 
