@@ -70,6 +70,11 @@ int tls_ticket_secret_init(void);
 /* The key for an epoch: HKDF-SHA256 of the secret with the epoch as info.
  * 0 or -1. */
 int tls_ticket_derive(const unsigned char *secret, size_t len, uint64_t epoch, tls_ticket_key *k);
+/* Which key a ticket's key name is: 1 the current epoch's, 2 the previous
+ * one's (resume, and issue a fresh ticket), 0 neither (a full handshake).
+ * Either key may be NULL. */
+int tls_ticket_find(const tls_ticket_key *cur, const tls_ticket_key *prev,
+                    const unsigned char name[16]);
 /* Installs the ticket callback on ctx. */
 void tls_ticket_install(SSL_CTX *ctx);
 
