@@ -141,6 +141,19 @@ void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s
             fresh->ncertfiles);
 }
 
+int cli_tls_check(const cli_config *c) {
+    if (!c->ncertfiles)
+        return 0;
+    char err[1024];
+    tls_ctx *t = build(c, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "spindle: %s\n", err);
+        return -1;
+    }
+    tls_ctx_free(t);
+    return 0;
+}
+
 void cli_tls_print(const cli_config *c) {
     /* --print-config runs before the values are applied: apply the TLS rows
      * to a scratch copy. */

@@ -270,6 +270,10 @@ SSL *tls_ctx_new_ssl(tls_ctx *t, int fd) {
     return ssl;
 }
 
+SSL_CTX *tls_ctx_default(tls_ctx *t) {
+    return t->ctx[0];
+}
+
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent) {
     for (int i = 0; i < t->n; i++) {
         fprintf(out, "%s%s: subject %s; names", indent, t->file[i],

@@ -253,6 +253,10 @@ def test_bad_certfile_exits_2_with_file_and_reason(certs, tmp_path):  # noqa: F8
                         certs.cert("localhost"), "--keyfile", certs.key("a")],
                        capture_output=True, timeout=10)
     assert p.returncode == 2 and b"does not match" in p.stderr
+    # --check-config says the same, and exits 1
+    p = subprocess.run([BIN, "--check-config", "--certfile", str(bad), "--keyfile",
+                        certs.key("localhost")], capture_output=True, timeout=10)
+    assert p.returncode == 1 and str(bad).encode() in p.stderr
     # TLS 1.0 / 1.1 asked for
     p = subprocess.run([BIN, "--tls-min-version", "1.1"] + certs.flags(), capture_output=True,
                        timeout=10)
