@@ -129,7 +129,9 @@ void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s
     for (int i = 0; i < n; i++)
         if (server_listener_tls(s, i) == c->tls)
             server_set_listener_tls(s, i, t);
-    /* The workers forked before keep their own copy of the old ones. */
+    /* The workers forked before keep their own copy of the old ones; the
+     * master itself holds no connection (HUP reloads only with workers), so
+     * no SSL of its own points into what is freed. */
     tls_ctx_free(c->tls);
     c->tls = t;
     memcpy(c->certfiles, fresh->certfiles, sizeof c->certfiles);
