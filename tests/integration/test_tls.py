@@ -201,21 +201,21 @@ def test_plain_http_on_the_tls_port_gets_400(tls, certs):  # noqa: F811
 
 
 def test_stalled_handshake_times_out_others_served(tls, certs):  # noqa: F811
-    srv = tls("--tls-handshake-timeout", "1")
+    srv = tls("--tls-handshake-timeout", "2")
     stalled = []
     for partial in (b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"):  # silent; half a hello
-        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=6)
         s.sendall(partial)
         stalled.append(s)
     t0 = time.monotonic()
-    for _ in range(5):  # others are served at once meanwhile
+    for _ in range(5):  # others are served meanwhile, long before the timeout
         st, _, _ = https_get(srv.port, certs.context())
         assert st == 200
-    assert time.monotonic() - t0 < 0.9
+    assert time.monotonic() - t0 < 1.5
     for s in stalled:
-        assert s.recv(4096) == b""  # closed by the server (timeout 5 s on our side)
+        assert s.recv(4096) == b""  # closed by the server (timeout 6 s on our side)
         s.close()
-    assert 0.8 < time.monotonic() - t0 < 3.5
+    assert 1.8 < time.monotonic() - t0 < 4.5
 
 
 def test_garbled_client_hello_closed(tls, certs):  # noqa: F811
