@@ -473,6 +473,11 @@ def test_wsgi_environ_over_mtls(certs, tmp_path):  # noqa: F811
         # optional: no certificate is fine, and says so
         env = json.loads(https_get(srv.port, certs.context())[1])
         assert env["SSL_CLIENT_VERIFY"] == "NONE" and env.get("SSL_CLIENT_S_DN") is None
+        # wsgi.file_wrapper through the record layer
+        blob = tmp_path / "blob.bin"
+        blob.write_bytes(os.urandom(3 << 20) + b"end")
+        st, body, _ = https_get(srv.port, certs.context(), "/file?%s" % blob)
+        assert st == 200 and body == blob.read_bytes()
         # a certificate of another CA is refused even when optional
         with pytest.raises((ssl.SSLError, ConnectionError)):
             https_get(srv.port, certs.context(client="stranger"))
