@@ -138,8 +138,8 @@ def test_rsa_certificate(tls, certs):  # noqa: F811
     assert b"ECDHE-RSA-AES" in p.stdout and b"Verify return code: 0 (ok)" in p.stdout
 
 
-def handshake_counts(srv, certs):  # noqa: F811
-    body = https_get(srv.port, certs.context(), "/stats")[1]
+def handshake_counts(srv, certs, client=None):  # noqa: F811
+    body = https_get(srv.port, certs.context(client=client), "/stats")[1]
     return {k.decode(): int(v) for k, v in
             re.findall(rb'spindle_tls_handshakes_total\{kind="(\w+)"\} (\d+)', body)}
 
@@ -168,12 +168,16 @@ def test_session_resumption_counted(tls, certs, version):  # noqa: F811
 # ---- client certificates ----------------------------------------------------
 
 def test_mtls_required(tls, certs):  # noqa: F811
-    srv = tls("--ca-certs", certs.ca, "--cert-reqs", "required")
+    srv = tls("--ca-certs", certs.ca, "--cert-reqs", "required", "--stats", "/stats")
     assert https_get(srv.port, certs.context(client="client"))[0] == 200
     for client in (None, "stranger"):  # none, and one of another CA
         with pytest.raises((ssl.SSLError, ConnectionError)):
             https_get(srv.port, certs.context(client=client))
     assert https_get(srv.port, certs.context(client="client"))[0] == 200
+    # both refusals counted and logged with OpenSSL's reason
+    # (the fixture's readiness probe, plain HTTP, was one more)
+    assert wait_for(lambda: handshake_counts(srv, certs, "client")["failed"] >= 3, 5)
+    assert "certificate verify failed" in srv.stderr() or "peer did not return" in srv.stderr()
 
 
 def test_cert_reqs_needs_ca(spindle, certs, tmp_path):  # noqa: F811
