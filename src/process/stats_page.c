@@ -60,6 +60,13 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     P("# HELP spindle_open_connections Connections open now, all workers.\n"
       "# TYPE spindle_open_connections gauge\nspindle_open_connections %llu\n",
       (unsigned long long)t.open);
+    P("# HELP spindle_tls_handshakes_total TLS handshakes: full, resumed (a session ticket), "
+      "failed (refused, garbled, timed out, plain HTTP on a TLS port).\n"
+      "# TYPE spindle_tls_handshakes_total counter\n");
+    static const char *const tls_kind[] = {"full", "resumed", "failed"};
+    for (int i = 0; i < 3; i++)
+        P("spindle_tls_handshakes_total{kind=\"%s\"} %llu\n", tls_kind[i],
+          (unsigned long long)t.sum.tls[i]);
     P("# HELP spindle_workers Workers running.\n# TYPE spindle_workers gauge\nspindle_workers %d\n",
       t.workers);
     P("# HELP spindle_worker_requests_total Requests served, per worker.\n"
@@ -112,6 +119,8 @@ static const char status_page[] =
     "m['spindle_sent_bytes_total']);\n"
     "const cnt=m['spindle_request_duration_seconds_count'];if(cnt)h+=row('mean latency (ms)',"
     "(m['spindle_request_duration_seconds_sum']*1000/cnt).toFixed(3));\n"
+    "for(const t of ['full','resumed','failed']){const v=m['spindle_tls_handshakes_total{kind=\"'"
+    "+t+'\"}'];if(v)h+=row('TLS handshakes, '+t,v);}\n"
     "for(const k in m)if(k.startsWith('spindle_worker_requests_total'))h+=row('worker '+"
     "k.split('\"')[1],m[k]);\n"
     "document.getElementById('t').innerHTML=h;document.getElementById('err').textContent='';\n"
