@@ -32,6 +32,7 @@ PKGS=(
   "libsqlite3-dev:the SQLite session store"
   "redis-server:the Redis session store's tests"
   "libhiredis-dev:the Redis session store"
+  "libssl-dev:OpenSSL 3, the TLS transport (-lssl -lcrypto)"
   "chromium:headless-browser tests of the status page and the chat example"
   "nodejs:WebSocket conformance tests (npm ws) and the llhttp differential"
   "python3-matplotlib:charts of the benchmark harness (bench/run)"

@@ -11,6 +11,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -218,7 +220,8 @@ static void print_version(void) {
     printf("event loop: %s\n", backend_name);
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
-    printf("TLS, HTTP/2: not built in (OpenSSL and nghttp2 are not linked)\n");
+    printf("TLS: %s (built against %s); HTTP/2: not built in\n", OpenSSL_version(OPENSSL_VERSION),
+           OPENSSL_VERSION_TEXT);
 }
 
 typedef struct flag_args {
@@ -313,6 +316,7 @@ int cli_parse(int argc, char **argv, cli_config *c) {
             goto out;
     if (a->print) {
         print_config(c);
+        cli_tls_print(c);
         rc = 1;
         goto out;
     }

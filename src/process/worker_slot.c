@@ -21,6 +21,8 @@ void worker_stats_fold(worker_stats *total, const worker_stats *w) {
     total->latency_sum_us += w->latency_sum_us;
     for (int i = 0; i <= STATS_BUCKETS; i++)
         total->latency[i] += w->latency[i];
+    for (int i = 0; i < 3; i++)
+        total->tls[i] += w->tls[i];
 }
 
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
@@ -85,12 +87,18 @@ static void on_request_done(void *ud, int status, uint64_t bytes_in, uint64_t by
     }
 }
 
+static void on_tls_handshake(void *ud, int outcome) {
+    if (outcome >= 0 && outcome < 3)
+        ((worker_watch *)ud)->slot->st.tls[outcome]++;
+}
+
 void worker_watch_install(sp_server *s, worker_watch *ww) {
     server_observer o = {.conns_open = on_conns_open,
                          .accept_step_aside = on_accept_step_aside,
                          .request_begin = on_request_begin,
                          .request_end = on_request_end,
                          .request_done = on_request_done,
+                         .tls_handshake = on_tls_handshake,
                          .ud = ww};
     server_set_observer(s, &o);
 }

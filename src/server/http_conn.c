@@ -152,7 +152,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             ssize_t n = conn_try_read(c, c->buf, room);
             if (n > 0) {
                 c->buf_len = (uint32_t)n;
-                c->maybe_more = (size_t)n == room;
+                c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
                 continue;
             }
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -165,7 +165,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
         ssize_t n = conn_read(s->l, c, c->buf + c->buf_len, room, deadline);
         if (n > 0) {
             c->buf_len += (uint32_t)n;
-            c->maybe_more = (size_t)n == room;
+            c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
             continue;
         }
         if (n == -ETIMEDOUT && avail && !c->proxy_wait)
@@ -403,6 +403,10 @@ void http_conn_main(void *arg) {
     conn *c = arg;
     sp_server *s = c->w.data;
     loop_task_set_hup_watch(loop_task(s->l), &c->w);
+    /* A TLS connection's first coroutine shakes hands, before it holds a
+     * buffer: a client stalling there costs a stack, for a bounded time. */
+    if (c->tls && !SSL_is_init_finished(c->tls) && conn_tls_accept(s, c) < 0)
+        return;
     if (!c->buf) {
         c->buf = buf_pool_get(&s->bufs);
         if (!c->buf) {

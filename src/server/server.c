@@ -5,6 +5,7 @@
 #include "server/server.h"
 
 #include "base/log.h"
+#include "net/tls.h"
 #include "server/access_log.h"
 
 #include <arpa/inet.h>
@@ -198,6 +199,14 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
 }
 
 void server_conn_idle(sp_server *s, conn *c) {
+    if (c->tls && SSL_pending(c->tls) > 0) {
+        /* OpenSSL holds decrypted bytes no edge will announce: serve them. */
+        if (loop_spawn(s->l, http_conn_main, c) < 0)
+            server_conn_close(s, c);
+        return;
+    }
+    if (c->tls)
+        tls_release_buffers(c->tls); /* idle costs no record buffers */
     if (c->buf) {
         buf_pool_put(&s->bufs, c->buf);
         c->buf = NULL;
@@ -261,6 +270,11 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
             return;
         }
         c->proxy_wait = 1;
+    }
+    if (li && li->tls && !(c->tls = tls_ctx_new_ssl(li->tls, fd))) {
+        close(fd); /* out of memory: shed this one */
+        *c = (conn){.w = {.fd = -1}};
+        return;
     }
     s->nconns++;
     if (s->obs.conns_open)
@@ -359,6 +373,8 @@ static void on_idle_timeout(loop *l, loop_timer *t) {
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
+    if (c->tls)
+        conn_tls_free(c);
     net_close(s->l, &c->w);
     if (c->buf) {
         buf_pool_put(&s->bufs, c->buf);
