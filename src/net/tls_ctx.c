@@ -30,14 +30,21 @@ struct tls_ctx {
 
 /* err: "what: OpenSSL's reason (hint)", the reason from the error queue. */
 static void fail(char *err, size_t cap, const char *hint, const char *fmt, ...) {
-    char what[512], reason[256] = "no reason given";
+    char what[512], reason[512] = "no reason given", outer[200];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    unsigned long e = ERR_peek_last_error();
-    if (e)
-        ERR_error_string_n(e, reason, sizeof reason);
+    /* The first error is the cause ("no start line"), the last what failed
+     * of it ("PEM lib"): both, when they differ. */
+    unsigned long first = ERR_peek_error(), last = ERR_peek_last_error();
+    if (first)
+        ERR_error_string_n(first, reason, sizeof reason);
+    if (last && last != first) {
+        ERR_error_string_n(last, outer, sizeof outer);
+        size_t n = strlen(reason);
+        snprintf(reason + n, sizeof reason - n, "; %s", outer);
+    }
     ERR_clear_error();
     snprintf(err, cap, "%s: %s%s%s%s", what, reason, hint ? " (" : "", hint ? hint : "",
              hint ? ")" : "");
@@ -191,12 +198,13 @@ static int build_one(tls_ctx *t, int i, const tls_config *cfg, char *err, size_t
              "--certfile %s", cf);
         return -1;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, kf, SSL_FILETYPE_PEM) != 1) {
+    int ok = SSL_CTX_use_PrivateKey_file(ctx, kf, SSL_FILETYPE_PEM) == 1;
+    if (!ok && ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH) {
         fail(err, cap, "want a readable, unencrypted PEM private key (RSA or ECDSA)",
              "--keyfile %s", kf);
         return -1;
     }
-    if (SSL_CTX_check_private_key(ctx) != 1) {
+    if (!ok || SSL_CTX_check_private_key(ctx) != 1) {
         fail(err, cap, "give each --certfile its own --keyfile, in the same order",
              "--keyfile %s does not match --certfile %s", kf, cf);
         return -1;
