@@ -130,9 +130,12 @@ def idle(srv, count, lg_cpus, env):
     p = subprocess.Popen(["taskset", "-c", procs.cpu_list(lg_cpus), peers.PY, IDLE_CLIENT, str(srv.port),
                           str(count)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          env=dict(os.environ, **env))
-    line, deadline = b"", time.monotonic() + 180
-    while time.monotonic() < deadline and p.poll() is None and not line.startswith(b"READY"):
+    line, said, deadline = b"", [], time.monotonic() + 180
+    while time.monotonic() < deadline and not line.startswith(b"READY"):
         line = p.stdout.readline()
+        if not line:
+            break  # it exited
+        said.append(line)
     after = procs.tree_memory_kb(srv.pid)
     try:
         p.stdin.close()
@@ -148,7 +151,7 @@ def idle(srv, count, lg_cpus, env):
         row["bytes_per_connection"] = round((after[0] - before[0]) * 1024 / held)
         row["pss_bytes_per_connection"] = round((after[1] - before[1]) * 1024 / held)
     if held < count:
-        row["note"] = "%d of %d held open (%s)" % (held, count, line.decode(errors="replace").strip()
+        row["note"] = "%d of %d held open (%s)" % (held, count, b" ".join(said[-3:]).decode(errors="replace").strip()
                                                     or "the client printed nothing")
     return row
 
