@@ -206,6 +206,34 @@ def variants(conns):
             "resumed": "resumed handshake, sequential (s_time -reuse)", "static": "1MiB static c=%d" % conns}
 
 
+def instructions(ctx, ps, certs, env, base):
+    """Instructions per TLS keep-alive request (load.instructions: callgrind,
+    ab -k -c 10 over https, two runs subtracted), the hot path of each server
+    in RESULTS/instructions.tls.SERVER.functions.tsv."""
+    n1, n2 = ctx.opts.ir_native
+    for p in ps:
+        def mk(prefix, d, p=p):
+            port = procs.free_port()
+            argv, penv, cwd = p.command("hello", port, 1, d, tls=certs)
+            return procs.Server(p.name, prefix + argv, port, ctx.server_cpus, d, env=penv, cwd=cwd).start()
+
+        log("tls: %s under callgrind (ab -k -c 10 over https, %d then %d requests)" % (p.name, n1, n2))
+        keep = os.path.join(ctx.opts.out, "instructions.tls." + p.name)
+        try:
+            res = load.instructions(mk, n1, n2, ctx.lg_cpus, keep=keep, url="https://127.0.0.1:%d/", env=env)
+        except (RuntimeError, OSError) as e:
+            ctx.problem("tls instructions for %s failed: %s" % (p.name, e))
+            continue
+        with open(keep + ".functions.tsv", "w") as f:
+            f.write("instructions_per_request\tshare_pct\tfunction\n")
+            for ir, share, fn in res["functions"]:
+                f.write("%s\t%s\t%s\n" % (ir, share, fn))
+        res.pop("functions")
+        ctx.rows.append(dict(base, variant="keep-alive, instructions (callgrind)", server=p.name, round=1,
+                             connections=10, **res))
+        log("tls %s: %s instructions/request" % (p.name, res["instructions_per_request"]))
+
+
 def tls(ctx):
     opts = ctx.opts
     ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
@@ -252,6 +280,7 @@ def tls(ctx):
         record(ctx, dict(base, variant=names["static"], server=label, round=r), res)
         time.sleep(0.2)
     procs.stop_all([s for _, s in st])
+    instructions(ctx, ps, certs, env, base)
 
 
 def section(ctx, summary):
@@ -266,8 +295,13 @@ def section(ctx, summary):
     out += ["| server | command |", "|---|---|"]
     out += ["| %s | `%s` |" % (n, c.replace(peers.ROOT + "/", "")) for n, c in sorted(ctx.tls_commands.items())]
     out.append("")
-    rows = [s for s in summary if s["workload"] == "tls" and s["rps_median"] != ""]
+    rows = [s for s in summary if s["workload"] == "tls" and s["rps_median"] != "" and "callgrind" not in s["variant"]]
     out += report.throughput_table(rows, "tls")
+    ir_rows = [dict(r, workload="instructions") for r in ctx.rows if r["workload"] == "tls" and "callgrind" in r["variant"]]
+    if ir_rows:
+        out += ["", "User-space instructions per TLS keep-alive request (callgrind, ab -k -c 10 over https, the two "
+                "runs subtracted; per function in `instructions.tls.SERVER.functions.tsv`):", ""]
+        out += report.instructions_table(ir_rows)
     idle_rows = [dict(r, workload="memory") for r in ctx.rows if r["workload"] == "tls" and "idle" in r["variant"]]
     if idle_rows:
         out += ["", "Idle TLS keep-alive connections (tls_idle.py: one GET / each, then held):", ""]

@@ -69,6 +69,9 @@ for r in runs:
     if wl == "tls" and r["variant"].endswith(" idle"):
         if int(r["held_open"]) != int(r["connections"]) or not float(r["bytes_per_connection"]) > 0:
             problems.append("tls/%s/%s held %s of %s" % (r["variant"], srv, r["held_open"], r["connections"]))
+    elif wl == "tls" and "callgrind" in r["variant"]:
+        if not float(r["instructions_per_request"]) > 100:
+            problems.append("tls/%s/%s: %s" % (r["variant"], srv, r["instructions_per_request"]))
     elif wl == "tls":
         if not (float(r["requests"]) > 0 and float(r["server_cpu_us_per_request"]) > 0) or int(r["errors"]) \
                 or int(r["non2xx"]) or r["note"]:
@@ -104,13 +107,13 @@ if len([r for r in runs if r["workload"] == "parked"]) != 2:
 tls = {(r["server"], r["variant"].split(" c=")[0].split(" (")[0]) for r in runs if r["workload"] == "tls"}
 for srv in ("spindle-c", "nginx"):
     for v in ("keep-alive", "full handshake", "full handshake, sequential", "resumed handshake, sequential",
-              "100 idle", "1MiB static"):
+              "100 idle", "1MiB static", "keep-alive, instructions"):
         if (srv, v) not in tls:
             problems.append("tls: no %s run on %s" % (v, srv))
 if {r["variant"] for r in runs if r["workload"] == "sessions"} != {"hello", "memory store", "sqlite store"}:
     problems.append("sessions variants: %s" % sorted({r["variant"] for r in runs if r["workload"] == "sessions"}))
 for s in summ:
-    idle = s["workload"] == "tls" and s["variant"].endswith(" idle")
+    idle = s["workload"] == "tls" and (s["variant"].endswith(" idle") or "callgrind" in s["variant"])
     if s["workload"] not in ("memory", "instructions", "parked") and not idle and not float(s["rps_median"]) > 0:
         problems.append("summary %s/%s/%s has no median" % (s["workload"], s["variant"], s["server"]))
 if not any(s["workload"] == "wsgi" and s["variant"] == "hello" for s in summ):
