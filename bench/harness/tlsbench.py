@@ -209,9 +209,10 @@ def variants(conns):
 def instructions(ctx, ps, certs, env, base):
     """Instructions per TLS keep-alive request (load.instructions: callgrind,
     ab -k -c 10 over https, two runs subtracted), the hot path of each server
-    in RESULTS/instructions.tls.SERVER.functions.tsv."""
+    in RESULTS/instructions.tls.SERVER.functions.tsv. A smoke run checks the
+    path on spindle-c only (valgrind's start-up is most of its time)."""
     n1, n2 = ctx.opts.ir_native
-    for p in ps:
+    for p in [p for p in ps if p.name == "spindle-c" or not ctx.opts.smoke]:
         def mk(prefix, d, p=p):
             port = procs.free_port()
             argv, penv, cwd = p.command("hello", port, 1, d, tls=certs)
