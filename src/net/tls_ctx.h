@@ -40,6 +40,9 @@ int tls_ctx_set_alpn(tls_ctx *t, const char *list);
 
 /* A new server-side SSL on fd (the default context; SNI may switch it). */
 SSL *tls_ctx_new_ssl(tls_ctx *t, int fd);
+/* The default context (the first certificate's), for an SSL of the
+ * caller's own on other BIOs (a fuzz target's memory BIOs). */
+SSL_CTX *tls_ctx_default(tls_ctx *t);
 
 /* Prints one line per certificate: file, subject, names, expiry. */
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent);
@@ -70,6 +73,11 @@ int tls_ticket_secret_init(void);
 /* The key for an epoch: HKDF-SHA256 of the secret with the epoch as info.
  * 0 or -1. */
 int tls_ticket_derive(const unsigned char *secret, size_t len, uint64_t epoch, tls_ticket_key *k);
+/* Which key a ticket's key name is: 1 the current epoch's, 2 the previous
+ * one's (resume, and issue a fresh ticket), 0 neither (a full handshake).
+ * Either key may be NULL. */
+int tls_ticket_find(const tls_ticket_key *cur, const tls_ticket_key *prev,
+                    const unsigned char name[16]);
 /* Installs the ticket callback on ctx. */
 void tls_ticket_install(SSL_CTX *ctx);
 

@@ -90,11 +90,19 @@ static int ticket_cb(SSL *ssl, unsigned char name[16], unsigned char *iv, EVP_CI
         memcpy(name, k->name, 16);
         return set_key(k, iv, cctx, hctx, 1) < 0 ? -1 : 1;
     }
-    for (int back = 0; back < 2; back++) {
-        const tls_ticket_key *k = key_of(epoch - (uint64_t)back);
-        if (k && memcmp(name, k->name, 16) == 0)
-            return set_key(k, iv, cctx, hctx, 0) < 0 ? -1 : back ? 2 : 1;
-    }
+    const tls_ticket_key *cur = key_of(epoch), *prev = key_of(epoch - 1);
+    int which = tls_ticket_find(cur, prev, name);
+    if (!which)
+        return 0;
+    return set_key(which == 1 ? cur : prev, iv, cctx, hctx, 0) < 0 ? -1 : which;
+}
+
+int tls_ticket_find(const tls_ticket_key *cur, const tls_ticket_key *prev,
+                    const unsigned char name[16]) {
+    if (cur && memcmp(name, cur->name, 16) == 0)
+        return 1;
+    if (prev && memcmp(name, prev->name, 16) == 0)
+        return 2;
     return 0;
 }
 

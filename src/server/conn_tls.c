@@ -63,10 +63,11 @@ static int first_byte_is_tls(sp_server *s, conn *c, int64_t deadline, const char
             *why = strerror(errno);
             return -1;
         }
+        /* A hang-up is seen by the next peek (end of stream or an error). */
         int rc = loop_wait_fd(s->l, &c->w, LOOP_READ, deadline);
-        if (rc < 0 || (rc & LOOP_HUP)) {
-            *why = rc == -ETIMEDOUT ? "no ClientHello within --tls-handshake-timeout"
-                                    : "the client closed the connection";
+        if (rc < 0) {
+            *why =
+                rc == -ETIMEDOUT ? "no ClientHello within --tls-handshake-timeout" : strerror(-rc);
             return -1;
         }
     }
