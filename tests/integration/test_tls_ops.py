@@ -3,7 +3,8 @@ workers accepts; a certificate reload (HUP) under wrk load loses nothing and
 new connections get the new certificate; a bad certificate on HUP keeps the
 old workers serving; --stats counts full and resumed handshakes and
 failures; clients stalled mid-handshake neither stall a fast one nor outlive
---tls-handshake-timeout. The TLS core's own behaviour is in test_tls.py."""
+--tls-handshake-timeout, and each is counted as failed. The TLS core's own
+behaviour is in test_tls.py."""
 import os
 import re
 import signal
@@ -276,6 +277,7 @@ def test_stalled_handshakes_neither_stall_a_fast_client_nor_outlive_the_timeout(
     srv, _, _ = tls_spindle("--tls-handshake-timeout", "1", "--max-connections", "1000", workers=1)
     hello = real_client_hello()
     assert hello[:1] == b"\x16" and len(hello) > 100
+    m0 = metrics(srv.port)
     # 150 clients that send half a ClientHello and stall, 150 that send nothing.
     stalled = []
     for i in range(300):
@@ -306,3 +308,7 @@ def test_stalled_handshakes_neither_stall_a_fast_client_nor_outlive_the_timeout(
             closed += isinstance(e, ConnectionResetError)
         s.close()
     assert closed == 300, "%d of 300 stalled handshakes closed 4 s after a 1 s handshake timeout" % closed
+    # Each counted as a failed handshake (half a ClientHello, or none at all).
+    m1 = wait_for(lambda: (lambda m: m if handshakes(m, "failed") - handshakes(m0, "failed") >= 300 else None)(
+        metrics(srv.port)), 2, step=0.1)
+    assert m1 and handshakes(m1, "failed") - handshakes(m0, "failed") == 300, (m0, m1)
