@@ -293,7 +293,8 @@ def test_stalled_handshakes_neither_stall_a_fast_client_nor_outlive_the_timeout(
         worst = max(worst, time.monotonic() - t)
         assert status == 200 and body == b"Hello world!"
     took = time.monotonic() - t0
-    assert worst < 0.5 and took < 2.5, "a fast client was slowed by stalled handshakes: worst %.3f s, all %.3f s" % (
+    # Stuck behind the stalled ones, it would wait out their 1 s timeout.
+    assert worst < 0.9 and took < 5, "a fast client was slowed by stalled handshakes: worst %.3f s, all %.3f s" % (
         worst, took)
     # Every stalled one is closed once the handshake timeout has passed.
     deadline = time.monotonic() + 3
