@@ -19,6 +19,7 @@ PKGS=(
   "wrk:benchmarks and load tests"
   "apache2-utils:ab, for instruction-count benchmarks"
   "nginx:peer in benchmarks"
+  "testssl.sh:tests/suites/tls_testssl.sh scans spindle's default TLS configuration"
   "strace:syscall counts in benchmarks (bench/run's syscalls workload)"
   "gcc-aarch64-linux-gnu:cross-build of the aarch64 context switch"
   "libc6-dev-arm64-cross:cross-build of the aarch64 context switch"

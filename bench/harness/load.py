@@ -290,14 +290,15 @@ def callgrind_functions(files):
     return out
 
 
-def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None):
+def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None, url="http://127.0.0.1:%d/", env=None):
     """User-space instructions per request: the server (every process of it,
     --trace-children) runs under callgrind twice, driven by `ab -k -c CONC`
     with N1 then N2 requests; (Ir(N2) - Ir(N1)) / (N2 - N1) cancels start-up,
     connection set-up and shutdown. The same difference per function gives
     the hot path ("functions": [(Ir/request, share %, function)], largest
     first). KEEP: a path prefix; the N2 run's largest profile is copied to
-    KEEP.callgrind.out (for callgrind_annotate or kcachegrind)."""
+    KEEP.callgrind.out (for callgrind_annotate or kcachegrind). URL (with
+    %d for the port) and ENV (ab's) for the tls workload's https runs."""
     totals, funcs = [], []
     for n in (n1, n2):
         d = tempfile.mkdtemp(prefix="spindle-bench-cg.")
@@ -306,10 +307,10 @@ def instructions(make_server, n1, n2, lg_cpus, conc=10, keep=None):
         try:
             server.wait_listening(180)
             time.sleep(1)
-            url = "http://127.0.0.1:%d/" % server.port
             r = subprocess.run(["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-k", "-r", "-s", "60",
-                                "-c", str(conc), "-n", str(n), url],
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900)
+                                "-c", str(conc), "-n", str(n), url % server.port],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=900,
+                               env=dict(os.environ, **(env or {})))
             text = r.stdout.decode(errors="replace")
             m = re.search(r"^Complete requests:\s+(\d+)", text, re.M)
             f = re.search(r"^Failed requests:\s+(\d+)", text, re.M)

@@ -105,9 +105,14 @@ class SpindleC(Peer):
     def version(self):
         return self.ctx.spindle_version
 
-    def command(self, app, port, workers, workdir, root=None):
-        argv = [self.ctx.spindle_bin, "--bind", "127.0.0.1:%d" % port, "--workers", str(workers),
+    def command(self, app, port, workers, workdir, root=None, tls=None):
+        """TLS: {"cert": PEM, "key": PEM} (the tls workload): an https://
+        listener, TLS 1.3 only (the suite and group are the client's)."""
+        bind = ("https://127.0.0.1:%d" if tls else "127.0.0.1:%d") % port
+        argv = [self.ctx.spindle_bin, "--bind", bind, "--workers", str(workers),
                 "--log-level", "warning", "--max-connections", "15000", "--keepalive-timeout", "120"]
+        if tls:
+            argv += ["--certfile", tls["cert"], "--keyfile", tls["key"], "--tls-min-version", "1.3"]
         if root:
             argv += ["--root", root]
         if self.access_log(workdir):
@@ -185,6 +190,15 @@ http {
     return [NGINX, "-p", workdir, "-c", path, "-e", os.path.join(workdir, "error.log")]
 
 
+def nginx_tls(tls):
+    """The tls workload's server block lines: the same certificate, TLS 1.3
+    only, X25519, TLS_AES_128_GCM_SHA256 (session tickets on, nginx's
+    default, so resumption works; no session cache)."""
+    return ("ssl_certificate %s; ssl_certificate_key %s; ssl_protocols TLSv1.3; ssl_ecdh_curve X25519; "
+            "ssl_conf_command Ciphersuites TLS_AES_128_GCM_SHA256; ssl_prefer_server_ciphers on;"
+            % (tls["cert"], tls["key"]))
+
+
 class Nginx(Peer):
     name, kind = "nginx", "native"
     packages = ("nginx",)
@@ -196,13 +210,14 @@ class Nginx(Peer):
     def version(self):
         return out_of([NGINX, "-v"]).split("/")[-1]
 
-    def command(self, app, port, workers, workdir, root=None):
+    def command(self, app, port, workers, workdir, root=None, tls=None):
+        listen = "listen 127.0.0.1:%(port)d" + (" ssl; " + nginx_tls(tls) if tls else ";")
         if root:
-            body = ("server { listen 127.0.0.1:%%(port)d; root %s; "
-                    "location / { types { text/plain txt; application/octet-stream bin; } } }" % root)
+            body = ("server { %s root %s; "
+                    "location / { types { text/plain txt; application/octet-stream bin; } } }" % (listen, root))
         else:
-            body = ('server { listen 127.0.0.1:%(port)d; default_type text/plain; '
-                    'location / { return 200 "Hello world!"; } }')
+            body = ('server { %s default_type text/plain; '
+                    'location / { return 200 "Hello world!"; } }' % listen)
         return nginx_conf(workdir, port, workers, body, access_log=self.access_log(workdir)), {}, workdir
 
 

@@ -21,7 +21,7 @@ SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rp
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-         "parked"]
+         "parked", "tls"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -34,6 +34,7 @@ TITLES = {
     "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
     "sessions": "Sessions: a new session per request (examples/sessions and its WSGI twin, wrk -t1, keep-alive)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
+    "tls": "TLS 1.3 (ECDSA P-256, X25519, AES-128-GCM): keep-alive, handshakes, idle connections, a 1 MiB file",
 }
 HOT_PATH_ROWS = 10
 
@@ -311,6 +312,9 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
                     "with the most connections in handlers.", ""]
             out += parked_table(ctx.rows)
+        elif wl == "tls":
+            from .tlsbench import section
+            out += section(ctx, summary)
         else:
             out += throughput_table(summary, wl)
         out.append("")

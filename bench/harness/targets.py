@@ -1,4 +1,4 @@
-"""The performance targets of issues 6–9, judged on a bench/run's results.
+"""The performance targets of issues 6–9 and 20 (TLS), judged on a bench/run's results.
 The single-purpose scripts that used to judge them (vs-nginx.sh, static.sh,
 idle.sh, instructions.sh, wsgi.sh, sessions.sh) are now thin calls of
 bench/run, so the judging lives here: one row per target in targets.csv and
@@ -94,7 +94,38 @@ def judge(ctx, summary):
                       "CPU/req", "≤", 2)
     # Issue 9: sessions (bench/sessions.sh).
     out.append(_sessions(ctx, summary))
+    _tls(out, ctx, summary)
     return out
+
+
+def _tls(out, ctx, summary):
+    """Issue 20: the tls workload, spindle-c against nginx (same certificate,
+    curve and suite)."""
+    from .tlsbench import variants
+    v = variants(ctx.opts.connections[0])
+    for name, key, metric, op, want in (
+            ("TLS keep-alive req/s ≥ 1.0× nginx", "keepalive", "req/s", "≥", 1.0),
+            ("TLS keep-alive CPU/req ≤ 0.9× nginx", "keepalive", "CPU/req", "≤", 0.9),
+            ("TLS full handshake conn/s ≥ 1.0× nginx", "full", "req/s", "≥", 1.0),
+            ("TLS full handshake CPU/conn ≤ 1.0× nginx", "full", "CPU/req", "≤", 1.0)):
+        _ratio_target(out, ctx, summary, name, 20, "tls", v[key], "spindle-c", "nginx", metric, op, want)
+    idle = {r["server"]: r for r in ctx.rows if r["workload"] == "tls" and r["variant"].endswith(" idle")}
+    a, b = idle.get("spindle-c"), idle.get("nginx")
+    row = {"target": "10,000 idle TLS connections: RSS/conn ≤ 1.0× nginx", "issue": 20, "workload": "tls",
+           "variant": a["variant"] if a else "", "server": "spindle-c", "versus": "nginx",
+           "metric": "bytes/conn (RSS) ratio", "want": "≤ 1.0", "value": "", "paired": ""}
+    va, vb = (num(a.get("bytes_per_connection")) if a else None), (num(b.get("bytes_per_connection")) if b else None)
+    if va is None or not vb:
+        row["verdict"] = "not run"
+    else:
+        row["value"] = round(va / vb, 3)
+        if any(int(r.get("held_open") or 0) != int(r.get("connections") or 0) for r in (a, b)) and not ctx.opts.smoke:
+            row["verdict"] = "NOT met (not every connection held open)"
+        elif int(a.get("connections") or 0) != 10000 and not ctx.opts.smoke:
+            row["verdict"] = "not judged (%s connections, not 10,000)" % a.get("connections")
+        else:
+            row["verdict"] = _verdict(ctx, row["value"], "≤", 1.0)
+    out.append(row)
 
 
 def _sessions(ctx, summary):

@@ -10,7 +10,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from harness import load, procs, report, targets  # noqa: E402
+from harness import load, procs, report, targets, tlsbench  # noqa: E402
 
 AB_REPORT = """This is ApacheBench, Version 2.3 <$Revision: 1903618 $>
 
@@ -169,6 +169,27 @@ def test_tree_cpu_counts_a_busy_child():
         assert pid in procs.tree(os.getpid())
     finally:
         os.waitpid(pid, 0)
+
+
+S_TIME_REUSE = """Collecting connection statistics for 1 seconds
+*rrrrrrrrrr
+rrr*r
+
+16 connections in 0.01s; 1600.00 connections/user sec, bytes read 2480
+16 connections in 2 real seconds, 155 bytes read per connection
+"""
+
+
+def test_parse_s_time_counts_connections_and_resumed_marks():
+    assert tlsbench.parse_s_time(S_TIME_REUSE) == {"connections": 16, "user_s": 0.01, "reused": 14, "full": 2}
+    assert tlsbench.parse_s_time("connect: Connection refused\nconnect:errno=111\n") is None
+
+
+def test_parse_s_client_reads_protocol_suite_and_group():
+    text = ("Peer signature type: ECDSA\nServer Temp Key: X25519, 253 bits\n---\n"
+            "New, TLSv1.3, Cipher is TLS_AES_128_GCM_SHA256\nServer public key is 256 bit\n")
+    assert tlsbench.parse_s_client(text) == "TLSv1.3 TLS_AES_128_GCM_SHA256 X25519"
+    assert tlsbench.parse_s_client("connect:errno=111") is None
 
 
 if __name__ == "__main__":

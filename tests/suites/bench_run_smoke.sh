@@ -2,7 +2,8 @@
 # bench_run_smoke.sh — the one benchmark smoke suite of `make test`: runs
 # the benchmark harness (bench/run) in smoke mode on spindle-c, the WSGI
 # binding and nginx, every workload with 1 s runs and small counts,
-# PostgreSQL, strace, the session demo and the chat's parked clients included, and checks what it writes to
+# PostgreSQL, strace, the session demo, the chat's parked clients and TLS (spindle-c and nginx) included,
+# and checks what it writes to
 # bench/results/smoke/: runs.csv and summary.csv parse with numbers where
 # there must be numbers, spindle's and nginx's runs saw no errors, every
 # workload ran on spindle-c (and the hello-world ones on the binding),
@@ -18,7 +19,7 @@
 
 PY=/usr/bin/python3
 missing=""
-for t in wrk ab taskset valgrind callgrind_annotate strace; do command -v "$t" >/dev/null || missing="$missing $t"; done
+for t in wrk ab taskset valgrind callgrind_annotate strace openssl; do command -v "$t" >/dev/null || missing="$missing $t"; done
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx"
 [ -x build/spindle ] || missing="$missing build/spindle"
 [ -x build/examples/sessions ] || missing="$missing build/examples/sessions"
@@ -50,7 +51,7 @@ runs = list(csv.DictReader(open(R + "/runs.csv")))
 summ = list(csv.DictReader(open(R + "/summary.csv")))
 problems = []
 want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-        "parked"}
+        "parked", "tls"}
 seen = {r["workload"] for r in runs}
 if want - seen:
     problems.append("workloads missing from runs.csv: %s" % sorted(want - seen))
@@ -65,6 +66,16 @@ for r in runs:
             problems.append("%s/%s/%s saw errors: %s" % (wl, r["variant"], srv, r))
         if not 0 <= float(r["loadgen_cpu_pct"]) <= 200:
             problems.append("%s/%s/%s: load generator CPU %s" % (wl, r["variant"], srv, r["loadgen_cpu_pct"]))
+    if wl == "tls" and r["variant"].endswith(" idle"):
+        if int(r["held_open"]) != int(r["connections"]) or not float(r["bytes_per_connection"]) > 0:
+            problems.append("tls/%s/%s held %s of %s" % (r["variant"], srv, r["held_open"], r["connections"]))
+    elif wl == "tls" and "callgrind" in r["variant"]:
+        if not float(r["instructions_per_request"]) > 100:
+            problems.append("tls/%s/%s: %s" % (r["variant"], srv, r["instructions_per_request"]))
+    elif wl == "tls":
+        if not (float(r["requests"]) > 0 and float(r["server_cpu_us_per_request"]) > 0) or int(r["errors"]) \
+                or int(r["non2xx"]) or r["note"]:
+            problems.append("tls/%s/%s: %s" % (r["variant"], srv, r))
     if wl in ("keepalive", "latency") and not float(r["p99_ms"]) >= float(r["p50_ms"]) > 0:
         problems.append("%s/%s: latency percentiles out of order: %s %s" % (wl, srv, r["p50_ms"], r["p99_ms"]))
     if wl == "memory" and srv.startswith("spindle") and int(r["held_open"]) != int(r["connections"]):
@@ -93,11 +104,18 @@ for wl in ("keepalive", "close", "latency", "memory", "instructions", "sessions"
         problems.append("%s: no run of the WSGI binding" % wl)
 if len([r for r in runs if r["workload"] == "parked"]) != 2:
     problems.append("parked: want the mixed phase with and without guard pages")
+tls = {(r["server"], r["variant"].split(" c=")[0].split(" (")[0]) for r in runs if r["workload"] == "tls"}
+for srv in ("spindle-c", "nginx"):
+    for v in ("keep-alive", "full handshake", "full handshake, sequential", "resumed handshake, sequential",
+              "100 idle", "1MiB static", "keep-alive, instructions"):
+        if (srv, v) not in tls and (srv, v) != ("nginx", "keep-alive, instructions"):  # smoke: spindle-c only
+            problems.append("tls: no %s run on %s" % (v, srv))
 if {r["variant"] for r in runs if r["workload"] == "sessions"} != {"hello", "memory store", "sqlite store",
                                                                   "memory store, ab -c 1000"}:
     problems.append("sessions variants: %s" % sorted({r["variant"] for r in runs if r["workload"] == "sessions"}))
 for s in summ:
-    if s["workload"] not in ("memory", "instructions", "parked") and not float(s["rps_median"]) > 0:
+    idle = s["workload"] == "tls" and (s["variant"].endswith(" idle") or "callgrind" in s["variant"])
+    if s["workload"] not in ("memory", "instructions", "parked") and not idle and not float(s["rps_median"]) > 0:
         problems.append("summary %s/%s/%s has no median" % (s["workload"], s["variant"], s["server"]))
 if not any(s["workload"] == "wsgi" and s["variant"] == "hello" for s in summ):
     problems.append("summary: no WSGI hello row")
@@ -117,7 +135,9 @@ want = ["keepalive req/s ≥ 0.95× nginx", "keepalive CPU/req ≤ 1.0× nginx",
         "10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)", "static 1KiB req/s ≥ 1.0× nginx",
         "static 1MiB req/s ≥ 1.0× nginx", "WSGI keepalive req/s ≥ 0.9× nginx", "WSGI keepalive CPU/req ≤ 2× spindle-c",
         "WSGI close req/s ≥ 0.9× nginx", "WSGI close CPU/req ≤ 2× spindle-c",
-        "new session per request, SQLite store, ≥ 0.30× hello world"]
+        "new session per request, SQLite store, ≥ 0.30× hello world", "TLS keep-alive req/s ≥ 1.0× nginx",
+        "TLS keep-alive CPU/req ≤ 0.9× nginx", "TLS full handshake conn/s ≥ 1.0× nginx",
+        "TLS full handshake CPU/conn ≤ 1.0× nginx", "10,000 idle TLS connections: RSS/conn ≤ 1.0× nginx"]
 for t in want:
     r = rows.get(t)
     if r is None:
@@ -147,7 +167,7 @@ fi
 md=$R/bench.md
 for h in "## Servers" "## Hello world, keep-alive" "## Hello world without keep-alive" "## Latency at a fixed rate" \
   "## Memory per idle" "## WSGI applications" "## Static files" "## Scaling with workers" "## User-space instructions" \
-  "## Syscalls per request" "## Sessions" "## Parked clients" "## Targets"; do
+  "## Syscalls per request" "## Sessions" "## Parked clients" "## TLS 1.3" "## Targets"; do
   if grep -q "^$h" "$md" 2>/dev/null; then ok "bench.md: $h"; else bad "bench.md lacks '$h'"; fi
 done
 if grep -q '^Load: build/bench/pace, open loop' "$md" 2>/dev/null; then

@@ -3,7 +3,7 @@
 #  1. regression: every input of each target's checked-in corpus
 #     (tests/fuzz/corpus/TARGET/) through that target once;
 #  2. every target (HTTP parser, chunked decoder, WebSocket frames, PROXY
-#     protocol header, whole connection) for a fixed number of random iterations ($FUZZ_RUNS),
+#     protocol header, whole connection, TLS accept) for a fixed number of random iterations ($FUZZ_RUNS),
 #     seeded with its checked-in corpus, the request corpus (../shared/corpus
 #     or $SPINDLE_CORPUS, when present) and a few requests, in a scratch
 #     corpus directory.
@@ -77,6 +77,8 @@ for bin in "$fuzz"/fuzz_*; do
   runs=$RUNS
   # The whole-connection target runs the server per input: fewer of them.
   [ "$t" = conn ] && runs=$((RUNS / 4))
+  # The TLS accept target signs a ServerHello for every valid ClientHello.
+  [ "$t" = tls_accept ] && runs=$((RUNS / 20))
   if (cd "$work" && "$OLDPWD/$bin" -runs="$runs" -max_len=4096 -artifact_prefix="$work/" \
     "$work/$t" >"$work/$t.log" 2>&1); then
     ok "$name: $(grep -o 'Done [0-9]* runs in [0-9]* second(s)' "$work/$t.log")"
