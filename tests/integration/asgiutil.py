@@ -91,3 +91,81 @@ def recv_until(s, marker, timeout=5, limit=1 << 24):
             break
         data += d
     return data
+
+
+class WS:
+    """A minimal RFC 6455 client on a raw socket (masked frames). After
+    the handshake `head` holds the response head; `ok` says it was a 101."""
+
+    def __init__(self, port, path, protocols=None, timeout=5):
+        import base64
+        self.s = connect(port, timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        extra = "Sec-WebSocket-Protocol: %s\r\n" % protocols if protocols else ""
+        self.s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n%s\r\n"
+                        % (path, key, extra)).encode())
+        self.buf = recv_until(self.s, b"\r\n\r\n")
+        self.head, _, self.buf = self.buf.partition(b"\r\n\r\n")
+        self.ok = self.head.startswith(b"HTTP/1.1 101")
+
+    def frame(self, opcode, payload=b"", fin=True):
+        import struct
+        mask = os.urandom(4)
+        n = len(payload)
+        h = bytes([(0x80 if fin else 0) | opcode])
+        if n < 126:
+            h += bytes([0x80 | n])
+        elif n < 65536:
+            h += bytes([0x80 | 126]) + struct.pack("!H", n)
+        else:
+            h += bytes([0x80 | 127]) + struct.pack("!Q", n)
+        self.s.sendall(h + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload)))
+
+    def send(self, msg):
+        self.frame(1, msg.encode()) if isinstance(msg, str) else self.frame(2, msg)
+
+    def _need(self, n):
+        while len(self.buf) < n:
+            d = self.s.recv(65536)
+            if not d:
+                raise EOFError("connection closed")
+            self.buf += d
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def recv_frame(self):
+        import struct
+        b0, b1 = self._need(2)
+        n = b1 & 0x7F
+        if n == 126:
+            n = struct.unpack("!H", self._need(2))[0]
+        elif n == 127:
+            n = struct.unpack("!Q", self._need(8))[0]
+        return b0 & 0x0F, self._need(n)
+
+    def recv(self):
+        op, data = self.recv_frame()
+        return data.decode() if op == 1 else data if op == 2 else (op, data)
+
+    def close_code(self, answer=True):
+        """Reads up to the server's close frame: (code, reason); answers it
+        (the closing handshake) unless told not to."""
+        import struct
+        while True:
+            op, data = self.recv_frame()
+            if op == 8:
+                if answer:
+                    try:
+                        self.frame(8, data[:2])
+                    except OSError:
+                        pass
+                    self.s.close()
+                return (struct.unpack("!H", data[:2])[0] if data else None), data[2:]
+
+    def close(self, code=1000):
+        import struct
+        self.frame(8, struct.pack("!H", code))
+        c = self.close_code(answer=False)
+        self.s.close()
+        return c
