@@ -146,7 +146,8 @@ void asgi_ws_event(acycle *c) {
             }
         } else {
             w->closed = 1;
-            log_msg(LOG_WARNING, "ASGI websocket.accept failed: %s",
+            int gone = w->accept_rc == -ECONNRESET || w->accept_rc == -EPIPE;
+            log_msg(gone ? LOG_DEBUG : LOG_WARNING, "ASGI websocket.accept failed: %s",
                     w->accept_rc == -EINVAL ? "not a valid WebSocket handshake"
                                             : strerror(-w->accept_rc));
         }
