@@ -132,6 +132,9 @@ PyObject *py_asgi_serving(PyObject *self, PyObject *args);
 void asgi_resolve(PyObject **fut, PyObject *v);
 PyObject *asgi_future(void);
 
+/* asgi_soon.c: spindle._CallSoon, call_soon in C (a mixin of the loop) */
+int asgi_soon_init(PyObject *module);
+
 /* asgi_http.c */
 int asgi_handler(sp_req *req, sp_res *res, void *ud);
 int asgi_types_init(PyObject *module);
