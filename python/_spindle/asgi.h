@@ -53,8 +53,9 @@ typedef struct aws {
     sp_ws_msg msg;
     int close_code;
     char reason[124];
-    /* the send in flight */
+    /* the send in flight, and those waiting for it: [(str|bytes, future)] */
     PyObject *skeep;
+    PyObject *squeue;
     const char *sdata;
     size_t slen;
     int sop;

@@ -211,6 +211,11 @@ async def websocket(scope, receive, send):
         for i in range(400):
             await send({"type": "websocket.send", "text": "tick%d" % i})
             await asyncio.sleep(0.05)
+    elif path == "/ws/fanout":  # sends from many tasks at once: in order, none refused
+        await send({"type": "websocket.accept"})
+        await asyncio.gather(*[send({"type": "websocket.send", "text": "m%d" % i})
+                               for i in range(50)])
+        await send({"type": "websocket.close", "code": 1000})
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":
