@@ -379,7 +379,9 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
         return asgi_ready(Py_NewRef(Py_None)); /* the client left: nothing to do */
     if (!more && !c->res->head_sent && c->res->declared < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
-    if (more && PyBytes_GET_SIZE(body) == 0)
+    /* An empty chunk sends nothing, but the first one sends the head (an
+     * event stream's client is waiting for it). */
+    if (more && PyBytes_GET_SIZE(body) == 0 && c->res->head_sent)
         return asgi_ready(Py_NewRef(Py_None));
     return submit_write(c, body, !more);
 }
