@@ -144,6 +144,9 @@ void asgi_events(acycle *c, uint32_t ev);
 /* The awaitable that is already done: await gives v (a new reference, consumed). */
 PyObject *asgi_ready(PyObject *v);
 PyObject *asgi_disconnect_msg(void);
+/* The client left before the response ended: the coroutine ends and the
+ * connection closes (no response to finish). */
+void end_cut(acycle *c);
 
 /* asgi_scope.c */
 int asgi_scope_init(void);
