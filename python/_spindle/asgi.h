@@ -165,5 +165,6 @@ void asgi_ws_app_done(acycle *c, int failed);
  * closed with 1001 (a receiving one gets it from the C layer). */
 void asgi_ws_stop_all(void);
 void asgi_ws_unlist(acycle *c);
+void asgi_ws_dead(acycle *c);
 
 #endif

@@ -251,6 +251,8 @@ void asgi_events(acycle *c, uint32_t ev) {
     }
     if (ev & EV_READ)
         give_message(c, read_msg(c, c->rresult));
+    if ((ev & EV_HUP) && c->is_ws)
+        asgi_ws_dead(c);
     if ((ev & (EV_HUP | EV_END)) && c->recv_fut && !c->is_ws) {
         if (c->rbytes) /* a read cut short */
             give_message(c, read_msg(c, -ECONNRESET));

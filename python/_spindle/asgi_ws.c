@@ -172,6 +172,21 @@ void asgi_ws_stop_all(void) {
     }
 }
 
+/* The connection is gone (a send failed, the client hung up) while the
+ * app may not be receiving: the coroutine closes and ends now, so the
+ * connection is not held until the app returns; later sends just return. */
+void asgi_ws_dead(acycle *c) {
+    aws *w = c->ws;
+    if (!w || c->gone || !w->accepted)
+        return;
+    w->closed = 1;
+    c->op |= A_WS_CLOSE;
+    if (w->in_recv && w->ws)
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
+}
+
 void asgi_ws_event(acycle *c) {
     aws *w = c->ws;
     if (!w)
@@ -211,7 +226,7 @@ void asgi_ws_event(acycle *c) {
     if (d & W_SENT) {
         Py_CLEAR(w->skeep);
         if (w->send_rc < 0)
-            w->closed = 1;
+            asgi_ws_dead(c);
         asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
         send_next(c, w);
         Py_DECREF(c); /* the finished sender's reference */
@@ -470,15 +485,20 @@ void asgi_ws_app_done(acycle *c, int failed) {
         }
         return;
     }
-    if (w->close_asked || w->closed)
-        return;
-    if (!w->accept_asked && failed) {
+    if (!w->accept_asked && !w->close_asked && failed) {
         c->op |= A_ERROR500;
         asgi_wake(c);
         return;
     }
-    w->close_asked = 1;
-    w->close_code = failed ? 1011 : 1000;
+    if (!w->close_asked && !w->closed) {
+        w->close_asked = 1;
+        w->close_code = failed ? 1011 : 1000;
+    }
+    /* Closed or not, the coroutine must end now (a WebSocket whose send
+     * failed is closed, yet its coroutine still waits for ops). */
     c->op |= A_WS_CLOSE;
-    asgi_wake(c);
+    if (w->in_recv && w->ws)
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
 }

@@ -129,9 +129,11 @@ def test_clients_that_leave_release_their_connections(asgi):
             b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
             b"GET /wait_disconnect HTTP/1.1\r\nHost: x\r\n\r\n",
             b"GET /flood?chunks=100 HTTP/1.1\r\nHost: x\r\n\r\n",
-            b"GET /slow?s=0.2 HTTP/1.1\r\nHost: x\r\n\r\n"]
+            b"GET /slow?s=0.2 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /ws/sender HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"]
     socks = []
-    for i in range(100):
+    for i in range(120):
         s = connect(srv.port)
         s.sendall(reqs[i % len(reqs)])
         socks.append(s)
