@@ -473,7 +473,8 @@ PyObject *asend_ws(acycle *c, PyObject *msg) {
 }
 
 /* The app is done: a WebSocket still open is closed (1000, or 1011 when
- * the app failed); a handshake never answered gets 403 (500 on failure). */
+ * the app failed, 1001 when it was cancelled: failed == 2); a handshake never answered gets 403
+ * (500 on failure). */
 void asgi_ws_app_done(acycle *c, int failed) {
     aws *w = ws_of(c);
     if (!w || c->gone)
@@ -492,7 +493,7 @@ void asgi_ws_app_done(acycle *c, int failed) {
     }
     if (!w->close_asked && !w->closed) {
         w->close_asked = 1;
-        w->close_code = failed ? 1011 : 1000;
+        w->close_code = failed == 2 ? 1001 : failed ? 1011 : 1000;
     }
     /* Closed or not, the coroutine must end now (a WebSocket whose send
      * failed is closed, yet its coroutine still waits for ops). */
