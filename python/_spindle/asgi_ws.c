@@ -124,12 +124,15 @@ static PyObject *disconnect_msg(acycle *c) {
 
 static PyObject *message_of(aws *w) {
     const sp_ws_msg *m = &w->msg;
-    if (m->opcode == SP_WS_TEXT) {
-        PyObject *t = PyUnicode_DecodeUTF8(m->data, (Py_ssize_t)m->len, "strict");
-        return t ? Py_BuildValue("{sOsN}", "type", s_receive, "text", t) : NULL;
-    }
-    PyObject *b = PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->len);
-    return b ? Py_BuildValue("{sOsN}", "type", s_receive, "bytes", b) : NULL;
+    int text = m->opcode == SP_WS_TEXT;
+    PyObject *v = text ? PyUnicode_DecodeUTF8(m->data, (Py_ssize_t)m->len, "strict")
+                       : PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->len);
+    PyObject *d = v ? _PyDict_NewPresized(2) : NULL;
+    if (d && (PyDict_SetItem(d, s_type, s_receive) < 0 ||
+              PyDict_SetItem(d, text ? s_text : s_bytes, v) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(v);
+    return d;
 }
 
 static void send_next(acycle *c, aws *w);
