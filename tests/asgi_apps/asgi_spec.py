@@ -222,6 +222,11 @@ async def websocket(scope, receive, send):
         await asyncio.gather(*[send({"type": "websocket.send", "text": "m%d" % i})
                                for i in range(50)])
         await send({"type": "websocket.close", "code": 1000})
+    elif path == "/ws/burst_close":  # sends that return at once, then a close: all arrive first
+        await send({"type": "websocket.accept"})
+        for i in range(20):
+            await send({"type": "websocket.send", "bytes": b"%d" % i * 1000})
+        await send({"type": "websocket.close", "code": 4003})
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":
