@@ -60,11 +60,14 @@ typedef struct cli_config {
     int tls_handshake_timeout_ms;      /* 0: 10 s */
     unsigned char listener_scheme[16]; /* per listener: CLI_BIND_* */
     struct tls_ctx *tls;               /* the contexts the TLS listeners use */
+    size_t ws_max_message; /* --ws-max-message: the default WebSocket message limit; 0 1 MiB */
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */
     const char *root_path; /* SCRIPT_NAME */
     int max_concurrent;    /* requests inside the application at once; 0 no limit */
     int blocking_threads;  /* spindle.run_blocking's thread pool per worker; 0 default (4) */
+    const char *interface; /* --interface: auto, asgi or wsgi (NULL: auto) */
+    const char *lifespan;  /* --lifespan: auto, on or off (NULL: auto) */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];
