@@ -106,7 +106,6 @@ typedef struct hub {
     PyObject *file_wrapper_type;
     PyObject *parked;         /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path;      /* SCRIPT_NAME */
-    PyObject *jobs;           /* greenlet -> its pyjob, while it serves a request */
     PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
     int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
     int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
@@ -129,6 +128,12 @@ void hub_queue(hub *h, hub_wake *w);
 void hub_unqueue(hub *h, hub_wake *w);
 /* The job the current greenlet serves, or NULL (not in a request). */
 pyjob *hub_current_job(void);
+
+/* job_table.c: greenlet -> the pyjob it serves (hub_current_job). put
+ * returns -1 when out of memory (the job is then not findable). */
+int job_table_put(const void *g, pyjob *j);
+pyjob *job_table_get(const void *g);
+void job_table_del(const void *g);
 /* The current greenlet (a new reference). */
 PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);

@@ -77,13 +77,9 @@ pyjob *hub_current_job(void) {
     if (!hub_in_greenlet(h))
         return NULL;
     PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
-    PyObject *ptr = cur ? PyDict_GetItemWithError(h->jobs, cur) : NULL;
+    pyjob *j = cur ? job_table_get(cur) : NULL;
     Py_XDECREF(cur);
-    if (!ptr) {
-        PyErr_Clear();
-        return NULL;
-    }
-    return PyLong_AsVoidPtr(ptr);
+    return j;
 }
 
 PyObject *hub_current(void) {
@@ -192,13 +188,9 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
          * was parked; the pool takes it over. j is still valid here: its
          * coroutine runs only after we switch back to the hub. */
         PyObject *me = j->wake.greenlet;
-        PyObject *ptr = PyLong_FromVoidPtr(j);
-        if (!ptr || PyDict_SetItem(h->jobs, me, ptr) < 0)
-            PyErr_Clear(); /* only spindle.websocket needs it: it says so */
-        Py_XDECREF(ptr);
+        (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
         wsgi_run(h, j);
-        if (PyDict_DelItem(h->jobs, me) < 0)
-            PyErr_Clear();
+        job_table_del(me);
         j->wake.greenlet = NULL;
         h->busy--;
         if (h->nidle == h->idle_cap) {
@@ -344,9 +336,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->hub_g = (PyObject *)cur; /* owned */
     h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
-    if (!h->jobs)
-        h->jobs = PyDict_New();
-    if (!h->worker_main || !h->jobs)
+    if (!h->worker_main)
         return -ENOMEM;
     int rc = server_start(s, h->l);
     while (rc >= 0 && !server_done(s)) {
