@@ -164,6 +164,10 @@ void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+/* env_cache.c: the environ base made from this request's head and peer
+ * before (borrowed), or NULL; put keeps base (a dict never changed after). */
+PyObject *env_cache_get(const sp_req *r);
+void env_cache_put(const sp_req *r, PyObject *base);
 
 /* session.c */
 /* On the coroutine: runs j->sess_op; 0 or -errno. */

@@ -1,0 +1,55 @@
+"""The environ of a repeated head (python/_spindle/env_cache.c reuses the part
+its bytes decide): each call still gets its own dict, untouched by what the
+app did to the last one, with its own wsgi.input and REMOTE_PORT, and a head
+that differs in one octet gets its own values (tests/wsgi_apps/envcache_app.py)."""
+import json
+
+import pytest
+
+from wsgiutil import WsgiServer
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory):
+    s = WsgiServer("envcache_app:application", logdir=tmp_path_factory.mktemp("envcache"))
+    s.start()
+    yield s
+    rc = s.stop()
+    assert not s.problems(), s.problems()
+    assert rc == 0, s.stderr()[-3000:]
+
+
+def ask(c, x_test="a", body=None):
+    c.request("POST" if body is not None else "GET", "/p/q", headers=[("X-Test", x_test)],
+              body=body)
+    r = c.response()
+    assert r.status == 200, r
+    return json.loads(r.body)
+
+
+def test_a_repeated_head_gets_a_fresh_clean_environ(srv):
+    with srv.connect(timeout=5) as c:
+        first = ask(c)
+        for _ in range(3):
+            again = ask(c)
+            assert again["fresh_dict"] and again["fresh_input"], again
+            assert not again["mutated"], again  # the app's key is gone
+            assert again["x_test"] == "a" and again["path"] == "/p/q", again
+            assert again["keys"] == first["keys"], again
+        # the same head with a body: the input is this request's own
+        assert ask(c, body=b"xyz")["body"] == "xyz"
+        assert ask(c)["body"] == ""
+
+
+def test_heads_differing_in_one_octet_keep_their_own_values(srv):
+    with srv.connect(timeout=5) as c:
+        for want in ("a", "b", "a", "c", "b"):
+            got = ask(c, x_test=want)
+            assert got["x_test"] == want and not got["mutated"], got
+
+
+def test_each_connection_has_its_own_remote_port(srv):
+    with srv.connect(timeout=5) as c1, srv.connect(timeout=5) as c2:
+        for _ in range(2):
+            for c in (c1, c2):
+                assert ask(c)["remote_port"] == str(c.sock.getsockname()[1])
