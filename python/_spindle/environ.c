@@ -233,7 +233,7 @@ static PyObject *remote_addr(const sp_req *r) {
     return a;
 }
 
-static PyObject *port_str(unsigned port) {
+static PyObject *port_text(unsigned port) {
     char buf[8];
     int n = 0;
     do {
@@ -241,6 +241,27 @@ static PyObject *port_str(unsigned port) {
         port /= 10;
     } while (port);
     return PyUnicode_FromStringAndSize(buf + sizeof buf - n, n);
+}
+
+/* REMOTE_PORT: the str of a port seen lately (a keep-alive connection
+ * asks again each request), else a new one. */
+static PyObject *port_str(unsigned port) {
+    static struct {
+        unsigned port;
+        PyObject *s;
+    } seen[64];
+    unsigned k = (port ^ port >> 6) & 63;
+    if (seen[k].s && seen[k].port == port) {
+        Py_INCREF(seen[k].s);
+        return seen[k].s;
+    }
+    PyObject *s = port_text(port);
+    if (s) {
+        Py_INCREF(s);
+        Py_XSETREF(seen[k].s, s);
+        seen[k].port = port;
+    }
+    return s;
 }
 
 /* Everything in the environ that the request's bytes and its peer decide

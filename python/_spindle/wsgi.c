@@ -36,6 +36,10 @@ static const char *latin1_of(PyObject *s, Py_ssize_t *len, PyObject **hold) {
                      Py_TYPE(s)->tp_name);
         return NULL;
     }
+    if (PyUnicode_IS_COMPACT_ASCII(s)) { /* its own bytes, NUL-terminated */
+        *len = PyUnicode_GET_LENGTH(s);
+        return (const char *)PyUnicode_DATA(s);
+    }
     if (PyUnicode_IS_ASCII(s))
         return PyUnicode_AsUTF8AndSize(s, len); /* ASCII: the same bytes, cached */
     *hold = PyUnicode_AsLatin1String(s);
@@ -45,13 +49,24 @@ static const char *latin1_of(PyObject *s, Py_ssize_t *len, PyObject **hold) {
     return PyBytes_AS_STRING(*hold);
 }
 
+/* By length first: most names match none, at the cost of a switch. */
 static int is_hop_by_hop(const char *n, size_t len) {
-    static const char *const hop[] = {"connection",          "keep-alive", "proxy-authenticate",
-                                      "proxy-authorization", "te",         "trailers",
-                                      "transfer-encoding",   "upgrade"};
-    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
-        if (http_ieq(n, len, hop[i], strlen(hop[i])))
-            return 1;
+    switch (len) {
+    case 2:
+        return http_ieq(n, len, "te", 2);
+    case 7:
+        return http_ieq(n, len, "upgrade", 7);
+    case 8:
+        return http_ieq(n, len, "trailers", 8);
+    case 10:
+        return http_ieq(n, len, "connection", 10) || http_ieq(n, len, "keep-alive", 10);
+    case 17:
+        return http_ieq(n, len, "transfer-encoding", 17);
+    case 18:
+        return http_ieq(n, len, "proxy-authenticate", 18);
+    case 19:
+        return http_ieq(n, len, "proxy-authorization", 19);
+    }
     return 0;
 }
 
@@ -265,12 +280,23 @@ static int send_chunk(sr_obj *sr, const char *p, size_t n) {
     return 0;
 }
 
+static PyObject *sr_write(sr_obj *sr, PyObject *data);
+static PyMethodDef sr_write_def = {"write", (PyCFunction)sr_write, METH_O,
+                                   "write(data): the legacy write callable"};
+
 static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"status", "headers", "exc_info", NULL};
     PyObject *status, *headers, *exc_info = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status, &headers,
-                                     &exc_info))
+    Py_ssize_t na = PyTuple_GET_SIZE(args);
+    if (!kw && (na == 2 || na == 3)) { /* the usual call, without the format parser */
+        status = PyTuple_GET_ITEM(args, 0);
+        headers = PyTuple_GET_ITEM(args, 1);
+        if (na == 3)
+            exc_info = PyTuple_GET_ITEM(args, 2);
+    } else if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status,
+                                            &headers, &exc_info)) {
         return NULL;
+    }
     if (!sr->j) {
         PyErr_SetString(PyExc_RuntimeError, "start_response called after the response ended");
         return NULL;
@@ -299,10 +325,8 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     Py_XSETREF(sr->headers, copy);
     sr->called = 1;
     sr->j->sr_called = 1;
-    static PyObject *write_name;
-    if (!write_name && !(write_name = PyUnicode_InternFromString("write")))
-        return NULL;
-    return PyObject_GetAttr((PyObject *)sr, write_name);
+    /* What getattr(sr, "write") gives, without the lookup. */
+    return PyCFunction_New(&sr_write_def, (PyObject *)sr);
 }
 
 static PyObject *sr_write(sr_obj *sr, PyObject *data) {
@@ -334,6 +358,7 @@ static PyMethodDef sr_methods[] = {
     {"write", (PyCFunction)sr_write, METH_O, "write(data): the legacy write callable"},
     {NULL, NULL, 0, NULL},
 };
+_Static_assert(sizeof sr_methods[0] == sizeof sr_write_def, "write is sr_methods[0]");
 
 static PyTypeObject sr_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle.StartResponse",
@@ -512,9 +537,24 @@ static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
     return 1;
 }
 
+/* The last call's start_response when nothing else held it at the end: the
+ * next call takes it instead of a new object (one worker thread: no lock). */
+static sr_obj *spare_sr;
+
+static void drop_sr(sr_obj *sr) {
+    if (sr && Py_REFCNT(sr) == 1 && !spare_sr) {
+        Py_CLEAR(sr->status);
+        Py_CLEAR(sr->headers);
+        spare_sr = sr;
+        return;
+    }
+    Py_XDECREF(sr);
+}
+
 void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = input_new(j);
-    sr_obj *sr = PyObject_New(sr_obj, &sr_type);
+    sr_obj *sr = spare_sr ? spare_sr : PyObject_New(sr_obj, &sr_type);
+    spare_sr = NULL;
     PyObject *env = NULL, *result = NULL;
     int single = 0;
     if (!input || !sr)
@@ -565,5 +605,5 @@ out:
     Py_XDECREF(result);
     Py_XDECREF(env);
     Py_XDECREF(input);
-    Py_XDECREF(sr);
+    drop_sr(sr);
 }
