@@ -176,6 +176,9 @@ ssize_t session_do(pyjob *j);
 int session_attach(pyjob *j, PyObject *env);
 /* From the greenlet, before the last op: the handle stops working. */
 void session_detach(pyjob *j);
+/* After the environ is dropped: keeps the last detached request object for
+ * the next request if nothing else holds it, else releases it. */
+void session_recycle(void);
 int session_init_type(void);
 PyObject *py_session_open(PyObject *self, PyObject *env);
 /* websocket.c */

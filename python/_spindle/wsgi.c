@@ -604,6 +604,7 @@ error:
 out:
     Py_XDECREF(result);
     Py_XDECREF(env);
-    Py_XDECREF(input);
+    session_recycle();
+    input_release(input);
     drop_sr(sr);
 }

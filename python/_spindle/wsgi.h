@@ -7,6 +7,9 @@
 
 PyObject *input_new(pyjob *j);
 void input_detach(PyObject *input);
+/* Drops the caller's reference (NULL: nothing), keeping an input nothing
+ * else holds for the next request. */
+void input_release(PyObject *input);
 int input_init_type(void);
 int start_response_init_type(void);
 
