@@ -10,6 +10,11 @@
 #include "http/http_chars.h"
 #include "http/http_scan.h"
 
+/* The helpers of the one pass, inlined into both copies of it (parse_base,
+ * parse_avx2) as they were into the single function before: called from
+ * two places, the compiler would otherwise keep them out of line. */
+#define INLINE __attribute__((always_inline)) inline
+
 static inline uint32_t load4(const char *s) {
     uint32_t x;
     memcpy(&x, s, 4);
@@ -93,7 +98,7 @@ static http_method method_id(const char *m, size_t n) {
  * authority-form only for CONNECT (§3.2.3: host ":" port, no userinfo) and
  * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked.
  * An absolute-form target's authority becomes r's host (§3.2.2). */
-static int target_form_ok(http_method m, const char *t, size_t n, http_request *r) {
+INLINE static int target_form_ok(http_method m, const char *t, size_t n, http_request *r) {
     if (m == HTTP_M_CONNECT) {
         size_t colon = n;
         for (size_t i = 0; i < n; i++) {
@@ -229,7 +234,7 @@ static const char special_first[32] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 
 
 /* Records what the driver needs from the fields that carry it; lo is the
  * start of the buffer, for the scanners. 0 or -400. */
-static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
+INLINE static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
     const char *v = f->value;
     size_t n = f->value_len;
     switch (f->name_len) {
@@ -285,7 +290,7 @@ static int note_field(head_state *st, http_request *r, const http_field *f, cons
 }
 
 /* The verdict once the whole head is in: Host, framing, expectations. */
-static int judge(head_state *st, http_request *r) {
+INLINE static int judge(head_state *st, http_request *r) {
     /* RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. */
     if (r->minor_version == 1 && st->hosts == 0)
         return -400;
@@ -338,7 +343,7 @@ static int version_octet_ok(size_t i, char c) {
 /* HTTP-version = "HTTP/" DIGIT "." DIGIT (§2.3) and its CRLF: 10 octets.
  * A major version other than 1 → 505 (RFC 9110 §15.6.6); minor 2-9 is
  * served as 1.1 (RFC 9110 §2.5). Returns 10, 0 when cut short, or -status. */
-static int version(const char *p, const char *end, int *minor) {
+INLINE static int version(const char *p, const char *end, int *minor) {
     /* The common case, "HTTP/1.0" or "HTTP/1.1" then CRLF, in two words:
      * the two differ only in the low bit of their last octet. */
     if (end - p >= 10) {
@@ -365,7 +370,7 @@ static int version(const char *p, const char *end, int *minor) {
  * peers that disagree about line ends disagree about where fields end. A CR
  * not followed by LF is refused as §2.2 allows. Returns 2 (CRLF), 0 when cut
  * short, -400 otherwise. */
-static int crlf(const char *p, const char *end) {
+INLINE static int crlf(const char *p, const char *end) {
     if (p == end)
         return 0;
     if (*p != '\r')
@@ -393,45 +398,79 @@ static int crlf(const char *p, const char *end) {
 #if defined(HTTP_SCAN_SSE2) && defined(__x86_64__)
 #include "http/http_scan_avx2.h"
 
-/* The usual field lines in a row, one 32-octet step each (more for a long
- * value): a name of letters and '-', ':', at most one SP, a value of
- * visible octets and SP with no OWS left at either end, CRLF. It stops
- * before the first line of another shape, within 32 octets of end, or at
- * the field limit, and the general loop takes that line: it reads these
- * lines exactly as this does, so the verdict never depends on which loop
- * read a line. Returns where it stopped, *nfp counting the fields; *rc < 0
- * is note_field's verdict. */
+/* One usual field line at p: a name of letters and '-', ':', at most one
+ * SP, a value of visible octets and SP with no OWS left at either end,
+ * CRLF. Read from the 32 octets at w: p itself, or (tail) the buffer's last
+ * 32 octets, w <= p. Returns the CR, or NULL when the line is of another
+ * shape or cut short, for the general loop to decide; *cp is the name's
+ * length, *vsp the value's start. */
+HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
+                                 const char *end, const char *last_cr, const char *w,
+                                 const int tail, size_t *cp, const char **vsp) {
+    __m256i v = http_load32(w);
+    unsigned s = tail ? (unsigned)(p - w) : 0; /* bit i of a shifted mask is p[i] */
+    /* The colon is the first octet neither a letter nor '-'; the window's
+     * last octet is marked so c stays inside it (that octet is then no colon
+     * or the value runs out of the window: either way no usual line here). */
+    size_t c = (unsigned)__builtin_ctz((http_token_misses32(k, v) >> s) | (0x80000000u >> s));
+    if (c == 0 || p[c] != ':')
+        return NULL;
+    /* Bit 0 of the shifted mask is the colon, never a miss. */
+    uint32_t vm = http_value_misses32(k, v) >> (s + c);
+    const char *q;
+    if (vm)
+        q = p + c + (unsigned)__builtin_ctz(vm);
+    else if (!tail)
+        q = http_scan_avx2(k, buf, p + 32, end, HTTP_C_VALUE, '\r');
+    else
+        return NULL; /* the value runs to the end: cut short */
+    if (q > last_cr || load2(q) != load2("\r\n"))
+        return NULL; /* HTAB, a control, or cut short */
+    const char *vs = p + c + 1;
+    vs += *vs == ' ';
+    if (vs < q && ((unsigned char)*vs <= ' ' || (unsigned char)q[-1] <= ' '))
+        return NULL; /* more OWS to trim */
+    *cp = c;
+    *vsp = vs;
+    return q;
+}
+
+/* The usual field lines in a row (usual_line), while 32 octets can be read
+ * from each line's start, then the last ones from the buffer's last 32
+ * octets. It stops before the first line of another shape or at the field
+ * limit, and the general loop takes that line: it reads these lines exactly
+ * as this does, so the verdict never depends on which loop read a line.
+ * Returns where it stopped, *nfp counting the fields; *rc < 0 is
+ * note_field's verdict. */
 HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const char *p,
                                 const char *end, http_request *r, head_state *st, size_t *nfp,
                                 size_t fields_max, int *rc) {
     http_field *f = r->fields + *nfp;
     http_field *const fend = r->fields + fields_max;
-    /* The last line start with 32 octets to load, the last CR with its LF. */
+    /* The last 32-octet window, the last CR with its LF. */
     const char *const last = end - 32, *const last_cr = end - 2;
+    size_t c;
+    const char *q, *vs;
     *rc = 0;
-    while (p <= last && f < fend) {
-        __m256i v = http_load32(p);
-        /* The colon is the first octet neither a letter nor '-' (bit 31
-         * set so c <= 31: a name filling the 32 octets has no colon there). */
-        size_t c = (unsigned)__builtin_ctz(http_token_misses32(k, v) | 0x80000000u);
-        if (c == 0 || p[c] != ':')
-            break;
-        /* Bit 0 of the shifted mask is the colon, never a miss. */
-        uint32_t vm = http_value_misses32(k, v) >> c;
-        const char *q = vm ? p + c + (unsigned)__builtin_ctz(vm)
-                           : http_scan_avx2(k, buf, p + 32, end, HTTP_C_VALUE, '\r');
-        if (q > last_cr || load2(q) != load2("\r\n"))
-            break; /* HTAB, a control, or cut short: the general loop decides */
-        const char *vs = p + c + 1;
-        vs += *vs == ' ';
-        if (vs < q && ((unsigned char)*vs <= ' ' || (unsigned char)q[-1] <= ' '))
-            break; /* more OWS to trim */
+    if (end - buf < 32)
+        return p;
+    for (; p <= last && f < fend; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, last_cr, p, 0, &c, &vs)))
+            goto out;
         *f = (http_field){p, c, vs, (size_t)(q - vs)};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
             return p;
         f++;
-        p = q + 2;
     }
+    for (; p < end && f < fend; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, last_cr, last, 1, &c, &vs)))
+            break;
+        *f = (http_field){p, c, vs, (size_t)(q - vs)};
+        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
+            return p;
+        f++;
+    }
+out:
     *nfp = (size_t)(f - r->fields);
     return p;
 }

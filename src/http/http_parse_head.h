@@ -84,6 +84,8 @@ PARSE_ATTR static int PARSE_FN(const char *buf, size_t len, size_t prev_checked,
         p = FIELD_RUN(p, nf, k);
         if (k < 0)
             return k;
+        if (p < end && *p == '\r')
+            break; /* the blank line (or a CR alone, which crlf() refuses below) */
         const char *name = p, *v;
         size_t name_len;
         const char *cr = SCAN_FIELD(buf, p, end, &name_len);
