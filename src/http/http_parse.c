@@ -412,14 +412,14 @@ HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const ch
     /* The colon is the first octet neither a letter nor '-'; the window's
      * last octet is marked so c stays inside it (that octet is then no colon
      * or the value runs out of the window: either way no usual line here). */
-    size_t c = (unsigned)__builtin_ctz((http_token_misses32(k, v) >> s) | (0x80000000u >> s));
+    size_t c = (size_t)__builtin_ctzll((http_token_misses32(k, v) >> s) | (0x80000000u >> s));
     if (c == 0 || p[c] != ':')
         return NULL;
     /* Bit 0 of the shifted mask is the colon, never a miss. */
     uint32_t vm = http_value_misses32(k, v) >> (s + c);
     const char *q;
     if (vm)
-        q = p + c + (unsigned)__builtin_ctz(vm);
+        q = p + c + __builtin_ctzll(vm);
     else if (!tail)
         q = http_scan_avx2(k, buf, p + 32, end, HTTP_C_VALUE, '\r');
     else
@@ -454,21 +454,31 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     *rc = 0;
     if (end - buf < 32)
         return p;
-    for (; p <= last && f < fend; p = q + 2) {
+    if (f == fend)
+        return p;
+    /* The field limit is checked after each store: the general loop then
+     * reads the next line, and answers 431 if it is a field. */
+    for (; p <= last; p = q + 2) {
         if (!(q = usual_line(k, buf, p, end, last_cr, p, 0, &c, &vs)))
             goto out;
         *f = (http_field){p, c, vs, (size_t)(q - vs)};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
             return p;
-        f++;
+        if (++f == fend) {
+            p = q + 2;
+            goto out;
+        }
     }
-    for (; p < end && f < fend; p = q + 2) {
+    for (; p < end; p = q + 2) {
         if (!(q = usual_line(k, buf, p, end, last_cr, last, 1, &c, &vs)))
             break;
         *f = (http_field){p, c, vs, (size_t)(q - vs)};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
             return p;
-        f++;
+        if (++f == fend) {
+            p = q + 2;
+            break;
+        }
     }
 out:
     *nfp = (size_t)(f - r->fields);
