@@ -20,6 +20,7 @@ typedef struct {
     PyObject_HEAD pyjob *j; /* NULL once the call is over */
     PyObject *status;       /* str */
     PyObject *headers;      /* tuple of (str, str): start_response's copy */
+    PyObject *write_fn;     /* the write callable start_response returns, made once */
     int called;
     int64_t content_length; /* the app's Content-Length, or -1 */
     uint64_t sent;
@@ -325,8 +326,12 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     Py_XSETREF(sr->headers, copy);
     sr->called = 1;
     sr->j->sr_called = 1;
-    /* What getattr(sr, "write") gives, without the lookup. */
-    return PyCFunction_New(&sr_write_def, (PyObject *)sr);
+    /* What getattr(sr, "write") gives, made once per object: it holds sr,
+     * and drop_sr breaks that cycle unless sr is kept for the next call. */
+    if (!sr->write_fn && !(sr->write_fn = PyCFunction_New(&sr_write_def, (PyObject *)sr)))
+        return NULL;
+    Py_INCREF(sr->write_fn);
+    return sr->write_fn;
 }
 
 static PyObject *sr_write(sr_obj *sr, PyObject *data) {
@@ -349,6 +354,7 @@ static PyObject *sr_write(sr_obj *sr, PyObject *data) {
 }
 
 static void sr_dealloc(sr_obj *sr) {
+    /* write_fn is NULL here: while it lives it holds sr. */
     Py_XDECREF(sr->status);
     Py_XDECREF(sr->headers);
     PyObject_Free(sr);
@@ -542,19 +548,26 @@ static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
 static sr_obj *spare_sr;
 
 static void drop_sr(sr_obj *sr) {
-    if (sr && Py_REFCNT(sr) == 1 && !spare_sr) {
+    if (!sr)
+        return;
+    /* Held only by us and its own write callable, held only by it. */
+    Py_ssize_t own = sr->write_fn ? 2 : 1;
+    if (Py_REFCNT(sr) == own && (!sr->write_fn || Py_REFCNT(sr->write_fn) == 1) && !spare_sr) {
         Py_CLEAR(sr->status);
         Py_CLEAR(sr->headers);
         spare_sr = sr;
         return;
     }
-    Py_XDECREF(sr);
+    Py_CLEAR(sr->write_fn); /* the app may still hold it, and through it sr */
+    Py_DECREF(sr);
 }
 
 void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = input_new(j);
-    sr_obj *sr = spare_sr ? spare_sr : PyObject_New(sr_obj, &sr_type);
+    sr_obj *sr = spare_sr;
     spare_sr = NULL;
+    if (!sr && (sr = PyObject_New(sr_obj, &sr_type)))
+        sr->write_fn = NULL;
     PyObject *env = NULL, *result = NULL;
     int single = 0;
     if (!input || !sr)
@@ -567,7 +580,8 @@ void wsgi_run(hub *h, pyjob *j) {
     env = environ_build(h, j, input);
     if (!env || session_attach(j, env) < 0)
         goto error;
-    result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
+    PyObject *args[2] = {env, (PyObject *)sr};
+    result = PyObject_Vectorcall(h->app, args, 2, NULL);
     if (j->wsobj) {
         websocket_done(h, j, result, input, sr);
         goto out;

@@ -1,7 +1,10 @@
 """The environ of a repeated head (python/_spindle/env_cache.c reuses the part
 its bytes decide): each call still gets its own dict, untouched by what the
 app did to the last one, with its own wsgi.input and REMOTE_PORT, and a head
-that differs in one octet gets its own values (tests/wsgi_apps/envcache_app.py)."""
+that differs in one octet gets its own values; and the per-request objects
+the binding reuses (start_response, its write, wsgi.input, spindle.request)
+are never handed out again while the app still holds them
+(tests/wsgi_apps/envcache_app.py)."""
 import json
 
 import pytest
@@ -53,3 +56,14 @@ def test_each_connection_has_its_own_remote_port(srv):
         for _ in range(2):
             for c in (c1, c2):
                 assert ask(c)["remote_port"] == str(c.sock.getsockname()[1])
+
+
+def test_objects_the_app_keeps_are_not_reused(srv):
+    with srv.connect(timeout=5) as c:
+        for path in ("/keep", "/late", "/late"):
+            c.request("GET", path)
+            r = c.response()
+            assert r.status == 200, r
+        got = json.loads(r.body)
+    assert got["reused"] == [], got
+    assert got["late_write"] == "write() called after the response ended", got

@@ -1,12 +1,37 @@
 """For test_wsgi_environ_cache: reports what its environ holds, then changes
 it (a key added, one replaced, one removed, the input read), so the test can
-see that a repeated head's environ starts clean each time."""
+see that a repeated head's environ starts clean each time. /keep holds on to
+its start_response, write, wsgi.input and spindle.request; /late reports
+whether the next request got any of them, and what the kept write does."""
 import json
 
 _previous = []  # the last environ and input stay alive: their ids cannot be reused
 
 
+_kept = {}
+
+
+def _late(environ, start_response):
+    write = start_response("200 OK", [("Content-Type", "application/json")])
+    mine = {"start_response": start_response, "write": write,
+            "input": environ["wsgi.input"], "request": environ.get("spindle.request")}
+    report = {"reused": sorted(k for k, v in mine.items() if v is _kept.get(k))}
+    try:
+        _kept["write"](b"late")
+        report["late_write"] = "no error"
+    except RuntimeError as e:
+        report["late_write"] = str(e)
+    return [json.dumps(report).encode()]
+
+
 def application(environ, start_response):
+    if environ["PATH_INFO"] == "/keep":
+        write = start_response("200 OK", [("Content-Type", "text/plain")])
+        _kept.update(start_response=start_response, write=write, input=environ["wsgi.input"],
+                     request=environ.get("spindle.request"))
+        return [b"kept"]
+    if environ["PATH_INFO"] == "/late":
+        return _late(environ, start_response)
     env_prev = _previous[0] if _previous else None
     report = {
         "fresh_dict": environ is not env_prev,
