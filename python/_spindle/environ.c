@@ -265,7 +265,11 @@ static PyObject *port_str(unsigned port) {
 }
 
 /* Everything in the environ that the request's bytes and its peer decide
- * (env_cache.c keys on exactly those): all but wsgi.input and REMOTE_PORT. */
+ * (env_cache.c keys on exactly those: the head's octets, the listener, the
+ * peer's address family, address and trust): all but wsgi.input and
+ * REMOTE_PORT. Anything else a connection decides (TLS: HTTPS, SSL_*, a
+ * client certificate) must not go here but in environ_build after the copy,
+ * or into env_cache.c's key: a cached base would hand it to another client. */
 static PyObject *environ_base(hub *h, const sp_req *r) {
     PyObject *env = PyDict_Copy(h->environ_template);
     if (!env)
