@@ -97,6 +97,7 @@ typedef struct hub {
     size_t ngarbage, garbage_cap;
     pyjob *assign; /* the job handed to the greenlet being started */
     int busy, max_busy;
+    int starting; /* run_python is starting the pending requests */
     int workers;
     int forked;
     int reload; /* --reload: each worker reports its modules' files */

@@ -3,9 +3,12 @@ its bytes decide): each call still gets its own dict, untouched by what the
 app did to the last one, with its own wsgi.input and REMOTE_PORT, and a head
 that differs in one octet gets its own values; and the per-request objects
 the binding reuses (start_response, its write, wsgi.input, spindle.request)
-are never handed out again while the app still holds them
-(tests/wsgi_apps/envcache_app.py)."""
+are never handed out again while the app still holds them; and requests
+waiting together, which a pooled greenlet serves one after another without
+going back to the hub, each get their own answer (tests/wsgi_apps/envcache_app.py)."""
 import json
+import socket
+import time
 
 import pytest
 
@@ -67,3 +70,26 @@ def test_objects_the_app_keeps_are_not_reused(srv):
         got = json.loads(r.body)
     assert got["reused"] == [], got
     assert got["late_write"] == "write() called after the response ended", got
+
+
+def test_requests_waiting_together_each_get_their_own_answer(srv):
+    """8 connections, each sending 25 requests at once (pipelined), some of
+    which sleep: the hub finds several waiting per turn."""
+    conns, want = [], []
+    for c in range(8):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10)
+        paths = ["/echo/%d-%d%s" % (c, i, "/nap" if (c + i) % 5 == 0 else "") for i in range(25)]
+        s.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: h\r\n\r\n" % p.encode() for p in paths))
+        conns.append(s)
+        want.append(paths)
+    deadline = time.monotonic() + 20
+    for s, paths in zip(conns, want):
+        data = b""
+        while data.count(b"HTTP/1.1 200") < len(paths) or not data.endswith(paths[-1].encode()):
+            assert time.monotonic() < deadline, data[-300:]
+            chunk = s.recv(65536)
+            assert chunk, data[-300:]
+            data += chunk
+        s.close()
+        bodies = [part.split(b"\r\n\r\n", 1)[1] for part in data.split(b"HTTP/1.1 200 OK\r\n")[1:]]
+        assert bodies == [p.encode() for p in paths], bodies[:5]

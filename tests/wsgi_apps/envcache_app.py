@@ -2,7 +2,8 @@
 it (a key added, one replaced, one removed, the input read), so the test can
 see that a repeated head's environ starts clean each time. /keep holds on to
 its start_response, write, wsgi.input and spindle.request; /late reports
-whether the next request got any of them, and what the kept write does."""
+whether the next request got any of them, and what the kept write does.
+/echo/N answers its own path (/echo/N/nap after a cooperative sleep)."""
 import json
 
 _previous = []  # the last environ and input stay alive: their ids cannot be reused
@@ -32,6 +33,14 @@ def application(environ, start_response):
         return [b"kept"]
     if environ["PATH_INFO"] == "/late":
         return _late(environ, start_response)
+    if environ["PATH_INFO"].startswith("/echo/"):  # /echo/N/nap: a cooperative wait first
+        if environ["PATH_INFO"].endswith("/nap"):
+            import spindle
+            spindle.sleep(0.005)
+        body = environ["PATH_INFO"].encode()
+        start_response("200 OK", [("Content-Type", "text/plain"),
+                                  ("Content-Length", str(len(body)))])
+        return [body]
     env_prev = _previous[0] if _previous else None
     report = {
         "fresh_dict": environ is not env_prev,
