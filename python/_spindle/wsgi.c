@@ -17,10 +17,11 @@
 #include <unistd.h>
 
 typedef struct {
-    PyObject_HEAD pyjob *j; /* NULL once the call is over */
-    PyObject *status;       /* str */
-    PyObject *headers;      /* tuple of (str, str): start_response's copy */
-    PyObject *write_fn;     /* the write callable start_response returns, made once */
+    PyObject_HEAD vectorcallfunc vectorcall; /* sr_vectorcall: calls without a tuple */
+    pyjob *j;                                /* NULL once the call is over */
+    PyObject *status;                        /* str */
+    PyObject *headers;                       /* tuple of (str, str): start_response's copy */
+    PyObject *write_fn; /* the write callable start_response returns, made once */
     int called;
     int64_t content_length; /* the app's Content-Length, or -1 */
     uint64_t sent;
@@ -285,19 +286,47 @@ static PyObject *sr_write(sr_obj *sr, PyObject *data);
 static PyMethodDef sr_write_def = {"write", (PyCFunction)sr_write, METH_O,
                                    "write(data): the legacy write callable"};
 
+static PyObject *sr_start(sr_obj *sr, PyObject *status, PyObject *headers, PyObject *exc_info);
+
+/* start_response(...) with keywords or a wrong count: the format parser
+ * says what is wrong. */
 static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"status", "headers", "exc_info", NULL};
     PyObject *status, *headers, *exc_info = Py_None;
-    Py_ssize_t na = PyTuple_GET_SIZE(args);
-    if (!kw && (na == 2 || na == 3)) { /* the usual call, without the format parser */
-        status = PyTuple_GET_ITEM(args, 0);
-        headers = PyTuple_GET_ITEM(args, 1);
-        if (na == 3)
-            exc_info = PyTuple_GET_ITEM(args, 2);
-    } else if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status,
-                                            &headers, &exc_info)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status, &headers,
+                                     &exc_info))
         return NULL;
+    return sr_start(sr, status, headers, exc_info);
+}
+
+/* The usual call, start_response(status, headers[, exc_info]), without an
+ * argument tuple; anything else goes through sr_call. */
+static PyObject *sr_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (!kwnames && (n == 2 || n == 3))
+        return sr_start((sr_obj *)self, args[0], args[1], n == 3 ? args[2] : Py_None);
+    PyObject *t = PyTuple_New(n), *kw = NULL, *r = NULL;
+    if (!t)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(t, i, args[i]);
     }
+    Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nk && !(kw = PyDict_New()))
+        goto out;
+    for (Py_ssize_t i = 0; i < nk; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[n + i]) < 0)
+            goto out;
+    r = sr_call((sr_obj *)self, t, kw);
+out:
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static PyObject *sr_start(sr_obj *sr, PyObject *status, PyObject *headers, PyObject *exc_info) {
     if (!sr->j) {
         PyErr_SetString(PyExc_RuntimeError, "start_response called after the response ended");
         return NULL;
@@ -370,8 +399,9 @@ static PyTypeObject sr_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle.StartResponse",
     .tp_basicsize = sizeof(sr_obj),
     .tp_dealloc = (destructor)sr_dealloc,
-    .tp_call = (ternaryfunc)sr_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_vectorcall_offset = offsetof(sr_obj, vectorcall),
+    .tp_call = PyVectorcall_Call, /* what a vectorcall type must have: sr_vectorcall */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_methods = sr_methods,
 };
 
@@ -566,8 +596,10 @@ void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = input_new(j);
     sr_obj *sr = spare_sr;
     spare_sr = NULL;
-    if (!sr && (sr = PyObject_New(sr_obj, &sr_type)))
+    if (!sr && (sr = PyObject_New(sr_obj, &sr_type))) {
+        sr->vectorcall = sr_vectorcall;
         sr->write_fn = NULL;
+    }
     PyObject *env = NULL, *result = NULL;
     int single = 0;
     if (!input || !sr)

@@ -93,3 +93,12 @@ def test_requests_waiting_together_each_get_their_own_answer(srv):
         s.close()
         bodies = [part.split(b"\r\n\r\n", 1)[1] for part in data.split(b"HTTP/1.1 200 OK\r\n")[1:]]
         assert bodies == [p.encode() for p in paths], bodies[:5]
+
+
+def test_start_response_by_keyword_and_its_wrong_calls(srv):
+    """The positional call skips the argument parser; any other still gets it."""
+    with srv.connect(timeout=5) as c:
+        c.request("GET", "/kw")
+        r = c.response()
+    assert r.status == 200, r
+    assert json.loads(r.body) == ["TypeError"] * 4

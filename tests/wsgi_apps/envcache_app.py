@@ -3,7 +3,8 @@ it (a key added, one replaced, one removed, the input read), so the test can
 see that a repeated head's environ starts clean each time. /keep holds on to
 its start_response, write, wsgi.input and spindle.request; /late reports
 whether the next request got any of them, and what the kept write does.
-/echo/N answers its own path (/echo/N/nap after a cooperative sleep)."""
+/echo/N answers its own path (/echo/N/nap after a cooperative sleep); /kw
+calls start_response by keyword, after four wrong calls."""
 import json
 
 _previous = []  # the last environ and input stay alive: their ids cannot be reused
@@ -33,6 +34,19 @@ def application(environ, start_response):
         return [b"kept"]
     if environ["PATH_INFO"] == "/late":
         return _late(environ, start_response)
+    if environ["PATH_INFO"] == "/kw":  # start_response by keyword, and its wrong calls
+        errors = []
+        for args, kw in [((), {}), (("200 OK",), {}), (("200 OK", [], None, 1), {}),
+                         (("200 OK", []), {"bogus": 1})]:
+            try:
+                start_response(*args, **kw)
+                errors.append("accepted")
+            except TypeError as e:
+                errors.append("TypeError")
+        body = json.dumps(errors).encode()
+        start_response(headers=[("Content-Type", "application/json")], status="200 OK",
+                       exc_info=None)
+        return [body]
     if environ["PATH_INFO"].startswith("/echo/"):  # /echo/N/nap: a cooperative wait first
         if environ["PATH_INFO"].endswith("/nap"):
             import spindle
