@@ -17,7 +17,9 @@ from wsgiutil import WsgiServer
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    s = WsgiServer("envcache_app:application", logdir=tmp_path_factory.mktemp("envcache"))
+    # /hdr?bad makes the app fail (a logged traceback), as meant
+    s = WsgiServer("envcache_app:application", logdir=tmp_path_factory.mktemp("envcache"),
+                   expect_tracebacks=True)
     s.start()
     yield s
     rc = s.stop()
@@ -102,3 +104,11 @@ def test_start_response_by_keyword_and_its_wrong_calls(srv):
         r = c.response()
     assert r.status == 200, r
     assert json.loads(r.body) == ["TypeError"] * 4
+
+
+def test_a_pair_checked_before_does_not_let_a_bad_one_through(srv):
+    with srv.connect(timeout=5) as c:
+        for query, want in (("", 200), ("", 200), ("bad", 500), ("", 200)):
+            c.request("GET", "/hdr?" + query if query else "/hdr")
+            r = c.response()
+            assert r.status == want, (query, r)

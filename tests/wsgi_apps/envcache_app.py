@@ -4,13 +4,15 @@ see that a repeated head's environ starts clean each time. /keep holds on to
 its start_response, write, wsgi.input and spindle.request; /late reports
 whether the next request got any of them, and what the kept write does.
 /echo/N answers its own path (/echo/N/nap after a cooperative sleep); /kw
-calls start_response by keyword, after four wrong calls."""
+calls start_response by keyword, after four wrong calls; /hdr sends one
+constant header pair, /hdr?bad adds an invalid one."""
 import json
 
 _previous = []  # the last environ and input stay alive: their ids cannot be reused
 
 
 _kept = {}
+_TEXT = ("Content-Type", "text/plain")  # one object: the binding may remember it checked
 
 
 def _late(environ, start_response):
@@ -47,6 +49,10 @@ def application(environ, start_response):
         start_response(headers=[("Content-Type", "application/json")], status="200 OK",
                        exc_info=None)
         return [body]
+    if environ["PATH_INFO"] == "/hdr":  # a pair checked before, then with a bad one
+        bad = [("X-Bad", "a\nb")] if environ.get("QUERY_STRING") == "bad" else []
+        start_response("200 OK", [_TEXT] + bad)
+        return [b"hdr"]
     if environ["PATH_INFO"].startswith("/echo/"):  # /echo/N/nap: a cooperative wait first
         if environ["PATH_INFO"].endswith("/nap"):
             import spindle
