@@ -5,7 +5,7 @@ its start_response, write, wsgi.input and spindle.request; /late reports
 whether the next request got any of them, and what the kept write does.
 /echo/N answers its own path (/echo/N/nap after a cooperative sleep); /kw
 calls start_response by keyword, after four wrong calls; /hdr sends one
-constant header pair, /hdr?bad adds an invalid one."""
+constant header pair, /hdr?bad adds a hop-by-hop one."""
 import json
 
 _previous = []  # the last environ and input stay alive: their ids cannot be reused
@@ -50,7 +50,8 @@ def application(environ, start_response):
                        exc_info=None)
         return [body]
     if environ["PATH_INFO"] == "/hdr":  # a pair checked before, then with a bad one
-        bad = [("X-Bad", "a\nb")] if environ.get("QUERY_STRING") == "bad" else []
+        # hop-by-hop: refused by the WSGI checks alone (the core would send it)
+        bad = [("Keep-Alive", "timeout=5")] if environ.get("QUERY_STRING") == "bad" else []
         start_response("200 OK", [_TEXT] + bad)
         return [b"hdr"]
     if environ["PATH_INFO"].startswith("/echo/"):  # /echo/N/nap: a cooperative wait first
