@@ -447,15 +447,13 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
                                 size_t fields_max, int *rc) {
     http_field *f = r->fields + *nfp;
     http_field *const fend = r->fields + fields_max;
+    *rc = 0;
+    if (end - buf < 32 || f == fend)
+        return p;
     /* The last 32-octet window, the last CR with its LF. */
     const char *const last = end - 32, *const last_cr = end - 2;
     size_t c;
     const char *q, *vs;
-    *rc = 0;
-    if (end - buf < 32)
-        return p;
-    if (f == fend)
-        return p;
     /* The field limit is checked after each store: the general loop then
      * reads the next line, and answers 431 if it is a field. */
     for (; p <= last; p = q + 2) {
