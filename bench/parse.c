@@ -4,7 +4,8 @@
  * it under callgrind with two iteration counts and take the difference:
  *   valgrind --tool=callgrind --callgrind-out-file=cg.N build/bench/parse N browser
  * for N = 1000 and 11000: (total(11000) - total(1000)) / 10000 is the cost of
- * one parse with its loop. Usage: parse [iterations [short|browser]]. */
+ * one parse with its loop. Usage: parse [iterations [short|ab|browser]];
+ * SPINDLE_HTTP_NO_AVX2=1 measures the baseline copy. */
 #include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,10 @@
 #include "http/http_parse.h"
 
 static const char short_get[] = "GET / HTTP/1.1\r\nHost: example.com\r\n\r\n";
+
+/* What ab -k sends: the request of bench/run's instructions workload. */
+static const char ab_get[] = "GET / HTTP/1.0\r\nConnection: Keep-Alive\r\nHost: 127.0.0.1:40000\r\n"
+                             "User-Agent: ApacheBench/2.3\r\nAccept: */*\r\n\r\n";
 
 /* 15 fields, as a browser sends them (the shape of picohttpparser's bench). */
 static const char browser[] =
@@ -97,9 +102,11 @@ static void run(const char *name, const char *req, long iters, int pfd) {
 int main(int argc, char **argv) {
     long iters = argc > 1 ? atol(argv[1]) : 2000000;
     int pfd = perf_open();
-    const char *only = argc > 2 ? argv[2] : NULL; /* "short" or "browser" */
+    const char *only = argc > 2 ? argv[2] : NULL; /* "short", "ab" or "browser" */
     if (!only || strcmp(only, "short") == 0)
         run("short", short_get, iters, pfd);
+    if (!only || strcmp(only, "ab") == 0)
+        run("ab", ab_get, iters, pfd);
     if (!only || strcmp(only, "browser") == 0)
         run("browser", browser, iters, pfd);
     return 0;

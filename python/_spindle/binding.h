@@ -97,6 +97,7 @@ typedef struct hub {
     size_t ngarbage, garbage_cap;
     pyjob *assign; /* the job handed to the greenlet being started */
     int busy, max_busy;
+    int starting; /* run_python is starting the pending requests */
     int workers;
     int forked;
     int reload; /* --reload: each worker reports its modules' files */
@@ -106,7 +107,6 @@ typedef struct hub {
     PyObject *file_wrapper_type;
     PyObject *parked;         /* greenlet -> its wait (park/unpark), made on first use */
     PyObject *root_path;      /* SCRIPT_NAME */
-    PyObject *jobs;           /* greenlet -> its pyjob, while it serves a request */
     PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
     int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
     int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
@@ -133,6 +133,12 @@ void hub_queue(hub *h, hub_wake *w);
 void hub_unqueue(hub *h, hub_wake *w);
 /* The job the current greenlet serves, or NULL (not in a request). */
 pyjob *hub_current_job(void);
+
+/* job_table.c: greenlet -> the pyjob it serves (hub_current_job). put
+ * returns -1 when out of memory (the job is then not findable). */
+int job_table_put(const void *g, pyjob *j);
+pyjob *job_table_get(const void *g);
+void job_table_del(const void *g);
 /* The current greenlet (a new reference). */
 PyObject *hub_current(void);
 int hub_in_greenlet(const hub *h);
@@ -169,6 +175,10 @@ void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+/* env_cache.c: the environ base made from this request's head and peer
+ * before (borrowed), or NULL; put keeps base (a dict never changed after). */
+PyObject *env_cache_get(const sp_req *r);
+void env_cache_put(const sp_req *r, PyObject *base);
 
 /* session.c */
 /* On the coroutine: runs j->sess_op; 0 or -errno. */
@@ -177,6 +187,9 @@ ssize_t session_do(pyjob *j);
 int session_attach(pyjob *j, PyObject *env);
 /* From the greenlet, before the last op: the handle stops working. */
 void session_detach(pyjob *j);
+/* After the environ is dropped: keeps the last detached request object for
+ * the next request if nothing else holds it, else releases it. */
+void session_recycle(void);
 int session_init_type(void);
 PyObject *py_session_open(PyObject *self, PyObject *env);
 /* websocket.c */

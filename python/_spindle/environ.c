@@ -3,7 +3,8 @@
  * request's own: method, PATH_INFO (percent-decoded, as latin-1), query,
  * protocol, addresses, CONTENT_*, and HTTP_* (repeats joined with ", ",
  * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
- * pose as X-Forwarded-For). The keys come from header_keys.c. */
+ * pose as X-Forwarded-For). The keys come from header_keys.c; the part
+ * the request's bytes decide is reused from env_cache.c when they repeat. */
 #include "binding.h"
 
 #include "http/http_chars.h"
@@ -238,7 +239,7 @@ static PyObject *remote_addr(const sp_req *r) {
     return a;
 }
 
-static PyObject *port_str(unsigned port) {
+static PyObject *port_text(unsigned port) {
     char buf[8];
     int n = 0;
     do {
@@ -266,8 +267,34 @@ static int tls_environ(PyObject *env, const sp_req *r) {
     return 0;
 }
 
-PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
-    const sp_req *r = j->req;
+/* REMOTE_PORT: the str of a port seen lately (a keep-alive connection
+ * asks again each request), else a new one. */
+static PyObject *port_str(unsigned port) {
+    static struct {
+        unsigned port;
+        PyObject *s;
+    } seen[64];
+    unsigned k = (port ^ port >> 6) & 63;
+    if (seen[k].s && seen[k].port == port) {
+        Py_INCREF(seen[k].s);
+        return seen[k].s;
+    }
+    PyObject *s = port_text(port);
+    if (s) {
+        Py_INCREF(s);
+        Py_XSETREF(seen[k].s, s);
+        seen[k].port = port;
+    }
+    return s;
+}
+
+/* Everything in the environ that the request's bytes and its peer decide
+ * (env_cache.c keys on exactly those: the head's octets, the listener, the
+ * peer's address family, address and trust): all but wsgi.input and
+ * REMOTE_PORT. Anything else a connection decides (TLS: HTTPS, SSL_*, a
+ * client certificate) must not go here but in environ_build after the copy,
+ * or into env_cache.c's key: a cached base would hand it to another client. */
+static PyObject *environ_base(hub *h, const sp_req *r) {
     PyObject *env = PyDict_Copy(h->environ_template);
     if (!env)
         return NULL;
@@ -276,7 +303,7 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
         PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10) < 0 ||
-        server_name(env, r) < 0 || PyDict_SetItem(env, k_input, input) < 0)
+        server_name(env, r) < 0)
         goto fail;
     const conn *c = r->c;
     if (c->peer_family == AF_UNIX) {
@@ -285,10 +312,8 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         const char *a = c->peer_trusted ? sp_req_client_addr(r) : "unix";
         if (set_new(env, k_raddr, PyUnicode_FromString(strcmp(a, "unix") ? a : "127.0.0.1")) < 0)
             goto fail;
-    } else {
-        if (set_new(env, k_raddr, remote_addr(r)) < 0 ||
-            set_new(env, k_rport, port_str(c->peer_port)) < 0)
-            goto fail;
+    } else if (set_new(env, k_raddr, remote_addr(r)) < 0) {
+        goto fail;
     }
     for (size_t i = 0; i < hd->nfields; i++)
         if (add_header(env, &hd->fields[i]) < 0)
@@ -300,14 +325,44 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         if (rc < 0)
             goto fail;
     }
-    if (c->tls && tls_environ(env, r) < 0)
-        goto fail;
-    /* A trusted proxy says how the client reached it (--forwarded-header). */
-    else if (!c->tls && c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
+    /* A trusted proxy says how the client reached it (--forwarded-header);
+     * a TLS connection's own keys are set per call, after the copy. */
+    if (!c->tls && c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
              set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
         goto fail;
     return env;
 fail:
     Py_DECREF(env);
     return NULL;
+}
+
+/* A fresh dict for each call (the app may change it): a copy of the base
+ * (the cached one when the same head came from the same kind of peer
+ * before), then the request's own entries. */
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
+    const sp_req *r = j->req;
+    PyObject *base = env_cache_get(r), *env;
+    if (base) {
+        env = PyDict_Copy(base);
+    } else {
+        if (!(env = environ_base(h, r)))
+            return NULL;
+        base = PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        if (base) {
+            env_cache_put(r, base);
+            Py_DECREF(base);
+        } else {
+            PyErr_Clear(); /* not cached; this request goes on */
+        }
+    }
+    if (!env)
+        return NULL;
+    const conn *c = r->c;
+    if (PyDict_SetItem(env, k_input, input) < 0 ||
+        (c->peer_family != AF_UNIX && set_new(env, k_rport, port_str(c->peer_port)) < 0) ||
+        (c->tls && tls_environ(env, r) < 0)) {
+        Py_DECREF(env);
+        return NULL;
+    }
+    return env;
 }

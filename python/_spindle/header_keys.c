@@ -2,9 +2,11 @@
  * "HTTP_USER_AGENT") without letting names a client makes up pin memory.
  * The common names have prebuilt keys (a fixed set, interned once); other
  * names hit a small direct-mapped cache of strong references or get a fresh
- * str. Nothing per request is interned: on CPython 3.12 before gh-113993
- * interned strings are immortal, so interning each new name grew a worker
- * without bound. */
+ * str. In front of both, a direct-mapped cache keyed by the name exactly as
+ * sent (clients repeat their own spelling), found with one short hash and
+ * compare. Nothing per request is interned: on CPython 3.12 before
+ * gh-113993 interned strings are immortal, so interning each new name grew a
+ * worker without bound. */
 #include "binding.h"
 
 #include "http/http_chars.h"
@@ -13,6 +15,7 @@
 
 #define COMMON_SLOTS 128 /* a power of two, over twice the names below */
 #define RECENT_SLOTS 512
+#define SENT_SLOTS   256 /* a power of two */
 #define KEY_NAME_MAX 64
 
 typedef struct key_slot {
@@ -39,6 +42,8 @@ static const char *const common_names[] = {
 
 static key_slot common[COMMON_SLOTS]; /* filled once per process, then read only */
 static key_slot recent[RECENT_SLOTS]; /* the last uncommon name of each hash */
+/* The last name of each hash as sent (any case), never one with '_'. */
+static key_slot sent[SENT_SLOTS];
 static size_t ncommon;
 
 static uint32_t fnv1a(const char *lower, size_t n) {
@@ -94,7 +99,51 @@ int header_keys_init(void) {
     return 0;
 }
 
+/* A hash of the name as sent from its length and its first and last
+ * octets (up to 8 each): a few instructions, where fnv1a takes a few per
+ * octet. */
+static uint32_t sent_hash(const char *s, size_t n) {
+    uint64_t a = 0, b = 0;
+    if (n >= 8) {
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+    } else if (n >= 4) {
+        uint32_t x, y;
+        memcpy(&x, s, 4);
+        memcpy(&y, s + n - 4, 4);
+        a = x;
+        b = y;
+    } else {
+        for (size_t i = 0; i < n; i++)
+            a = a << 8 | (unsigned char)s[i];
+    }
+    uint64_t h = (a ^ n) * 0x9e3779b97f4a7c15u ^ b * 0xc2b2ae3d27d4eb4fu;
+    return (uint32_t)(h >> 40);
+}
+
+static PyObject *key_of(const char *name, size_t n, int *skip);
+
 PyObject *header_key(const char *name, size_t n, int *skip) {
+    if (n > KEY_NAME_MAX)
+        return key_of(name, n, skip);
+    key_slot *s = &sent[sent_hash(name, n) & (SENT_SLOTS - 1)];
+    if (s->key && s->len == n && memcmp(s->name, name, n) == 0) {
+        *skip = 0;
+        Py_INCREF(s->key);
+        return s->key;
+    }
+    PyObject *key = key_of(name, n, skip);
+    if (key) { /* a name with '_' returns NULL: never cached */
+        Py_INCREF(key);
+        Py_XSETREF(s->key, key);
+        s->len = (uint8_t)n;
+        memcpy(s->name, name, n);
+    }
+    return key;
+}
+
+/* The key by the lower-case name: the common table, else the recent cache. */
+static PyObject *key_of(const char *name, size_t n, int *skip) {
     *skip = 0;
     char lower[KEY_NAME_MAX];
     for (size_t i = 0; i < n; i++) {
@@ -127,9 +176,12 @@ PyObject *header_key(const char *name, size_t n, int *skip) {
 }
 
 PyObject *py_header_key_cache(PyObject *self, PyObject *unused) {
-    size_t used = 0;
+    size_t used = 0, sent_used = 0;
     for (size_t i = 0; i < RECENT_SLOTS; i++)
         used += recent[i].key != NULL;
-    return Py_BuildValue("{snsnsn}", "common", (Py_ssize_t)ncommon, "recent", (Py_ssize_t)used,
-                         "recent_slots", (Py_ssize_t)RECENT_SLOTS);
+    for (size_t i = 0; i < SENT_SLOTS; i++)
+        sent_used += sent[i].key != NULL;
+    return Py_BuildValue("{snsnsnsnsn}", "common", (Py_ssize_t)ncommon, "recent", (Py_ssize_t)used,
+                         "recent_slots", (Py_ssize_t)RECENT_SLOTS, "sent", (Py_ssize_t)sent_used,
+                         "sent_slots", (Py_ssize_t)SENT_SLOTS);
 }

@@ -77,13 +77,9 @@ pyjob *hub_current_job(void) {
     if (!hub_in_greenlet(h))
         return NULL;
     PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
-    PyObject *ptr = cur ? PyDict_GetItemWithError(h->jobs, cur) : NULL;
+    pyjob *j = cur ? job_table_get(cur) : NULL;
     Py_XDECREF(cur);
-    if (!ptr) {
-        PyErr_Clear();
-        return NULL;
-    }
-    return PyLong_AsVoidPtr(ptr);
+    return j;
 }
 
 PyObject *hub_current(void) {
@@ -181,26 +177,46 @@ int wsgi_handler(sp_req *req, sp_res *res, void *ud) {
 
 /* ---- greenlets ---------------------------------------------------------- */
 
+/* The first request waiting for a greenlet, taken off the queue, if the
+ * --max-concurrent bound allows one more; else NULL. */
+static pyjob *next_pending(hub *h) {
+    pyjob *j = h->pending_head;
+    if (!j || h->busy >= h->max_busy)
+        return NULL;
+    h->pending_head = j->next;
+    if (!h->pending_head)
+        h->pending_tail = NULL;
+    j->next = NULL;
+    return j;
+}
+
 /* The body of every pooled greenlet: serve the assigned job, go back to the
- * pool, wait for the next one. */
+ * pool, wait for the next one. While the hub is starting the waiting
+ * requests (run_python), a greenlet whose call ended takes the next one
+ * itself: the hub would give it this same greenlet (the pool is a stack)
+ * with nothing done in between, so only the two switches are saved. */
 static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
     hub *h = the_hub;
+    pyjob *next = NULL;
     for (;;) {
-        pyjob *j = h->assign;
-        h->assign = NULL;
+        pyjob *j = next ? next : h->assign;
+        if (!next)
+            h->assign = NULL;
+        next = NULL;
         /* The job held the reference that kept this greenlet alive while it
          * was parked; the pool takes it over. j is still valid here: its
          * coroutine runs only after we switch back to the hub. */
         PyObject *me = j->wake.greenlet;
-        PyObject *ptr = PyLong_FromVoidPtr(j);
-        if (!ptr || PyDict_SetItem(h->jobs, me, ptr) < 0)
-            PyErr_Clear(); /* only spindle.websocket needs it: it says so */
-        Py_XDECREF(ptr);
+        (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
         wsgi_run(h, j);
-        if (PyDict_DelItem(h->jobs, me) < 0)
-            PyErr_Clear();
+        job_table_del(me);
         j->wake.greenlet = NULL;
         h->busy--;
+        if (h->starting && (next = next_pending(h))) {
+            h->busy++;
+            next->wake.greenlet = me; /* the reference passes to the next job */
+            continue;
+        }
         if (h->nidle == h->idle_cap) {
             size_t cap = h->idle_cap ? h->idle_cap * 2 : 32;
             PyObject **v = PyMem_Realloc(h->idle_g, cap * sizeof *v);
@@ -309,15 +325,13 @@ static int run_python(hub *h) {
         Py_DECREF(o);
         did = 1;
     }
-    while (h->pending_head && h->busy < h->max_busy) {
-        pyjob *j = h->pending_head;
-        h->pending_head = j->next;
-        if (!h->pending_head)
-            h->pending_tail = NULL;
-        j->next = NULL;
+    pyjob *j;
+    h->starting = 1; /* greenlet_main may take the next ones itself */
+    while ((j = next_pending(h))) {
         start_job(h, j);
         did = 1;
     }
+    h->starting = 0;
     while (h->ready_head) {
         hub_wake *w = h->ready_head;
         h->ready_head = w->next;
@@ -344,9 +358,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->hub_g = (PyObject *)cur; /* owned */
     h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
-    if (!h->jobs)
-        h->jobs = PyDict_New();
-    if (!h->worker_main || !h->jobs)
+    if (!h->worker_main)
         return -ENOMEM;
     int rc = server_start(s, h->l);
     if (rc >= 0)

@@ -48,13 +48,23 @@ ssize_t session_do(pyjob *j) {
     return rc;
 }
 
+/* A detached request object, still ours until session_recycle, and the one
+ * kept for the next request once nothing else held it (one worker thread). */
+static sess_obj *detached, *spare;
+
 int session_attach(pyjob *j, PyObject *env) {
-    sess_obj *o = PyObject_New(sess_obj, &sess_type);
+    sess_obj *o = spare ? spare : PyObject_New(sess_obj, &sess_type);
+    spare = NULL;
     if (!o)
         return -1;
     o->j = j;
     j->sess_obj = (PyObject *)o;
-    return PyDict_SetItemString(env, "spindle.request", (PyObject *)o);
+    /* The key made once: SetItemString would build and intern it anew each
+     * request (~700 instructions). */
+    static PyObject *key;
+    if (!key && !(key = PyUnicode_InternFromString("spindle.request")))
+        return -1;
+    return PyDict_SetItem(env, key, (PyObject *)o);
 }
 
 void session_detach(pyjob *j) {
@@ -64,7 +74,16 @@ void session_detach(pyjob *j) {
     o->j = NULL;
     j->sess_obj = NULL;
     j->sess = NULL;
-    Py_DECREF(o);
+    Py_XSETREF(detached, o); /* our reference, until session_recycle */
+}
+
+void session_recycle(void) {
+    sess_obj *o = detached;
+    detached = NULL;
+    if (o && Py_REFCNT(o) == 1 && !spare)
+        spare = o;
+    else
+        Py_XDECREF(o);
 }
 
 /* Raises the error for -rc of a session call (NULL). */

@@ -17,127 +17,17 @@
 #include <unistd.h>
 
 typedef struct {
-    PyObject_HEAD pyjob *j; /* NULL once the call is over */
-    PyObject *status;       /* str */
-    PyObject *headers;      /* tuple of (str, str): start_response's copy */
+    PyObject_HEAD vectorcallfunc vectorcall; /* sr_vectorcall: calls without a tuple */
+    pyjob *j;                                /* NULL once the call is over */
+    PyObject *status;                        /* str */
+    PyObject *headers;                       /* tuple of (str, str): start_response's copy */
+    PyObject *write_fn; /* the write callable start_response returns, made once */
     int called;
     int64_t content_length; /* the app's Content-Length, or -1 */
     uint64_t sent;
 } sr_obj;
 
 static PyTypeObject sr_type;
-
-/* Latin-1 bytes of a str with only code points < 256, NUL-terminated (a
- * bytes object owns them: *hold). NULL with an error otherwise. */
-static const char *latin1_of(PyObject *s, Py_ssize_t *len, PyObject **hold) {
-    *hold = NULL;
-    if (!PyUnicode_Check(s)) {
-        PyErr_Format(PyExc_TypeError, "WSGI status and headers must be str, not %.100s",
-                     Py_TYPE(s)->tp_name);
-        return NULL;
-    }
-    if (PyUnicode_IS_ASCII(s))
-        return PyUnicode_AsUTF8AndSize(s, len); /* ASCII: the same bytes, cached */
-    *hold = PyUnicode_AsLatin1String(s);
-    if (!*hold)
-        return NULL;
-    *len = PyBytes_GET_SIZE(*hold);
-    return PyBytes_AS_STRING(*hold);
-}
-
-static int is_hop_by_hop(const char *n, size_t len) {
-    static const char *const hop[] = {"connection",          "keep-alive", "proxy-authenticate",
-                                      "proxy-authorization", "te",         "trailers",
-                                      "transfer-encoding",   "upgrade"};
-    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
-        if (http_ieq(n, len, hop[i], strlen(hop[i])))
-            return 1;
-    return 0;
-}
-
-/* The status: "NNN reason", code 1xx-5xx, no control characters. */
-static int validate_status(PyObject *status) {
-    Py_ssize_t sl;
-    PyObject *hold;
-    const char *st = latin1_of(status, &sl, &hold);
-    if (!st)
-        return -1;
-    int ok = sl >= 4 && st[0] >= '1' && st[0] <= '5' && st[1] >= '0' && st[1] <= '9' &&
-             st[2] >= '0' && st[2] <= '9' && st[3] == ' ';
-    for (Py_ssize_t i = 4; ok && i < sl; i++)
-        ok = http_is((unsigned char)st[i], HTTP_C_VALUE);
-    int interim = ok && st[0] == '1'; /* refused by sp_res_status too; said here */
-    Py_XDECREF(hold);
-    if (!ok || interim) {
-        PyErr_Format(PyExc_ValueError,
-                     interim ? "WSGI status %R is interim (1xx): an answer is 200-599"
-                             : "invalid WSGI status %R: want '200 OK' form",
-                     status);
-        return -1;
-    }
-    return 0;
-}
-
-/* Each header of the tuple: a (str, str) pair, a token name, a value
- * without control characters, not hop-by-hop. */
-static int validate_headers(PyObject *headers) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(headers); i++) {
-        PyObject *t = PyTuple_GET_ITEM(headers, i);
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
-            PyErr_Format(PyExc_TypeError, "WSGI header %R is not a (name, value) tuple", t);
-            return -1;
-        }
-        Py_ssize_t nl, vl;
-        PyObject *hn, *hv;
-        const char *n = latin1_of(PyTuple_GET_ITEM(t, 0), &nl, &hn);
-        if (!n)
-            return -1;
-        const char *v = latin1_of(PyTuple_GET_ITEM(t, 1), &vl, &hv);
-        if (!v) {
-            Py_XDECREF(hn);
-            return -1;
-        }
-        int good = nl > 0;
-        for (Py_ssize_t k = 0; good && k < nl; k++)
-            good = http_is((unsigned char)n[k], HTTP_C_TCHAR);
-        for (Py_ssize_t k = 0; good && k < vl; k++)
-            good = http_is((unsigned char)v[k], HTTP_C_VALUE);
-        int hop = good && is_hop_by_hop(n, (size_t)nl);
-        Py_XDECREF(hn);
-        Py_XDECREF(hv);
-        if (!good) {
-            PyErr_Format(PyExc_ValueError,
-                         "invalid WSGI header %R: names are tokens, values have no control "
-                         "characters (CR, LF, NUL)",
-                         t);
-            return -1;
-        }
-        if (hop) {
-            PyErr_Format(PyExc_ValueError,
-                         "WSGI header %R is hop-by-hop: the server owns it (PEP 3333)", t);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Checks what start_response was given and returns a private tuple of its
- * headers (a new reference), or NULL with a Python error. The response is
- * built from that copy only: the app may change its own list afterwards, and
- * a late (name,) or a late Upgrade must neither crash nor reach the wire. */
-static PyObject *validated_headers(PyObject *status, PyObject *headers) {
-    if (validate_status(status) < 0)
-        return NULL;
-    if (!PyList_Check(headers)) {
-        PyErr_Format(PyExc_TypeError, "WSGI headers must be a list, not %.100s",
-                     Py_TYPE(headers)->tp_name);
-        return NULL;
-    }
-    PyObject *copy = PyList_AsTuple(headers);
-    if (copy && validate_headers(copy) < 0)
-        Py_CLEAR(copy);
-    return copy;
-}
 
 /* The head goes into the response (not on the wire yet: the coroutine sends
  * it with the first body bytes). body_len: the whole body's length when the
@@ -265,12 +155,51 @@ static int send_chunk(sr_obj *sr, const char *p, size_t n) {
     return 0;
 }
 
+static PyObject *sr_write(sr_obj *sr, PyObject *data);
+static PyMethodDef sr_write_def = {"write", (PyCFunction)sr_write, METH_O,
+                                   "write(data): the legacy write callable"};
+
+static PyObject *sr_start(sr_obj *sr, PyObject *status, PyObject *headers, PyObject *exc_info);
+
+/* start_response(...) with keywords or a wrong count: the format parser
+ * says what is wrong. */
 static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"status", "headers", "exc_info", NULL};
     PyObject *status, *headers, *exc_info = Py_None;
     if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|O:start_response", kwlist, &status, &headers,
                                      &exc_info))
         return NULL;
+    return sr_start(sr, status, headers, exc_info);
+}
+
+/* The usual call, start_response(status, headers[, exc_info]), without an
+ * argument tuple; anything else goes through sr_call. */
+static PyObject *sr_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                               PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    if (!kwnames && (n == 2 || n == 3))
+        return sr_start((sr_obj *)self, args[0], args[1], n == 3 ? args[2] : Py_None);
+    PyObject *t = PyTuple_New(n), *kw = NULL, *r = NULL;
+    if (!t)
+        return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(t, i, args[i]);
+    }
+    Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nk && !(kw = PyDict_New()))
+        goto out;
+    for (Py_ssize_t i = 0; i < nk; i++)
+        if (PyDict_SetItem(kw, PyTuple_GET_ITEM(kwnames, i), args[n + i]) < 0)
+            goto out;
+    r = sr_call((sr_obj *)self, t, kw);
+out:
+    Py_DECREF(t);
+    Py_XDECREF(kw);
+    return r;
+}
+
+static PyObject *sr_start(sr_obj *sr, PyObject *status, PyObject *headers, PyObject *exc_info) {
     if (!sr->j) {
         PyErr_SetString(PyExc_RuntimeError, "start_response called after the response ended");
         return NULL;
@@ -299,10 +228,12 @@ static PyObject *sr_call(sr_obj *sr, PyObject *args, PyObject *kw) {
     Py_XSETREF(sr->headers, copy);
     sr->called = 1;
     sr->j->sr_called = 1;
-    static PyObject *write_name;
-    if (!write_name && !(write_name = PyUnicode_InternFromString("write")))
+    /* What getattr(sr, "write") gives, made once per object: it holds sr,
+     * and drop_sr breaks that cycle unless sr is kept for the next call. */
+    if (!sr->write_fn && !(sr->write_fn = PyCFunction_New(&sr_write_def, (PyObject *)sr)))
         return NULL;
-    return PyObject_GetAttr((PyObject *)sr, write_name);
+    Py_INCREF(sr->write_fn);
+    return sr->write_fn;
 }
 
 static PyObject *sr_write(sr_obj *sr, PyObject *data) {
@@ -325,6 +256,7 @@ static PyObject *sr_write(sr_obj *sr, PyObject *data) {
 }
 
 static void sr_dealloc(sr_obj *sr) {
+    /* write_fn is NULL here: while it lives it holds sr. */
     Py_XDECREF(sr->status);
     Py_XDECREF(sr->headers);
     PyObject_Free(sr);
@@ -334,13 +266,15 @@ static PyMethodDef sr_methods[] = {
     {"write", (PyCFunction)sr_write, METH_O, "write(data): the legacy write callable"},
     {NULL, NULL, 0, NULL},
 };
+_Static_assert(sizeof sr_methods[0] == sizeof sr_write_def, "write is sr_methods[0]");
 
 static PyTypeObject sr_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle.StartResponse",
     .tp_basicsize = sizeof(sr_obj),
     .tp_dealloc = (destructor)sr_dealloc,
-    .tp_call = (ternaryfunc)sr_call,
-    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_vectorcall_offset = offsetof(sr_obj, vectorcall),
+    .tp_call = PyVectorcall_Call, /* what a vectorcall type must have: sr_vectorcall */
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_methods = sr_methods,
 };
 
@@ -512,9 +446,33 @@ static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
     return 1;
 }
 
+/* The last call's start_response when nothing else held it at the end: the
+ * next call takes it instead of a new object (one worker thread: no lock). */
+static sr_obj *spare_sr;
+
+static void drop_sr(sr_obj *sr) {
+    if (!sr)
+        return;
+    /* Held only by us and its own write callable, held only by it. */
+    Py_ssize_t own = sr->write_fn ? 2 : 1;
+    if (Py_REFCNT(sr) == own && (!sr->write_fn || Py_REFCNT(sr->write_fn) == 1) && !spare_sr) {
+        Py_CLEAR(sr->status);
+        Py_CLEAR(sr->headers);
+        spare_sr = sr;
+        return;
+    }
+    Py_CLEAR(sr->write_fn); /* the app may still hold it, and through it sr */
+    Py_DECREF(sr);
+}
+
 void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = input_new(j);
-    sr_obj *sr = PyObject_New(sr_obj, &sr_type);
+    sr_obj *sr = spare_sr;
+    spare_sr = NULL;
+    if (!sr && (sr = PyObject_New(sr_obj, &sr_type))) {
+        sr->vectorcall = sr_vectorcall;
+        sr->write_fn = NULL;
+    }
     PyObject *env = NULL, *result = NULL;
     int single = 0;
     if (!input || !sr)
@@ -527,7 +485,8 @@ void wsgi_run(hub *h, pyjob *j) {
     env = environ_build(h, j, input);
     if (!env || session_attach(j, env) < 0)
         goto error;
-    result = PyObject_CallFunctionObjArgs(h->app, env, (PyObject *)sr, NULL);
+    PyObject *args[2] = {env, (PyObject *)sr};
+    result = PyObject_Vectorcall(h->app, args, 2, NULL);
     if (j->wsobj) {
         websocket_done(h, j, result, input, sr);
         goto out;
@@ -564,6 +523,7 @@ error:
 out:
     Py_XDECREF(result);
     Py_XDECREF(env);
-    Py_XDECREF(input);
-    Py_XDECREF(sr);
+    session_recycle();
+    input_release(input);
+    drop_sr(sr);
 }

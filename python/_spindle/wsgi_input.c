@@ -17,8 +17,13 @@ typedef struct {
 
 static PyTypeObject input_type;
 
+/* The last request's input when nothing else held it at its end: the next
+ * request takes it instead of a new object (one worker thread). */
+static input_obj *spare;
+
 PyObject *input_new(pyjob *j) {
-    input_obj *o = PyObject_New(input_obj, &input_type);
+    input_obj *o = spare ? spare : PyObject_New(input_obj, &input_type);
+    spare = NULL;
     if (!o)
         return NULL;
     o->j = j;
@@ -28,6 +33,16 @@ PyObject *input_new(pyjob *j) {
 
 void input_detach(PyObject *input) {
     ((input_obj *)input)->j = NULL;
+}
+
+void input_release(PyObject *input) {
+    input_obj *o = (input_obj *)input;
+    if (o && Py_REFCNT(o) == 1 && !spare && !o->j) {
+        Py_CLEAR(o->pushback);
+        spare = o;
+        return;
+    }
+    Py_XDECREF(o);
 }
 
 static void input_dealloc(input_obj *o) {

@@ -4,10 +4,16 @@
  * re-scans. Strictness is the defence against request smuggling. */
 #include "http/http_parse.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "http/http_chars.h"
 #include "http/http_scan.h"
+
+/* The helpers of the one pass, inlined into both copies of it (parse_base,
+ * parse_avx2) as they were into the single function before: called from
+ * two places, the compiler would otherwise keep them out of line. */
+#define INLINE __attribute__((always_inline)) inline
 
 static inline uint32_t load4(const char *s) {
     uint32_t x;
@@ -92,7 +98,7 @@ static http_method method_id(const char *m, size_t n) {
  * authority-form only for CONNECT (§3.2.3: host ":" port, no userinfo) and
  * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked.
  * An absolute-form target's authority becomes r's host (§3.2.2). */
-static int target_form_ok(http_method m, const char *t, size_t n, http_request *r) {
+INLINE static int target_form_ok(http_method m, const char *t, size_t n, http_request *r) {
     if (m == HTTP_M_CONNECT) {
         size_t colon = n;
         for (size_t i = 0; i < n; i++) {
@@ -222,13 +228,13 @@ static int content_length(head_state *st, http_request *r, const char *v, size_t
 }
 
 /* The field names the parser acts on have distinct lengths: here, by
- * length, the first letter of the one of that length (0: none). A field
+ * length (up to 31), the first letter of the one of that length (0: none). A field
  * passes this filter in a few instructions; only a match is compared whole. */
-static const char special_first[18] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
+static const char special_first[32] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
 
 /* Records what the driver needs from the fields that carry it; lo is the
  * start of the buffer, for the scanners. 0 or -400. */
-static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
+INLINE static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
     const char *v = f->value;
     size_t n = f->value_len;
     switch (f->name_len) {
@@ -284,7 +290,7 @@ static int note_field(head_state *st, http_request *r, const http_field *f, cons
 }
 
 /* The verdict once the whole head is in: Host, framing, expectations. */
-static int judge(head_state *st, http_request *r) {
+INLINE static int judge(head_state *st, http_request *r) {
     /* RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. */
     if (r->minor_version == 1 && st->hosts == 0)
         return -400;
@@ -337,7 +343,7 @@ static int version_octet_ok(size_t i, char c) {
 /* HTTP-version = "HTTP/" DIGIT "." DIGIT (§2.3) and its CRLF: 10 octets.
  * A major version other than 1 → 505 (RFC 9110 §15.6.6); minor 2-9 is
  * served as 1.1 (RFC 9110 §2.5). Returns 10, 0 when cut short, or -status. */
-static int version(const char *p, const char *end, int *minor) {
+INLINE static int version(const char *p, const char *end, int *minor) {
     /* The common case, "HTTP/1.0" or "HTTP/1.1" then CRLF, in two words:
      * the two differ only in the low bit of their last octet. */
     if (end - p >= 10) {
@@ -364,7 +370,7 @@ static int version(const char *p, const char *end, int *minor) {
  * peers that disagree about line ends disagree about where fields end. A CR
  * not followed by LF is refused as §2.2 allows. Returns 2 (CRLF), 0 when cut
  * short, -400 otherwise. */
-static int crlf(const char *p, const char *end) {
+INLINE static int crlf(const char *p, const char *end) {
     if (p == end)
         return 0;
     if (*p != '\r')
@@ -374,131 +380,148 @@ static int crlf(const char *p, const char *end) {
     return p[1] == '\n' ? 2 : -400;
 }
 
+/* The baseline copy: SSE2 on x86-64, the portable scanners elsewhere. */
+#define PARSE_FN             parse_base
+#define PARSE_ATTR           __attribute__((noinline))
+#define SCAN_FIELD           http_scan_field
+#define SCAN_TARGET(l, p, e) http_scan_target_in(l, p, e, ' ')
+#define SCAN_SETUP           /* nothing */
+#define FIELD_RUN(p, nf, rc) (p)
+#include "http/http_parse_head.h"
+#undef PARSE_FN
+#undef PARSE_ATTR
+#undef SCAN_FIELD
+#undef SCAN_TARGET
+#undef SCAN_SETUP
+#undef FIELD_RUN
+
+#if defined(HTTP_SCAN_SSE2) && defined(__x86_64__)
+#include "http/http_scan_avx2.h"
+
+/* One usual field line at p: a name of letters and '-', ':', at most one
+ * SP, a value of visible octets and SP with no OWS left at either end,
+ * CRLF. Read from the 32 octets at w: p itself, or (tail) the buffer's last
+ * 32 octets, w <= p. Returns the CR, or NULL when the line is of another
+ * shape or cut short, for the general loop to decide; *cp is the name's
+ * length, *vsp the value's start. */
+HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
+                                 const char *end, const char *last_cr, const char *w,
+                                 const int tail, size_t *cp, const char **vsp) {
+    __m256i v = http_load32(w);
+    unsigned s = tail ? (unsigned)(p - w) : 0; /* bit i of a shifted mask is p[i] */
+    /* The colon is the first octet neither a letter nor '-'; the window's
+     * last octet is marked so c stays inside it (that octet is then no colon
+     * or the value runs out of the window: either way no usual line here). */
+    size_t c = (size_t)__builtin_ctzll((http_token_misses32(k, v) >> s) | (0x80000000u >> s));
+    if (c == 0 || p[c] != ':')
+        return NULL;
+    /* Bit 0 of the shifted mask is the colon, never a miss. */
+    uint32_t vm = http_value_misses32(k, v) >> (s + c);
+    const char *q;
+    if (vm)
+        q = p + c + __builtin_ctzll(vm);
+    else if (!tail)
+        q = http_scan_avx2(k, buf, p + 32, end, HTTP_C_VALUE, '\r');
+    else
+        return NULL; /* the value runs to the end: cut short */
+    if (q > last_cr || load2(q) != load2("\r\n"))
+        return NULL; /* HTAB, a control, or cut short */
+    const char *vs = p + c + 1;
+    vs += *vs == ' ';
+    if (vs < q && ((unsigned char)*vs <= ' ' || (unsigned char)q[-1] <= ' '))
+        return NULL; /* more OWS to trim */
+    *cp = c;
+    *vsp = vs;
+    return q;
+}
+
+/* The usual field lines in a row (usual_line), while 32 octets can be read
+ * from each line's start, then the last ones from the buffer's last 32
+ * octets. It stops before the first line of another shape or at the field
+ * limit, and the general loop takes that line: it reads these lines exactly
+ * as this does, so the verdict never depends on which loop read a line.
+ * Returns where it stopped, *nfp counting the fields; *rc < 0 is
+ * note_field's verdict. */
+HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const char *p,
+                                const char *end, http_request *r, head_state *st, size_t *nfp,
+                                size_t fields_max, int *rc) {
+    http_field *f = r->fields + *nfp;
+    http_field *const fend = r->fields + fields_max;
+    *rc = 0;
+    if (end - buf < 32 || f == fend)
+        return p;
+    /* The last 32-octet window, the last CR with its LF. */
+    const char *const last = end - 32, *const last_cr = end - 2;
+    size_t c;
+    const char *q, *vs;
+    /* The field limit is checked after each store: the general loop then
+     * reads the next line, and answers 431 if it is a field. */
+    for (; p <= last; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, last_cr, p, 0, &c, &vs)))
+            goto out;
+        *f = (http_field){p, c, vs, (size_t)(q - vs)};
+        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
+            return p;
+        if (++f == fend) {
+            p = q + 2;
+            goto out;
+        }
+    }
+    for (; p < end; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, last_cr, last, 1, &c, &vs)))
+            break;
+        *f = (http_field){p, c, vs, (size_t)(q - vs)};
+        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
+            return p;
+        if (++f == fend) {
+            p = q + 2;
+            break;
+        }
+    }
+out:
+    *nfp = (size_t)(f - r->fields);
+    return p;
+}
+
+#define PARSE_FN             parse_avx2
+#define PARSE_ATTR           __attribute__((target("avx2"), noinline))
+#define SCAN_SETUP           const http_avx2_k kk = http_avx2_consts()
+#define SCAN_FIELD           http_scan_field
+#define SCAN_TARGET(l, p, e) http_scan_target_avx2(&kk, l, p, e)
+#define FIELD_RUN(p, nf, rc) field_run(&kk, buf, p, end, r, &st, &nf, fields_max, &rc)
+#include "http/http_parse_head.h"
+
+/* 1 when parse_avx2 is the one used: set once before main (and by the test
+ * hook), read on every call. */
+static int use_avx2;
+
+__attribute__((constructor(101))) static void choose_scan(void) {
+    __builtin_cpu_init();
+    const char *off = getenv("SPINDLE_HTTP_NO_AVX2");
+    use_avx2 = __builtin_cpu_supports("avx2") && !(off && *off && strcmp(off, "0") != 0);
+}
+
+int http_parse_set_avx2(int on) {
+    int was = use_avx2;
+    if (on && !__builtin_cpu_supports("avx2"))
+        return -1;
+    use_avx2 = on != 0;
+    return was;
+}
+
 int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_request *r,
                        const http_limits *lim) {
-    size_t head_max = lim && lim->head_max ? lim->head_max : HTTP_HEAD_MAX_DEFAULT;
-    size_t target_max = lim && lim->target_max ? lim->target_max : HTTP_TARGET_MAX_DEFAULT;
-    size_t fields_max = lim && lim->fields_max ? lim->fields_max : HTTP_FIELDS_MAX_DEFAULT;
-    if (head_max > 0x7fffffff)
-        head_max = 0x7fffffff; /* the head length is returned as an int */
-    if (fields_max > r->fields_cap)
-        fields_max = r->fields_cap;
-    if (prev_checked && prev_checked < len && !worth_parsing(buf, len, prev_checked, head_max))
-        return HTTP_NEED_MORE;
-
-    /* Past head_max, running out of head means the head is too large. The
-     * scanners may read anywhere in [buf, end), never past it. */
-    const char *p = buf, *end = buf + (len < head_max ? len : head_max);
-    const int more = len >= head_max ? -431 : HTTP_NEED_MORE;
-    head_state st = {0};
-    int k;
-
-    r->nfields = 0;
-    r->framing = HTTP_BODY_NONE;
-    r->content_length = 0;
-    r->host = NULL;
-    r->host_len = 0;
-    r->keep_alive = r->conn_close = r->conn_upgrade = r->expect_continue = r->host_from_target = 0;
-
-    /* RFC 9112 §2.2: a server SHOULD ignore empty lines before the request. */
-    while ((k = crlf(p, end)) == 2)
-        p += 2;
-    if (k == 0)
-        return more;
-
-    /* request-line = method SP request-target SP HTTP-version (§3), with
-     * exactly one SP between parts: no other whitespace is accepted. */
-    r->method = p;
-    if (end - p >= 4 && load4(p) == load4("GET ")) {
-        p += 3; /* the usual method, without the scan and the lookup */
-        r->method_len = 3;
-        r->method_id = HTTP_M_GET;
-    } else {
-        p = http_scan_token_in(buf, p, end, ' ');
-        /* §3: a method longer than any the server implements → 501, as soon
-         * as it is seen; not 431 after head_max octets of it. */
-        if ((size_t)(p - r->method) > HTTP_METHOD_MAX)
-            return -501;
-        if (p == end)
-            return more;
-        if (p == r->method || *p != ' ')
-            return -400;
-        r->method_len = (size_t)(p - r->method);
-        r->method_id = method_id(r->method, r->method_len);
-    }
-
-    r->target = ++p;
-    p = http_scan_target_in(buf, p, end, ' ');
-    r->target_len = (size_t)(p - r->target);
-    if (r->target_len > target_max)
-        return -414; /* §3: a target longer than the server will parse → 414 */
-    if (p == end)
-        return more;
-    if (r->target_len == 0 || *p != ' ' ||
-        !target_form_ok(r->method_id, r->target, r->target_len, r))
-        return -400;
-    p++;
-
-    if ((k = version(p, end, &r->minor_version)) <= 0)
-        return k == 0 ? more : k;
-    p += 10;
-
-    /* field-line = field-name ":" OWS field-value OWS (§5), one pass: the
-     * name scan stops at the colon (or the CR of the blank line that ends the
-     * head), the value scan at the CR. */
-    http_field *const fields = r->fields;
-    size_t nf = 0;
-    for (;;) {
-        const char *name = p, *v;
-        size_t name_len;
-        const char *cr = http_scan_field(buf, p, end, &name_len);
-        if (cr) {
-            v = name + name_len + 1;
-            p = cr;
-        } else {
-            p = http_scan_token_in(buf, p, end, ':');
-            if (p == end)
-                return more;
-            if (*p != ':' || p == name) {
-                if (p == name && *p == '\r')
-                    break;
-                /* §5.1: no whitespace before the colon; a line starting with
-                 * SP or HTAB is obs-fold (§5.2) or whitespace after the
-                 * start-line (§2.2), refused alike; an empty name is no token. */
-                return -400;
-            }
-            name_len = (size_t)(p - name);
-            v = ++p;
-            /* §5.5: NUL, CR, LF and other controls in a value → 400. */
-            p = http_scan_value_in(buf, p, end, '\r');
-        }
-        if (end - p < 2 || load2(p) != load2("\r\n")) {
-            k = crlf(p, end);
-            return k == 0 ? more : -400;
-        }
-        /* OWS around the value: the only octets <= SP left in [v, p) are SP
-         * and HTAB; the usual one SP is stepped over without a loop. Reading
-         * ve[-1] is safe, the colon being there at worst. */
-        v += *v == ' ';
-        while ((unsigned char)*v <= ' ' && v < p)
-            v++;
-        const char *ve = p;
-        while ((unsigned char)ve[-1] <= ' ' && ve > v)
-            ve--;
-        p += 2;
-        if (nf == fields_max)
-            return -431;
-        http_field *f = &fields[nf++];
-        *f = (http_field){name, name_len, v, (size_t)(ve - v)};
-        if (name_len < sizeof special_first && special_first[name_len] == (name[0] | 0x20) &&
-            (k = note_field(&st, r, f, buf)) < 0)
-            return k;
-    }
-    if ((k = crlf(p, end)) <= 0)
-        return k == 0 ? more : k;
-    p += 2;
-    r->nfields = nf;
-    if ((k = judge(&st, r)) < 0)
-        return k;
-    return (int)(p - buf);
+    if (use_avx2)
+        return parse_avx2(buf, len, prev_checked, r, lim);
+    return parse_base(buf, len, prev_checked, r, lim);
 }
+#else
+int http_parse_set_avx2(int on) {
+    return on ? -1 : 0;
+}
+
+int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_request *r,
+                       const http_limits *lim) {
+    return parse_base(buf, len, prev_checked, r, lim);
+}
+#endif

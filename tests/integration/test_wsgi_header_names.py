@@ -67,4 +67,5 @@ def test_many_new_header_names_do_not_grow_the_worker(srv):
     # the worker keeps a bounded number of keys, whatever names came
     assert cache is not None and 30 <= cache["common"] <= 64, cache
     assert cache["recent"] <= cache["recent_slots"] <= 1024, cache
+    assert cache["sent"] <= cache["sent_slots"] <= 1024, cache
     assert srv.worker_pids() == [pid]

@@ -4,7 +4,9 @@
 # Python's h11 as well (tests/diff/h11_diff.py). Builds its own small verdict
 # driver from src/http/http_*.c. The corpus is ../shared/corpus (or
 # $SPINDLE_CORPUS); without it the suite says so, counts its cases as
-# skipped, and passes. Ends with "N passed, N failed".
+# skipped, and passes. All of it runs twice: on the parser copy the CPU picks
+# (AVX2 where it has it) and on the baseline one (SPINDLE_HTTP_NO_AVX2=1).
+# Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
 need_corpus || finish
@@ -12,4 +14,6 @@ cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Isrc -o "$work/verdict" \
   tests/diff/verdict.c src/http/http_parse.c src/http/http_chunked.c src/http/http_chars.c \
   || abort "cannot build tests/diff/verdict.c"
 counted /usr/bin/python3 tests/diff/h11_diff.py "$work/verdict" "$CORPUS" "$work/cases"
+counted env SPINDLE_HTTP_NO_AVX2=1 /usr/bin/python3 tests/diff/h11_diff.py "$work/verdict" \
+  "$CORPUS" "$work/cases.base"
 finish

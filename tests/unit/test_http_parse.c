@@ -508,3 +508,92 @@ TEST(browser_request) {
                     "\r\n";
     CHECK_EQ(verdict(s), strlen(s));
 }
+
+#ifndef HTTP_PARSE_TEST_BASELINE
+#define HTTP_PARSE_TEST_BASELINE 0
+#endif
+
+/* The copy under test is the one meant: AVX2 where the CPU has it, the
+ * baseline in test_http_parse_sse2; so neither run silently tests the other. */
+TEST(parser_copy_in_use) {
+#if defined(__x86_64__) && !defined(HTTP_SCAN_PORTABLE)
+    int want = HTTP_PARSE_TEST_BASELINE ? 0 : __builtin_cpu_supports("avx2") != 0;
+    CHECK_EQ(http_parse_set_avx2(want), want);
+#else
+    CHECK_EQ(http_parse_set_avx2(1), -1); /* no AVX2 copy in this build */
+#endif
+}
+
+/* A random field line: mostly the usual shape, with the octets and lengths
+ * where the 32-octet run must hand a line to the general loop (HTAB, extra
+ * OWS, digits in names, controls, a CR or LF alone, lines crossing 32). */
+static size_t random_line(char *o) {
+    static const char nm[] = "abcXYZ-09_!";
+    static const char val[] = "abc XYZ019;=,/\t\x80\xff\x7f\x01\r\n:";
+    size_t n = 0, nl = (size_t)(rand() % 3 == 0 ? rand() % 40 : 1 + rand() % 12);
+    for (size_t i = 0; i < nl; i++)
+        o[n++] = rand() % 8 ? nm[rand() % 6] : nm[rand() % (sizeof nm - 1)];
+    o[n++] = rand() % 30 ? ':' : ' ';
+    for (int i = rand() % 3; i > 0; i--)
+        o[n++] = rand() % 4 ? ' ' : '\t';
+    size_t vl = (size_t)(rand() % 4 == 0 ? rand() % 90 : rand() % 30);
+    for (size_t i = 0; i < vl; i++)
+        o[n++] = rand() % 12 ? "abcdefgh,;= /"[rand() % 13] : val[rand() % (sizeof val - 1)];
+    for (int i = rand() % 4 == 0 ? rand() % 3 : 0; i > 0; i--)
+        o[n++] = rand() % 2 ? ' ' : '\t';
+    o[n++] = '\r';
+    o[n++] = rand() % 40 ? '\n' : 'x';
+    return n;
+}
+
+static int same_request(const http_request *a, const http_request *b) {
+    if (a->nfields != b->nfields || a->method != b->method || a->method_len != b->method_len ||
+        a->method_id != b->method_id || a->target != b->target || a->target_len != b->target_len ||
+        a->minor_version != b->minor_version || a->framing != b->framing ||
+        a->content_length != b->content_length || a->host != b->host ||
+        a->host_len != b->host_len || a->keep_alive != b->keep_alive ||
+        a->conn_close != b->conn_close || a->conn_upgrade != b->conn_upgrade ||
+        a->expect_continue != b->expect_continue || a->host_from_target != b->host_from_target)
+        return 0;
+    for (size_t i = 0; i < a->nfields; i++)
+        if (a->fields[i].name != b->fields[i].name ||
+            a->fields[i].name_len != b->fields[i].name_len ||
+            a->fields[i].value != b->fields[i].value ||
+            a->fields[i].value_len != b->fields[i].value_len)
+            return 0;
+    return 1;
+}
+
+/* Both copies of the parser give the same verdict and the same request on
+ * random heads, whole and cut short (a no-op comparison without AVX2). */
+TEST_T(copies_agree, 30) {
+    static char head[8192];
+    static http_field fa[128], fb[128];
+    int avx2 = http_parse_set_avx2(1);
+    if (avx2 < 0)
+        return;
+    srand(23);
+    for (int round = 0; round < 20000; round++) {
+        size_t n = (size_t)sprintf(head, "GET /%.*s HTTP/1.1\r\nHost: h\r\n", rand() % 70,
+                                   "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
+                                   "123456789");
+        for (int l = rand() % 20; l > 0 && n < sizeof head - 256; l--)
+            n += random_line(head + n);
+        memcpy(head + n, "\r\n", 2);
+        n += 2;
+        size_t cut = rand() % 4 ? n : (size_t)rand() % (n + 1);
+        const char *s = guarded(head, cut);
+        http_limits lim = {0, 0, (size_t)(rand() % 3 ? 0 : 1 + rand() % 10)};
+        http_request a = {.fields = fa, .fields_cap = 128}, b = {.fields = fb, .fields_cap = 128};
+        http_parse_set_avx2(1);
+        int va = http_parse_request(s, cut, 0, &a, &lim);
+        http_parse_set_avx2(0);
+        int vb = http_parse_request(s, cut, 0, &b, &lim);
+        if (va != vb || (va > 0 && !same_request(&a, &b))) {
+            fprintf(stderr, "  round %d: avx2 %d, baseline %d on \"%.*s\"\n", round, va, vb,
+                    (int)cut, head);
+            CHECK(0);
+        }
+    }
+    http_parse_set_avx2(avx2);
+}
