@@ -328,7 +328,7 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     /* A trusted proxy says how the client reached it (--forwarded-header);
      * a TLS connection's own keys are set per call, after the copy. */
     if (!c->tls && c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
-             set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
+        set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
         goto fail;
     return env;
 fail:
