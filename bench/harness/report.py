@@ -21,7 +21,7 @@ SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rp
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-         "parked"]
+         "parked", "asgi"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -34,6 +34,7 @@ TITLES = {
     "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
     "sessions": "Sessions: a new session per request (examples/sessions, wrk -t1, keep-alive)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
+    "asgi": "ASGI: spindle beside uvicorn, hypercorn and daphne (one worker each)",
 }
 HOT_PATH_ROWS = 10
 
@@ -309,6 +310,14 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
                     "with the most connections in handlers.", ""]
             out += parked_table(ctx.rows)
+        elif wl == "asgi":
+            from .asgi import section
+            out += ["Raw ASGI hello world (`bench/asgi_apps/hello.py`) and a FastAPI JSON endpoint "
+                    "(`fastapi_json.py`): wrk -t1 keep-alive; WebSocket echo: `build/bench/ws_echo` (C, epoll, one "
+                    "message out per client at a time, %d-byte text frames) on the load generator's CPU; idle "
+                    "WebSockets: opened after a handshake each and left idle, RSS of the server's tree; instructions: "
+                    "callgrind as for the instructions workload (ab -k -c 10 on the raw hello)." % 12, ""]
+            out += section(ctx, summary)
         else:
             out += throughput_table(summary, wl)
         out.append("")

@@ -34,6 +34,7 @@ rm -rf "$R"
 start=$SECONDS
 # Bounded: smoke runs take about a minute; 600 s means it hung.
 if timeout 600 "$PY" bench/run --smoke --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
+  --workloads keepalive,close,latency,memory,wsgi,static,scaling,instructions,syscalls,sessions,parked \
   --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c >"$log/out" 2>&1; then
   ok "bench/run --smoke ran ($((SECONDS - start)) s)"
 else
