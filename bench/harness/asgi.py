@@ -235,10 +235,11 @@ def _snapshot(ctx, name):
 def section(ctx, summary):
     """bench.md's ASGI part: servers, throughput, memory, instructions."""
     rows = [s for s in summary if s["workload"] == "asgi"]
-    out = ["| server | what it is | command (hello) |", "|---|---|---|"]
+    out = ["| server | what it is | command (hello) | note |", "|---|---|---|---|"]
     for (name, app), cmd in sorted(ctx.asgi_commands.items()):
         if app == "hello":
-            out.append("| %s | %s | `%s` |" % (name, peers_asgi.BY_NAME[name].doc, cmd))
+            p = peers_asgi.BY_NAME[name]
+            out.append("| %s | %s | `%s` | %s |" % (name, p.doc, cmd, p.note))
     out += ["", "| variant | server | req/s (WebSocket: round trips/s) median (min–max) | CPU µs/req median "
             "| ÷ uvicorn req/s | ÷ uvicorn CPU/req | errors / non-2xx | load-gen CPU % | notes |",
             "|---|---|---:|---:|---:|---:|---:|---:|---|"]

@@ -83,7 +83,9 @@ class Hypercorn(AsgiPeer):
     packages = ("python3-hypercorn", "python3-uvloop")
     modules = ("hypercorn", "uvloop")
     doc = "hypercorn -k uvloop"
-    note = "runs its worker in a child process (counted: CPU is the whole tree's)"
+    note = ("runs its worker in a child process (CPU is the whole tree's); 0.13.2 with Debian's h11 0.14 closes "
+            "the connection after every answer without announcing it, so wrk counts a read error per request and "
+            "each request pays for a connection")
 
     def version(self):
         return out_of([PY, "-c", "import importlib.metadata as m; print(m.version('hypercorn'))"])
