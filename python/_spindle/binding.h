@@ -110,6 +110,10 @@ typedef struct hub {
     PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
     int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
     int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
+    int asgi;                 /* the application is ASGI (asgi.h), decided in each worker */
+    const char *interface;    /* --interface: auto, asgi, wsgi */
+    const char *lifespan;     /* --lifespan: auto, on, off */
+    size_t ws_max_message;    /* --ws-max-message; 0: the C layer's default */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */

@@ -3,6 +3,7 @@
  * with the WSGI application as the catch-all (imported in each worker after
  * the fork, or once before with --preload); plus sleep/wait_readable/
  * wait_writable for applications. */
+#include "asgi.h"
 #include "binding.h"
 #include "wsgi.h"
 
@@ -106,6 +107,23 @@ static void load_failed(hub *h) {
     PyErr_Print();
 }
 
+/* 1 if the app is ASGI (--interface, else spindle._asgi.is_asgi), 0 WSGI,
+ * -1 with the error printed. */
+static int is_asgi(hub *h) {
+    PyObject *mod = PyImport_ImportModule("spindle._asgi");
+    PyObject *r = mod ? PyObject_CallMethod(mod, "interface_of", "Os", h->app,
+                                            h->interface ? h->interface : "auto")
+                      : NULL;
+    Py_XDECREF(mod);
+    if (!r) {
+        PyErr_Print();
+        return -1;
+    }
+    int asgi = PyUnicode_Check(r) && PyUnicode_CompareWithASCIIString(r, "asgi") == 0;
+    Py_DECREF(r);
+    return asgi;
+}
+
 /* In each worker: import the application unless --preload did already. */
 static int worker_init(sp_server *s, void *ud) {
     hub *h = ud;
@@ -122,10 +140,11 @@ static int worker_init(sp_server *s, void *ud) {
     if (h->reload)
         report_files(NULL);
     if (!PyCallable_Check(h->app)) {
-        log_msg(LOG_CRITICAL, "the WSGI application is not callable (a %s)",
-                Py_TYPE(h->app)->tp_name);
+        log_msg(LOG_CRITICAL, "the application is not callable (a %s)", Py_TYPE(h->app)->tp_name);
         return -1;
     }
+    if ((h->asgi = is_asgi(h)) < 0)
+        return -1;
     if (environ_init(h) < 0) {
         PyErr_Print();
         return -1;
@@ -134,7 +153,16 @@ static int worker_init(sp_server *s, void *ud) {
      * on this thread). A failing hook is logged; the worker serves on. */
     h->thread = PyThread_get_thread_ident();
     sched_call("_worker_start", "(i)", h->blocking_threads);
-    return 0;
+    return h->asgi ? asgi_worker_init(h) : 0;
+}
+
+/* The catch-all route and the loop's driver: the interface's. */
+static int app_handler(sp_req *req, sp_res *res, void *ud) {
+    return ((hub *)ud)->asgi ? asgi_handler(req, res, ud) : wsgi_handler(req, res, ud);
+}
+
+static int app_drive(sp_server *s, void *ud) {
+    return ((hub *)ud)->asgi ? asgi_drive(s, ud) : hub_drive(s, ud);
 }
 
 /* A failed import, said in one line: "spindle: cannot load SPEC: Type: why". */
@@ -167,6 +195,10 @@ static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     hub *h = ud;
     h->reload = c->reload;
     h->blocking_threads = c->blocking_threads;
+    h->interface = c->interface;
+    h->lifespan = c->lifespan;
+    h->ws_max_message = c->ws_max_message;
+    the_ahub.ws_max_message = c->ws_max_message;
     /* A .pyc is checked by the source's mtime in seconds and its size: an
      * edit within the second could be served stale from one written now. */
     if (c->reload)
@@ -187,7 +219,7 @@ static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
             return 1;
         }
     }
-    server_set_drive(s, hub_drive, h);
+    server_set_drive(s, app_drive, h);
     server_set_worker_init(s, worker_init, h);
     server_set_fork_hook(s, fork_hook, h);
     server_on_stop(s, hub_on_stop, h);
@@ -279,7 +311,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     the_hub = h;
     /* Every method and path no --root file claims goes to the application
      * (OPTIONS * excepted). */
-    int status = h->root_path ? cli_serve(&c, &(cli_app){wsgi_setup, wsgi_handler, h}) : 1;
+    int status = h->root_path ? cli_serve(&c, &(cli_app){wsgi_setup, app_handler, h}) : 1;
     PyMem_Free(argv);
     the_hub = NULL;
     hub_free(h);
@@ -323,6 +355,10 @@ static PyMethodDef methods[] = {
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,
      "_session_open(environ) -> the request's session handle (spindle.session wraps it)"},
+    {"_asgi_select", py_asgi_select, METH_O, "_asgi_select(timeout) -> [(fd, events)]"},
+    {"_asgi_watch", py_asgi_watch, METH_VARARGS, "_asgi_watch(fd, events)"},
+    {"_asgi_unwatch", py_asgi_unwatch, METH_O, "_asgi_unwatch(fd)"},
+    {"_asgi_serving", py_asgi_serving, METH_VARARGS, "_asgi_serving(state, on_done)"},
     {"_header_key_cache", py_header_key_cache, METH_NOARGS,
      "_header_key_cache() -> dict: how many environ keys the worker keeps (for tests)"},
     {NULL, NULL, 0, NULL},
@@ -341,7 +377,7 @@ PyMODINIT_FUNC PyInit__spindle(void) {
     if (!m)
         return NULL;
     if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0 ||
-        websocket_init(m) < 0) {
+        websocket_init(m) < 0 || asgi_types_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

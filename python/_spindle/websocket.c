@@ -26,7 +26,8 @@ static PyObject *ws_error; /* spindle.WebSocketError */
 ssize_t ws_do_op(pyjob *j) {
     ws_obj *o = j->ws_target;
     if (j->op == OP_WS_UPGRADE) {
-        sp_ws *ws = sp_ws_upgrade(j->req, j->res, NULL);
+        sp_ws_options wo = {.max_message = j->h->ws_max_message};
+        sp_ws *ws = sp_ws_upgrade(j->req, j->res, &wo);
         if (!ws)
             return -errno;
         o->ws = ws;

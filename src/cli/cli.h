@@ -56,6 +56,9 @@ typedef struct cli_config {
     const char *root_path; /* SCRIPT_NAME */
     int max_concurrent;    /* requests inside the application at once; 0 no limit */
     int blocking_threads;  /* spindle.run_blocking's thread pool per worker; 0 default (4) */
+    const char *interface; /* --interface: auto, asgi or wsgi (NULL: auto) */
+    const char *lifespan;  /* --lifespan: auto, on or off (NULL: auto) */
+    size_t ws_max_message; /* --ws-max-message: WebSocket messages from Python apps; 0 1 MiB */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];

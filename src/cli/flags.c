@@ -17,6 +17,8 @@ static int add_reload_extra(cli_config *c, const char *text);
 static int set_log_level(cli_config *c, const char *text);
 static int set_forwarded_header(cli_config *c, const char *text);
 static int set_forwarded_allow_ips(cli_config *c, const char *text);
+static int set_interface(cli_config *c, const char *text);
+static int set_lifespan(cli_config *c, const char *text);
 
 /* A field its own setter checks or parses from words: reloaded like a field. */
 #define INT_WORDS(field, fn)   T_INT, offsetof(cli_config, field), fn
@@ -162,6 +164,15 @@ const flag cli_flags[] = {
      "SCRIPT_NAME: the URL prefix the application is mounted at"},
     {"max-concurrent-app-calls", "N", K_INT, ROLE_PY, RESTART, INT(max_concurrent), "no limit",
      "requests inside the application at once per worker; more wait their turn"},
+    {"interface", "KIND", K_STR, ROLE_PY, RESTART, STR_CHECKED(interface, set_interface), "auto",
+     "the application's interface: asgi (ASGI 3: an async callable), wsgi, or auto (asgi when "
+     "the callable or its __call__ is a coroutine function)"},
+    {"lifespan", "MODE", K_STR, ROLE_PY, RESTART, STR_CHECKED(lifespan, set_lifespan), "auto",
+     "ASGI lifespan events per worker: on (a failed startup stops the server), off, or auto "
+     "(an application failing the lifespan scope before receiving does not support it)"},
+    {"ws-max-message", "BYTES", K_SIZE, ROLE_PY, RESTART, SIZE(ws_max_message), "1m",
+     "the largest WebSocket message (reassembled) an application receives, for "
+     "spindle.websocket and ASGI; a larger one is refused with close 1009"},
     {"blocking-threads", "N", K_INT, ROLE_PY, RESTART, INT(blocking_threads), "4",
      "threads per worker for spindle.run_blocking (and name resolution under "
      "spindle.patch()); more calls wait for a free thread"},
@@ -445,5 +456,31 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text) {
         return -1;
     }
     c->o.forwarded_allow_ips = text;
+    return 0;
+}
+
+/* One of a few words, or -1 with a message naming the flag and the words. */
+static int one_of(const char *name, const char *text, const char *const *words) {
+    for (int i = 0; words[i]; i++)
+        if (strcmp(text, words[i]) == 0)
+            return 0;
+    fprintf(stderr, "spindle: --%s is %s, %s or %s, not '%s'\n", name, words[0], words[1], words[2],
+            text);
+    return -1;
+}
+
+static int set_interface(cli_config *c, const char *text) {
+    static const char *const words[] = {"auto", "asgi", "wsgi", NULL};
+    if (one_of("interface", text, words) < 0)
+        return -1;
+    c->interface = text;
+    return 0;
+}
+
+static int set_lifespan(cli_config *c, const char *text) {
+    static const char *const words[] = {"auto", "on", "off", NULL};
+    if (one_of("lifespan", text, words) < 0)
+        return -1;
+    c->lifespan = text;
     return 0;
 }

@@ -1,0 +1,152 @@
+/* asgi.h — the ASGI side of the binding: one asyncio loop per worker whose
+ * selector is spindle's loop (asgi_loop.c), a request cycle object whose
+ * receive/send are C callables (asgi_http.c), the scope (asgi_scope.c) and
+ * WebSockets (asgi_ws.c). As for WSGI, Python runs only on the main stack:
+ * a request's coroutine queues it and parks; the main stack turns it into
+ * an asyncio task and hands each I/O back to the coroutine as an op. */
+#ifndef SPINDLE_PY_ASGI_H
+#define SPINDLE_PY_ASGI_H
+
+#include "binding.h"
+
+/* Ops the main stack asks of a request's coroutine (acycle.op bits). */
+enum {
+    A_WRITE = 1,    /* wdata/wlen, then finish if wfinal */
+    A_READ = 2,     /* into rbytes */
+    A_SENDFILE = 4, /* fd/off/count, then finish */
+    A_ERROR500 = 8, /* the app failed before starting the response */
+    A_ABORT = 16,   /* the app failed after: cut the connection */
+    A_WS_ACCEPT = 32,
+    A_WS_RECV = 64,
+    A_WS_SEND = 128,
+    A_WS_CLOSE = 256,
+};
+
+/* Events the coroutine queues for the main stack (acycle.ev bits). */
+enum {
+    EV_WRITTEN = 1, /* a write (or sendfile) finished: wresult */
+    EV_READ = 2,    /* a read finished: rresult */
+    EV_HUP = 4,     /* the client went away */
+    EV_END = 8,     /* the handler returned: req/res are gone */
+    EV_WS = 16,     /* a WebSocket op finished (asgi_ws.c) */
+};
+
+/* A request waiting for the main stack to start its application call. */
+typedef struct anew {
+    sp_req *req;
+    sp_res *res;
+    task *t;
+    struct acycle *cycle; /* set by the main stack when it dispatched it */
+    int hup;              /* the client left before it was dispatched */
+    struct anew *next;
+} anew;
+
+/* A WebSocket cycle's state (asgi_ws.c). W_*: what finished on a coroutine. */
+enum { W_ACCEPTED = 1, W_RECEIVED = 2, W_SENT = 4 };
+
+typedef struct aws {
+    sp_ws *ws;
+    uint8_t connect_given, accept_asked, accepted, closed, close_asked, denied;
+    uint32_t done; /* W_* finished on a coroutine, not yet seen by the main stack */
+    int accept_rc, recv_rc, send_rc;
+    sp_ws_msg msg;
+    int close_code;
+    char reason[124];
+    /* the send in flight */
+    PyObject *skeep;
+    const char *sdata;
+    size_t slen;
+    int sop;
+} aws;
+
+/* One request (HTTP or WebSocket) seen from both sides. A Python object
+ * (the receive/send callables are its methods); the coroutine holds a
+ * reference from dispatch to EV_END, dropped by the main stack. The
+ * coroutine touches only its C fields, never a reference count. */
+typedef struct acycle {
+    PyObject_HEAD sp_req *req; /* NULL once the handler returned */
+    sp_res *res;
+    task *t;
+    int parked;          /* the coroutine waits in its own park: wake it for an op */
+    int op;              /* A_* asked, not yet done */
+    uint32_t ev;         /* EV_* to tell the main stack */
+    int queued;          /* on the event list */
+    struct acycle *next; /* the event list */
+    uint8_t is_ws, started, finished, body_done, disconnected, app_done, gone, failed;
+    /* A_WRITE / A_SENDFILE */
+    const char *wdata;
+    size_t wlen;
+    PyObject *wkeep; /* the bytes being written (dropped on EV_WRITTEN) */
+    int wfinal;
+    int fd;
+    int64_t off;
+    size_t count;
+    ssize_t wresult;
+    /* A_READ */
+    PyObject *rbytes;
+    size_t rlen;
+    ssize_t rresult;
+    /* the futures the app awaits, when it must wait */
+    PyObject *recv_fut, *send_fut;
+    PyObject *stash; /* a message whose waiter was cancelled: the next receive's */
+    /* WebSocket state (asgi_ws.c) */
+    struct aws *ws;
+} acycle;
+
+/* The worker's ASGI state (one per process). */
+typedef struct ahub {
+    hub *h;
+    PyObject *loop;        /* the asyncio loop */
+    PyObject *create_task; /* loop.create_task */
+    PyObject *run;         /* spindle._asgi._run(app, scope, cycle) */
+    PyObject *state;       /* the lifespan state (a dict), or NULL */
+    PyObject *on_done;     /* called once the server is done (a future's set_result) */
+    int accepting;         /* lifespan startup is over: dispatch requests */
+    int started;           /* server_start ran: server_done means something */
+    int done_told;
+    int busy;                  /* application calls running */
+    anew *new_head, *new_tail; /* requests not yet dispatched */
+    acycle *ev_head, *ev_tail; /* cycles with events */
+    unsigned polls_skipped;    /* turns that skipped the poll because work was ready */
+    size_t ws_max_message;     /* --ws-max-message */
+} ahub;
+
+extern ahub the_ahub;
+
+/* asgi_loop.c */
+int asgi_worker_init(hub *h);
+int asgi_drive(sp_server *s, void *ud);
+void asgi_queue(acycle *c, uint32_t ev); /* from the coroutine */
+void asgi_wake(acycle *c);               /* from the main stack: run c's ops */
+PyObject *py_asgi_select(PyObject *self, PyObject *arg);
+PyObject *py_asgi_watch(PyObject *self, PyObject *args);
+PyObject *py_asgi_unwatch(PyObject *self, PyObject *arg);
+PyObject *py_asgi_serving(PyObject *self, PyObject *args);
+/* Resolves fut with v (a new reference, consumed); ignores a cancelled one. */
+void asgi_resolve(PyObject **fut, PyObject *v);
+PyObject *asgi_future(void);
+
+/* asgi_http.c */
+int asgi_handler(sp_req *req, sp_res *res, void *ud);
+int asgi_types_init(PyObject *module);
+PyObject *asgi_cycle_new(anew *n);
+void asgi_events(acycle *c, uint32_t ev);
+/* The awaitable that is already done: await gives v (a new reference, consumed). */
+PyObject *asgi_ready(PyObject *v);
+PyObject *asgi_disconnect_msg(void);
+
+/* asgi_scope.c */
+int asgi_scope_init(void);
+PyObject *asgi_scope(acycle *c);
+PyObject *asgi_str(const char *s); /* interned constants */
+
+/* asgi_ws.c */
+int asgi_ws_is_upgrade(const sp_req *req);
+PyObject *asgi_ws_receive(acycle *c);
+PyObject *asgi_ws_send(acycle *c, PyObject *msg, PyObject *type);
+ssize_t asgi_ws_op(acycle *c); /* on the coroutine */
+void asgi_ws_event(acycle *c); /* on the main stack: EV_WS */
+void asgi_ws_free(acycle *c);
+void asgi_ws_app_done(acycle *c, int failed);
+
+#endif

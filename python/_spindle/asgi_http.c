@@ -1,0 +1,466 @@
+/* asgi_http.c — one ASGI request cycle: the coroutine side (asgi_handler:
+ * queue the request, park, run the ops the main stack asks for) and the
+ * Python side (receive and send, C callables whose awaitables are done at
+ * once when they can be: a buffered body, a final write handed over; else
+ * an asyncio future the coroutine's completion resolves). Messages are
+ * checked (asgi_send.c); an app that fails gets a 500 or a cut connection. */
+#include "asgi.h"
+#include "asgi_send.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#define READ_CHUNK 65536 /* one receive's body bytes at most: the read-ahead bound */
+
+/* ---- an awaitable that is already done ---------------------------------- */
+
+typedef struct {
+    PyObject_HEAD PyObject *value;
+} ready_obj;
+
+static PyTypeObject ready_type;
+
+PyObject *asgi_ready(PyObject *v) {
+    if (!v)
+        return NULL;
+    ready_obj *r = PyObject_New(ready_obj, &ready_type);
+    if (!r) {
+        Py_DECREF(v);
+        return NULL;
+    }
+    r->value = v;
+    return (PyObject *)r;
+}
+
+static PyObject *ready_await(PyObject *self) {
+    return Py_NewRef(self);
+}
+
+static PyObject *ready_next(ready_obj *r) {
+    PyObject *v = r->value ? r->value : Py_None;
+    /* StopIteration(v): a tuple value must be wrapped, so always build it. */
+    PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, v);
+    if (e) {
+        PyErr_SetObject(PyExc_StopIteration, e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+static PyObject *ready_send(ready_obj *r, PyObject *arg) {
+    return ready_next(r);
+}
+
+static void ready_dealloc(ready_obj *r) {
+    Py_XDECREF(r->value);
+    PyObject_Free(r);
+}
+
+static PyAsyncMethods ready_async = {.am_await = ready_await};
+static PyMethodDef ready_methods[] = {{"send", (PyCFunction)ready_send, METH_O, NULL},
+                                      {NULL, NULL, 0, NULL}};
+
+static PyTypeObject ready_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle._Ready",
+    .tp_basicsize = sizeof(ready_obj),
+    .tp_dealloc = (destructor)ready_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_as_async = &ready_async,
+    .tp_iter = PyObject_SelfIter,
+    .tp_iternext = (iternextfunc)ready_next,
+    .tp_methods = ready_methods,
+};
+
+/* ---- the coroutine side --------------------------------------------------- */
+
+static PyTypeObject cycle_type;
+
+/* Runs the asked ops; 1 when the handler is finished (*rc its return). */
+static int run_ops(acycle *c, int *rc) {
+    sp_res *res = c->res;
+    if (c->op & A_ABORT) {
+        *rc = -EIO;
+        return 1;
+    }
+    if (c->op & A_ERROR500) {
+        c->op = 0;
+        if (!res->head_sent) {
+            res_clear_head(res);
+            *rc = sp_res_send(res, 500, "text/plain", "500 Internal Server Error\n", 26);
+        } else {
+            *rc = -EIO;
+        }
+        return 1;
+    }
+    if (c->op & (A_WRITE | A_SENDFILE)) {
+        ssize_t r;
+        if (c->op & A_SENDFILE)
+            r = sp_res_sendfile(res, c->fd, c->off, c->count);
+        else
+            r = c->wlen || !res->head_sent ? sp_res_write(res, c->wdata, c->wlen) : 0;
+        if (r >= 0 && c->wfinal)
+            r = sp_res_finish(res);
+        c->op &= ~(A_WRITE | A_SENDFILE);
+        c->wresult = r;
+        asgi_queue(c, EV_WRITTEN);
+        if (r < 0 || c->wfinal) {
+            *rc = r < 0 ? (int)r : 0;
+            return 1;
+        }
+    }
+    if (c->op & A_READ) {
+        c->op &= ~A_READ;
+        c->rresult = sp_read(c->req, PyBytes_AS_STRING(c->rbytes), c->rlen);
+        asgi_queue(c, EV_READ);
+        if (c->rresult < 0 && c->rresult != -ECONNRESET) {
+            *rc = (int)c->rresult; /* the core answers 400/408/413 */
+            return 1;
+        }
+    }
+    if (c->op & (A_WS_ACCEPT | A_WS_RECV | A_WS_SEND | A_WS_CLOSE)) {
+        ssize_t r = asgi_ws_op(c);
+        if (r == 1) {
+            *rc = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int asgi_handler(sp_req *req, sp_res *res, void *ud) {
+    ahub *a = &the_ahub;
+    loop *l = a->h->l;
+    anew n = {.req = req, .res = res, .t = loop_task(l)};
+    if (a->new_tail)
+        a->new_tail->next = &n;
+    else
+        a->new_head = &n;
+    a->new_tail = &n;
+    loop_watch *hw = loop_task_hup_watch(n.t);
+    while (!n.cycle) {
+        int r = loop_park(l, LOOP_NO_DEADLINE, n.hup ? NULL : hw);
+        if (r == -ECONNRESET)
+            n.hup = 1;
+        else if (r < 0 && !n.cycle)
+            return r; /* the cycle could not be made (dispatch_new said so) */
+    }
+    acycle *c = n.cycle;
+    c->parked = 0;
+    int rc = 0;
+    for (;;) {
+        if (c->op && run_ops(c, &rc))
+            break;
+        if (c->op)
+            continue;
+        c->parked = 1;
+        int r = loop_park(l, LOOP_NO_DEADLINE, c->disconnected ? NULL : hw);
+        c->parked = 0;
+        if (r == -ECONNRESET && !c->disconnected) {
+            c->disconnected = 1;
+            asgi_queue(c, EV_HUP);
+        }
+    }
+    if (c->ws && c->ws->ws) /* the C layer frees it when we return */
+        c->ws->close_code = sp_ws_close_code(c->ws->ws), c->ws->ws = NULL;
+    c->req = NULL;
+    c->res = NULL;
+    c->t = NULL;
+    c->gone = 1;
+    asgi_queue(c, EV_END);
+    return rc;
+}
+
+/* ---- the main stack: completions ----------------------------------------- */
+
+static PyObject *s_type, *s_body, *s_more_body, *s_http_request, *s_http_disconnect;
+
+PyObject *asgi_disconnect_msg(void) {
+    PyObject *d = PyDict_New();
+    if (d && PyDict_SetItem(d, s_type, s_http_disconnect) < 0)
+        Py_CLEAR(d);
+    return d;
+}
+
+static PyObject *body_msg(PyObject *body, int more) {
+    PyObject *d = _PyDict_NewPresized(3);
+    if (d &&
+        (PyDict_SetItem(d, s_type, s_http_request) < 0 || PyDict_SetItem(d, s_body, body) < 0 ||
+         PyDict_SetItem(d, s_more_body, more ? Py_True : Py_False) < 0))
+        Py_CLEAR(d);
+    return d;
+}
+
+/* The message for a read of n bytes into c->rbytes (consumed). */
+static PyObject *read_msg(acycle *c, ssize_t n) {
+    PyObject *b = c->rbytes;
+    c->rbytes = NULL;
+    if (n < 0) {
+        Py_XDECREF(b);
+        c->body_done = 1;
+        c->disconnected = 1;
+        return asgi_disconnect_msg();
+    }
+    if (_PyBytes_Resize(&b, n) < 0)
+        return NULL;
+    int more = c->req && !c->req->body_done && n > 0;
+    if (!more)
+        c->body_done = 1;
+    PyObject *m = body_msg(b, more);
+    Py_DECREF(b);
+    return m;
+}
+
+static void give_message(acycle *c, PyObject *m) {
+    if (!c->recv_fut) {
+        Py_XSETREF(c->stash, m);
+        return;
+    }
+    asgi_resolve(&c->recv_fut, m);
+}
+
+void asgi_events(acycle *c, uint32_t ev) {
+    if (ev & EV_WS)
+        asgi_ws_event(c);
+    if (ev & EV_WRITTEN) {
+        Py_CLEAR(c->wkeep);
+        if (c->fd >= 0) {
+            close(c->fd);
+            c->fd = -1;
+        }
+        if (c->wresult < 0)
+            c->disconnected = 1; /* later sends return at once, as ASGI asks */
+        asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
+    }
+    if (ev & EV_READ)
+        give_message(c, read_msg(c, c->rresult));
+    if ((ev & (EV_HUP | EV_END)) && c->recv_fut && !c->is_ws) {
+        if (c->rbytes) /* a read cut short */
+            give_message(c, read_msg(c, -ECONNRESET));
+        else
+            asgi_resolve(&c->recv_fut, asgi_disconnect_msg());
+    }
+    if (ev & EV_END) {
+        Py_CLEAR(c->rbytes);
+        asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
+        if (c->is_ws)
+            asgi_ws_event(c);
+        Py_DECREF(c); /* the coroutine's reference */
+    }
+}
+
+/* ---- receive ---------------------------------------------------------------- */
+
+/* A future for c's next message; RuntimeError if one is awaited already. */
+static PyObject *wait_message(acycle *c) {
+    if (c->recv_fut) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ASGI receive() called while another receive() is still waiting");
+        return NULL;
+    }
+    c->recv_fut = asgi_future();
+    return Py_XNewRef(c->recv_fut);
+}
+
+static PyObject *cycle_receive(acycle *c, PyObject *unused) {
+    if (c->stash) {
+        PyObject *m = c->stash;
+        c->stash = NULL;
+        return asgi_ready(m);
+    }
+    if (c->is_ws)
+        return asgi_ws_receive(c);
+    if (c->body_done || c->gone || c->disconnected) {
+        if (c->gone || c->disconnected || c->finished)
+            return asgi_ready(asgi_disconnect_msg());
+        return wait_message(c); /* until the response is out or the client leaves */
+    }
+    if (c->recv_fut) /* a read is under way */
+        return wait_message(c);
+    sp_req *r = c->req;
+    size_t want = READ_CHUNK;
+    if (r->head.framing != HTTP_BODY_CHUNKED && r->body_left < want)
+        want = (size_t)r->body_left;
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)want);
+    if (!b)
+        return NULL;
+    ssize_t n = req_read_buffered(r, PyBytes_AS_STRING(b), want);
+    if (n == -EAGAIN) {
+        c->rbytes = b;
+        c->rlen = want;
+        PyObject *f = wait_message(c);
+        if (f) {
+            c->op |= A_READ;
+            asgi_wake(c);
+        }
+        return f;
+    }
+    c->rbytes = b;
+    return asgi_ready(read_msg(c, n));
+}
+
+/* ---- send --------------------------------------------------------------- */
+
+/* Hands the coroutine a write; a final one is not waited for (the bytes
+ * stay alive until it is done), a streamed chunk is (backpressure). */
+static PyObject *submit_write(acycle *c, PyObject *body, int final) {
+    if (c->wkeep || (c->op & (A_WRITE | A_SENDFILE))) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ASGI send() called while an earlier send() is still in progress "
+                        "(await each send)");
+        return NULL;
+    }
+    c->wkeep = Py_NewRef(body);
+    c->wdata = PyBytes_AS_STRING(body);
+    c->wlen = (size_t)PyBytes_GET_SIZE(body);
+    c->wfinal = final;
+    c->op |= A_WRITE;
+    asgi_wake(c);
+    if (final)
+        return asgi_ready(Py_NewRef(Py_None));
+    c->send_fut = asgi_future();
+    return Py_XNewRef(c->send_fut);
+}
+
+static PyObject *cycle_send(acycle *c, PyObject *msg) {
+    if (c->is_ws)
+        return asend_ws(c, msg);
+    int kind = asend_kind(msg);
+    if (kind < 0)
+        return NULL;
+    if (kind == ASEND_START) {
+        if (asend_start(c, msg) < 0)
+            return NULL;
+        return asgi_ready(Py_NewRef(Py_None));
+    }
+    if (!c->started || c->finished)
+        return asend_misplaced(c, kind);
+    if (kind == ASEND_PATHSEND) {
+        if (asend_pathsend(c, msg) < 0)
+            return NULL;
+        return asgi_ready(Py_NewRef(Py_None));
+    }
+    PyObject *body;
+    int more;
+    if (asend_body(msg, &body, &more) < 0)
+        return NULL;
+    if (!more)
+        c->finished = 1;
+    if (c->gone || c->disconnected)
+        return asgi_ready(Py_NewRef(Py_None)); /* the client left: nothing to do */
+    if (!more && !c->res->head_sent && c->res->declared < 0)
+        sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
+    if (more && PyBytes_GET_SIZE(body) == 0)
+        return asgi_ready(Py_NewRef(Py_None));
+    return submit_write(c, body, !more);
+}
+
+/* ---- the end of the application call -------------------------------------- */
+
+static void log_failure(acycle *c, const char *what) {
+    const http_request *h = c->req ? &c->req->head : NULL;
+    if (h)
+        log_msg(LOG_ERROR, "the ASGI application %s serving '%.*s %.*s'", what, (int)h->method_len,
+                h->method, (int)(h->target_len > 200 ? 200 : h->target_len), h->target);
+    else
+        log_msg(LOG_ERROR, "the ASGI application %s", what);
+}
+
+static void app_over(acycle *c) {
+    if (!c->app_done) {
+        c->app_done = 1;
+        the_ahub.busy--;
+    }
+}
+
+/* _failed(exc): the app raised. Logged with its traceback; a 500 if nothing
+ * was started, else the connection is cut. */
+static PyObject *cycle_failed(acycle *c, PyObject *exc) {
+    app_over(c);
+    if (c->is_ws) {
+        asgi_ws_app_done(c, 1);
+        log_failure(c, "failed");
+    } else if (!c->gone && !c->disconnected) {
+        log_failure(c, c->started ? "failed after starting its response (the connection is cut)"
+                                  : "failed; answered 500");
+        c->op |= c->started ? A_ABORT : A_ERROR500;
+        asgi_wake(c);
+    } else {
+        return Py_NewRef(Py_False); /* the client left: not worth a traceback */
+    }
+    return Py_NewRef(Py_True);
+}
+
+/* _returned(): the app returned. Without a complete response: a 500, or
+ * the connection cut. */
+static PyObject *cycle_returned(acycle *c, PyObject *unused) {
+    app_over(c);
+    if (c->is_ws) {
+        asgi_ws_app_done(c, 0);
+    } else if (!c->gone && !c->disconnected && !c->finished) {
+        log_failure(c, c->started ? "returned before finishing its response (the connection is cut)"
+                                  : "returned without sending a response; answered 500");
+        c->op |= c->started ? A_ABORT : A_ERROR500;
+        asgi_wake(c);
+    }
+    Py_RETURN_NONE;
+}
+
+/* ---- the object ------------------------------------------------------------ */
+
+PyObject *asgi_cycle_new(anew *n) {
+    acycle *c = PyObject_New(acycle, &cycle_type);
+    if (!c)
+        return NULL;
+    memset((char *)c + sizeof(PyObject), 0, sizeof *c - sizeof(PyObject));
+    c->req = n->req;
+    c->res = n->res;
+    c->t = n->t;
+    c->fd = -1;
+    c->is_ws = asgi_ws_is_upgrade(n->req);
+    c->body_done = n->req->body_done && !c->is_ws;
+    return (PyObject *)c;
+}
+
+static void cycle_dealloc(acycle *c) {
+    Py_XDECREF(c->wkeep);
+    Py_XDECREF(c->rbytes);
+    Py_XDECREF(c->recv_fut);
+    Py_XDECREF(c->send_fut);
+    Py_XDECREF(c->stash);
+    if (c->fd >= 0)
+        close(c->fd);
+    asgi_ws_free(c);
+    PyObject_Free(c);
+}
+
+static PyMethodDef cycle_methods[] = {
+    {"receive", (PyCFunction)cycle_receive, METH_NOARGS, "receive() -> awaitable: the next event"},
+    {"send", (PyCFunction)cycle_send, METH_O, "send(message) -> awaitable"},
+    {"_failed", (PyCFunction)cycle_failed, METH_O, NULL},
+    {"_returned", (PyCFunction)cycle_returned, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject cycle_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle._ASGICycle",
+    .tp_basicsize = sizeof(acycle),
+    .tp_dealloc = (destructor)cycle_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_methods = cycle_methods,
+};
+
+int asgi_types_init(PyObject *module) {
+    s_type = PyUnicode_InternFromString("type");
+    s_body = PyUnicode_InternFromString("body");
+    s_more_body = PyUnicode_InternFromString("more_body");
+    s_http_request = PyUnicode_InternFromString("http.request");
+    s_http_disconnect = PyUnicode_InternFromString("http.disconnect");
+    if (!s_type || !s_body || !s_more_body || !s_http_request || !s_http_disconnect)
+        return -1;
+    if (PyType_Ready(&ready_type) < 0 || PyType_Ready(&cycle_type) < 0)
+        return -1;
+    return asend_init();
+}

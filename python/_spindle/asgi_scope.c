@@ -1,0 +1,272 @@
+/* asgi_scope.c — the http and websocket scopes (ASGI spec 2.4), built in
+ * C: interned keys, constant values made once (asgi, methods, versions,
+ * extensions), lower-cased header names from a small cache of the names
+ * seen, the client through trusted proxies (sp_req_client_addr, as the
+ * WSGI environ), and a shallow copy of the lifespan state. */
+#include "asgi.h"
+
+#include "http/http_chars.h"
+#include "http/path_norm.h"
+
+#include <string.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+static PyObject *k_type, *k_asgi, *k_http_version, *k_method, *k_scheme, *k_path, *k_raw_path,
+    *k_query, *k_root_path, *k_headers, *k_client, *k_server, *k_state, *k_extensions,
+    *k_subprotocols;
+static PyObject *v_http, *v_websocket, *v_asgi, *v_10, *v_11, *v_http_s, *v_https, *v_ws, *v_wss,
+    *v_ext_http, *v_ext_ws, *v_empty_bytes;
+static PyObject *methods[HTTP_M_OTHER + 16];
+
+PyObject *asgi_str(const char *s) {
+    return PyUnicode_InternFromString(s);
+}
+
+int asgi_scope_init(void) {
+    if (k_type)
+        return 0;
+    k_type = asgi_str("type");
+    k_asgi = asgi_str("asgi");
+    k_http_version = asgi_str("http_version");
+    k_method = asgi_str("method");
+    k_scheme = asgi_str("scheme");
+    k_path = asgi_str("path");
+    k_raw_path = asgi_str("raw_path");
+    k_query = asgi_str("query_string");
+    k_root_path = asgi_str("root_path");
+    k_headers = asgi_str("headers");
+    k_client = asgi_str("client");
+    k_server = asgi_str("server");
+    k_state = asgi_str("state");
+    k_extensions = asgi_str("extensions");
+    k_subprotocols = asgi_str("subprotocols");
+    v_http = asgi_str("http");
+    v_websocket = asgi_str("websocket");
+    v_10 = asgi_str("1.0");
+    v_11 = asgi_str("1.1");
+    v_http_s = v_http;
+    v_https = asgi_str("https");
+    v_ws = asgi_str("ws");
+    v_wss = asgi_str("wss");
+    v_empty_bytes = PyBytes_FromStringAndSize("", 0);
+    v_asgi = Py_BuildValue("{ssss}", "version", "3.0", "spec_version", "2.4");
+    v_ext_http = Py_BuildValue("{s{}}", "http.response.pathsend");
+    v_ext_ws = Py_BuildValue("{s{}}", "websocket.http.response");
+    static const char *const names[] = {"GET",     "HEAD",  "POST",    "PUT",  "DELETE",
+                                        "OPTIONS", "PATCH", "CONNECT", "TRACE"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!(methods[i] = asgi_str(names[i])))
+            return -1;
+    return k_extensions && k_subprotocols && v_wss && v_empty_bytes && v_asgi && v_ext_http &&
+                   v_ext_ws
+               ? 0
+               : -1;
+}
+
+static PyObject *method_of(const http_request *h) {
+    const char *m = h->method;
+    size_t n = h->method_len;
+    for (size_t i = 0; methods[i]; i++) {
+        const char *c = PyUnicode_DATA(methods[i]);
+        if ((size_t)PyUnicode_GET_LENGTH(methods[i]) == n && memcmp(c, m, n) == 0)
+            return Py_NewRef(methods[i]);
+    }
+    return PyUnicode_DecodeLatin1(m, (Py_ssize_t)n, NULL);
+}
+
+/* Header names as sent -> lower-cased bytes, for the names seen recently. */
+#define NAME_CACHE 256
+static struct {
+    char name[48];
+    size_t len;
+    PyObject *lower;
+} names_cache[NAME_CACHE];
+
+static PyObject *lower_name(const char *p, size_t n) {
+    unsigned hsh = (unsigned)n * 31u;
+    for (size_t i = 0; i < n; i++)
+        hsh = hsh * 33u ^ (unsigned char)p[i];
+    unsigned slot = hsh % NAME_CACHE;
+    if (n < sizeof names_cache[0].name && names_cache[slot].lower && names_cache[slot].len == n &&
+        memcmp(names_cache[slot].name, p, n) == 0)
+        return Py_NewRef(names_cache[slot].lower);
+    PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (!b)
+        return NULL;
+    char *d = PyBytes_AS_STRING(b);
+    for (size_t i = 0; i < n; i++)
+        d[i] = (char)(p[i] >= 'A' && p[i] <= 'Z' ? p[i] + 32 : p[i]);
+    if (n < sizeof names_cache[0].name) {
+        Py_XSETREF(names_cache[slot].lower, Py_NewRef(b));
+        memcpy(names_cache[slot].name, p, n);
+        names_cache[slot].len = n;
+    }
+    return b;
+}
+
+static PyObject *headers_of(const http_request *h) {
+    PyObject *list = PyList_New((Py_ssize_t)h->nfields);
+    for (size_t i = 0; list && i < h->nfields; i++) {
+        const http_field *f = &h->fields[i];
+        PyObject *n = lower_name(f->name, f->name_len);
+        PyObject *v = n ? PyBytes_FromStringAndSize(f->value, (Py_ssize_t)f->value_len) : NULL;
+        PyObject *t = v ? PyTuple_New(2) : NULL;
+        if (!t) {
+            Py_XDECREF(n);
+            Py_XDECREF(v);
+            Py_CLEAR(list);
+            break;
+        }
+        PyTuple_SET_ITEM(t, 0, n);
+        PyTuple_SET_ITEM(t, 1, v);
+        PyList_SET_ITEM(list, (Py_ssize_t)i, t);
+    }
+    return list;
+}
+
+/* The target's path (before '?') as sent, and percent-decoded as UTF-8.
+ * An absolute-form target ("http://h/p") gives the router's path. */
+static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
+    const char *t = r->head.target;
+    size_t n = r->head.target_len;
+    if (n && t[0] == '/') {
+        const char *q = memchr(t, '?', n);
+        if (q)
+            n = (size_t)(q - t);
+    } else {
+        t = r->path.ptr;
+        n = r->path.len;
+    }
+    *raw = PyBytes_FromStringAndSize(t, (Py_ssize_t)n);
+    if (!*raw)
+        return -1;
+    char stack[1024];
+    char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
+    if (!buf)
+        return -1;
+    long len = path_percent_decode(t, n, buf, n + 1);
+    *path = len < 0 ? PyUnicode_DecodeLatin1(t, (Py_ssize_t)n, NULL)
+                    : PyUnicode_DecodeUTF8(buf, len, "surrogateescape");
+    if (buf != stack)
+        PyMem_Free(buf);
+    return *path ? 0 : -1;
+}
+
+static PyObject *client_of(const sp_req *r) {
+    const conn *c = r->c;
+    if (c->peer_family == AF_UNIX && !c->peer_trusted)
+        return Py_NewRef(Py_None);
+    const char *a = sp_req_client_addr(r);
+    if (strcmp(a, "unix") == 0)
+        return Py_NewRef(Py_None);
+    return Py_BuildValue("(si)", a, c->peer_trusted ? 0 : (int)c->peer_port);
+}
+
+/* The local address of the connection (a syscall; the last fd's cached
+ * until another connection asks). */
+static PyObject *server_of(const sp_req *r) {
+    static int last_fd = -1;
+    static const void *last_conn;
+    static PyObject *last;
+    const conn *c = r->c;
+    if (last && last_fd == c->w.fd && last_conn == c)
+        return Py_NewRef(last);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getsockname(c->w.fd, (struct sockaddr *)&ss, &sl) != 0)
+        return Py_NewRef(Py_None);
+    char text[INET6_ADDRSTRLEN];
+    PyObject *v;
+    if (ss.ss_family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+        v = Py_BuildValue("(si)", text, ntohs(in->sin_port));
+    } else if (ss.ss_family == AF_INET6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
+        v = Py_BuildValue("(si)", text, ntohs(in6->sin6_port));
+    } else {
+        v = Py_NewRef(Py_None);
+    }
+    if (v) {
+        Py_XSETREF(last, Py_NewRef(v));
+        last_fd = c->w.fd;
+        last_conn = c;
+    }
+    return v;
+}
+
+/* The offered subprotocols: Sec-WebSocket-Protocol's comma-separated
+ * tokens, in order, over every field line. */
+static PyObject *subprotocols_of(const http_request *h) {
+    PyObject *list = PyList_New(0);
+    for (size_t i = 0; list && i < h->nfields; i++) {
+        const http_field *f = &h->fields[i];
+        if (!http_ieq(f->name, f->name_len, "sec-websocket-protocol", 22))
+            continue;
+        const char *p = f->value, *end = f->value + f->value_len;
+        while (p < end) {
+            while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+                p++;
+            const char *s = p;
+            while (p < end && *p != ',' && *p != ' ' && *p != '\t')
+                p++;
+            if (p > s) {
+                PyObject *t = PyUnicode_DecodeLatin1(s, p - s, NULL);
+                if (!t || PyList_Append(list, t) < 0)
+                    Py_CLEAR(list);
+                Py_XDECREF(t);
+                if (!list)
+                    break;
+            }
+        }
+    }
+    return list;
+}
+
+static int set_new(PyObject *d, PyObject *k, PyObject *v) {
+    if (!v)
+        return -1;
+    int rc = PyDict_SetItem(d, k, v);
+    Py_DECREF(v);
+    return rc;
+}
+
+PyObject *asgi_scope(acycle *c) {
+    const sp_req *r = c->req;
+    const http_request *h = &r->head;
+    ahub *a = &the_ahub;
+    PyObject *s = _PyDict_NewPresized(16);
+    if (!s)
+        return NULL;
+    int https = strcmp(sp_req_scheme(r), "https") == 0;
+    PyObject *path = NULL, *raw = NULL;
+    int bad =
+        PyDict_SetItem(s, k_type, c->is_ws ? v_websocket : v_http) < 0 ||
+        PyDict_SetItem(s, k_asgi, v_asgi) < 0 ||
+        PyDict_SetItem(s, k_http_version, h->minor_version ? v_11 : v_10) < 0 ||
+        PyDict_SetItem(s, k_scheme,
+                       c->is_ws ? (https ? v_wss : v_ws) : (https ? v_https : v_http_s)) < 0 ||
+        path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
+        PyDict_SetItem(s, k_raw_path, raw) < 0 ||
+        set_new(s, k_query,
+                r->query.len ? PyBytes_FromStringAndSize(r->query.ptr, (Py_ssize_t)r->query.len)
+                             : Py_NewRef(v_empty_bytes)) < 0 ||
+        PyDict_SetItem(s, k_root_path, a->h->root_path) < 0 ||
+        set_new(s, k_headers, headers_of(h)) < 0 || set_new(s, k_client, client_of(r)) < 0 ||
+        set_new(s, k_server, server_of(r)) < 0 ||
+        PyDict_SetItem(s, k_extensions, c->is_ws ? v_ext_ws : v_ext_http) < 0;
+    Py_XDECREF(path);
+    Py_XDECREF(raw);
+    if (!bad && !c->is_ws)
+        bad = set_new(s, k_method, method_of(h)) < 0;
+    if (!bad && c->is_ws)
+        bad = set_new(s, k_subprotocols, subprotocols_of(h)) < 0;
+    if (!bad && a->state)
+        bad = set_new(s, k_state, PyDict_Copy(a->state)) < 0;
+    if (bad)
+        Py_CLEAR(s);
+    return s;
+}

@@ -1,0 +1,373 @@
+/* asgi_ws.c — the ASGI websocket scope over the C WebSocket layer (sp_ws_*:
+ * framing, masking, UTF-8, fragments, pings, limits). The handshake, the
+ * receives and the close run on the request's coroutine (the one receiver
+ * the C layer allows); each send runs on a short coroutine of its own, so
+ * an app may send while a receive waits. Denial (websocket.http.response)
+ * and a close before accept (403) answer plain HTTP instead. */
+#include "asgi.h"
+#include "asgi_send.h"
+
+#include "base/log.h"
+#include "http/http_chars.h"
+
+#include <errno.h>
+#include <string.h>
+
+static PyObject *s_type, *s_connect, *s_receive, *s_disconnect, *s_text, *s_bytes, *s_code,
+    *s_reason, *s_accept, *s_send, *s_close, *s_subprotocol, *s_headers, *s_deny_start,
+    *s_deny_body;
+
+static int init_names(void) {
+    if (s_type)
+        return 0;
+    s_type = asgi_str("type");
+    s_connect = asgi_str("websocket.connect");
+    s_receive = asgi_str("websocket.receive");
+    s_disconnect = asgi_str("websocket.disconnect");
+    s_text = asgi_str("text");
+    s_bytes = asgi_str("bytes");
+    s_code = asgi_str("code");
+    s_reason = asgi_str("reason");
+    s_accept = asgi_str("websocket.accept");
+    s_send = asgi_str("websocket.send");
+    s_close = asgi_str("websocket.close");
+    s_subprotocol = asgi_str("subprotocol");
+    s_headers = asgi_str("headers");
+    s_deny_start = asgi_str("websocket.http.response.start");
+    s_deny_body = asgi_str("websocket.http.response.body");
+    return s_deny_body ? 0 : -1;
+}
+
+int asgi_ws_is_upgrade(const sp_req *req) {
+    const http_request *h = &req->head;
+    for (size_t i = 0; i < h->nfields; i++)
+        if (http_ieq(h->fields[i].name, h->fields[i].name_len, "upgrade", 7) &&
+            http_ieq(h->fields[i].value, h->fields[i].value_len, "websocket", 9))
+            return 1;
+    return 0;
+}
+
+static aws *ws_of(acycle *c) {
+    if (!c->ws) {
+        c->ws = PyMem_Calloc(1, sizeof(aws));
+        if (!c->ws)
+            PyErr_NoMemory();
+    }
+    return c->ws;
+}
+
+void asgi_ws_free(acycle *c) {
+    if (c->ws) {
+        Py_XDECREF(c->ws->skeep);
+        PyMem_Free(c->ws);
+        c->ws = NULL;
+    }
+}
+
+/* ---- the coroutines ------------------------------------------------------ */
+
+ssize_t asgi_ws_op(acycle *c) {
+    aws *w = c->ws;
+    if (c->op & A_WS_ACCEPT) {
+        c->op &= ~A_WS_ACCEPT;
+        sp_ws_options o = {.max_message = the_ahub.ws_max_message};
+        w->ws = sp_ws_upgrade(c->req, c->res, &o);
+        w->accept_rc = w->ws ? 0 : -errno;
+        w->done |= W_ACCEPTED;
+        asgi_queue(c, EV_WS);
+        if (!w->ws)
+            return 1;
+    }
+    if (c->op & A_WS_CLOSE) {
+        c->op = 0;
+        if (w->ws)
+            sp_ws_close(w->ws, (uint16_t)w->close_code, w->reason[0] ? w->reason : NULL);
+        else
+            res_send_error(c->res, 403, 1, NULL);
+        return 1;
+    }
+    if (c->op & A_WS_RECV) {
+        c->op &= ~A_WS_RECV;
+        w->recv_rc = sp_ws_recv(w->ws, &w->msg, -1);
+        w->done |= W_RECEIVED;
+        asgi_queue(c, EV_WS);
+        if (w->recv_rc < 0)
+            return 1; /* the conversation is over */
+    }
+    return 0;
+}
+
+static void ws_sender(void *arg) {
+    acycle *c = arg;
+    aws *w = c->ws;
+    w->send_rc = !c->gone && w->ws ? sp_ws_send(w->ws, w->sop, w->sdata, w->slen) : -EPIPE;
+    w->done |= W_SENT;
+    asgi_queue(c, EV_WS);
+}
+
+/* ---- the main stack ----------------------------------------------------- */
+
+static PyObject *disconnect_msg(acycle *c) {
+    aws *w = c->ws;
+    int code = w && w->ws && !c->gone ? sp_ws_close_code(w->ws) : 0;
+    if (!code)
+        code = w && w->close_code ? w->close_code : 1006;
+    return Py_BuildValue("{sOsi}", "type", s_disconnect, "code", code);
+}
+
+static PyObject *message_of(aws *w) {
+    const sp_ws_msg *m = &w->msg;
+    if (m->opcode == SP_WS_TEXT) {
+        PyObject *t = PyUnicode_DecodeUTF8(m->data, (Py_ssize_t)m->len, "strict");
+        return t ? Py_BuildValue("{sOsN}", "type", s_receive, "text", t) : NULL;
+    }
+    PyObject *b = PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->len);
+    return b ? Py_BuildValue("{sOsN}", "type", s_receive, "bytes", b) : NULL;
+}
+
+void asgi_ws_event(acycle *c) {
+    aws *w = c->ws;
+    if (!w)
+        return;
+    uint32_t d = w->done;
+    w->done = 0;
+    if (d & W_ACCEPTED) {
+        if (w->accept_rc == 0) {
+            w->accepted = 1;
+        } else {
+            w->closed = 1;
+            log_msg(LOG_WARNING, "ASGI websocket.accept failed: %s",
+                    w->accept_rc == -EINVAL ? "not a valid WebSocket handshake"
+                                            : strerror(-w->accept_rc));
+        }
+        asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
+    }
+    if (d & W_RECEIVED) {
+        PyObject *m;
+        if (w->recv_rc == 0) {
+            m = message_of(w);
+        } else {
+            m = disconnect_msg(c);
+            w->closed = 1;
+        }
+        if (c->recv_fut)
+            asgi_resolve(&c->recv_fut, m);
+        else
+            Py_XSETREF(c->stash, m);
+    }
+    if (d & W_SENT) {
+        Py_CLEAR(w->skeep);
+        if (w->send_rc < 0)
+            w->closed = 1;
+        asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
+        Py_DECREF(c); /* the sender's reference */
+        return;       /* c may be gone: nothing after this */
+    }
+    if (c->gone && c->recv_fut) {
+        w->closed = 1;
+        asgi_resolve(&c->recv_fut, disconnect_msg(c));
+    }
+}
+
+PyObject *asgi_ws_receive(acycle *c) {
+    aws *w = ws_of(c);
+    if (!w)
+        return NULL;
+    if (!w->connect_given) {
+        w->connect_given = 1;
+        return asgi_ready(Py_BuildValue("{sO}", "type", s_connect));
+    }
+    if (c->recv_fut) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "ASGI receive() called while another receive() is still waiting");
+        return NULL;
+    }
+    if (w->closed || c->gone || (c->disconnected && !w->accepted))
+        return asgi_ready(disconnect_msg(c));
+    c->recv_fut = asgi_future();
+    if (!c->recv_fut)
+        return NULL;
+    if (w->accepted) {
+        c->op |= A_WS_RECV;
+        asgi_wake(c);
+    }
+    return Py_NewRef(c->recv_fut);
+}
+
+static PyObject *ws_accept(acycle *c, aws *w, PyObject *msg) {
+    if (w->accept_asked || c->started)
+        return asend_refuse("websocket.accept after the WebSocket was accepted or answered");
+    PyObject *sub = PyDict_GetItemWithError(msg, s_subprotocol);
+    PyObject *hdrs = PyDict_GetItemWithError(msg, s_headers);
+    if (PyErr_Occurred())
+        return NULL;
+    if (sub && sub != Py_None && !PyUnicode_Check(sub))
+        return asend_refuse("websocket.accept 'subprotocol' is a str or None, not %.100s",
+                            Py_TYPE(sub)->tp_name);
+    if (c->gone)
+        return asgi_ready(Py_NewRef(Py_None));
+    /* The extra headers go through the http.response.start checks. */
+    PyObject *fake = Py_BuildValue("{sisO}", "status", 200, "headers", hdrs ? hdrs : Py_None);
+    if (!fake)
+        return NULL;
+    int rc = asend_start(c, fake);
+    Py_DECREF(fake);
+    c->started = 0;
+    if (rc < 0)
+        return NULL;
+    if (sub && sub != Py_None) {
+        const char *sp = PyUnicode_AsUTF8(sub);
+        if (!sp || sp_res_header(c->res, "Sec-WebSocket-Protocol", sp) < 0)
+            return asend_refuse("websocket.accept subprotocol %R is not a valid token", sub);
+    }
+    w->accept_asked = 1;
+    c->op |= A_WS_ACCEPT;
+    asgi_wake(c);
+    c->send_fut = asgi_future();
+    return Py_XNewRef(c->send_fut);
+}
+
+static PyObject *ws_send_data(acycle *c, aws *w, PyObject *msg) {
+    if (!w->accepted)
+        return asend_refuse("websocket.send before websocket.accept");
+    PyObject *t = PyDict_GetItemWithError(msg, s_text);
+    PyObject *b = t || !PyErr_Occurred() ? PyDict_GetItemWithError(msg, s_bytes) : NULL;
+    if (PyErr_Occurred())
+        return NULL;
+    if (t == Py_None)
+        t = NULL;
+    if (b == Py_None)
+        b = NULL;
+    if ((t && b) || (!t && !b) || (t && !PyUnicode_Check(t)) || (b && !PyBytes_Check(b)))
+        return asend_refuse("websocket.send needs exactly one of 'text' (str) or 'bytes' (bytes)");
+    if (w->closed || c->gone || w->close_asked)
+        return asgi_ready(Py_NewRef(Py_None));
+    if (w->skeep)
+        return asend_refuse("ASGI send() called while an earlier send() is still in progress");
+    if (t) {
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(t, &n);
+        if (!p)
+            return NULL;
+        w->skeep = Py_NewRef(t);
+        w->sdata = p;
+        w->slen = (size_t)n;
+        w->sop = SP_WS_TEXT;
+    } else {
+        w->skeep = Py_NewRef(b);
+        w->sdata = PyBytes_AS_STRING(b);
+        w->slen = (size_t)PyBytes_GET_SIZE(b);
+        w->sop = SP_WS_BINARY;
+    }
+    c->send_fut = asgi_future();
+    if (!c->send_fut)
+        return NULL;
+    Py_INCREF(c); /* the sender's, dropped when its W_SENT is seen */
+    if (sp_spawn(ws_sender, c) < 0) {
+        Py_DECREF(c);
+        Py_CLEAR(w->skeep);
+        Py_CLEAR(c->send_fut);
+        return PyErr_NoMemory();
+    }
+    return Py_NewRef(c->send_fut);
+}
+
+static PyObject *ws_close(acycle *c, aws *w, PyObject *msg) {
+    PyObject *code = PyDict_GetItemWithError(msg, s_code);
+    PyObject *reason = PyDict_GetItemWithError(msg, s_reason);
+    if (PyErr_Occurred())
+        return NULL;
+    long cd = code && code != Py_None ? PyLong_AsLong(code) : 1000;
+    if (cd == -1 && PyErr_Occurred())
+        return NULL;
+    const char *rs = reason && reason != Py_None ? PyUnicode_AsUTF8(reason) : "";
+    if (!rs)
+        return NULL;
+    if (cd < 1000 || cd > 4999 || cd == 1004 || cd == 1005 || cd == 1006 || cd == 1015 ||
+        strlen(rs) > 123)
+        return asend_refuse("websocket.close code %ld / reason: want a code of 1000-4999 (not "
+                            "1004-1006 or 1015) and a reason of at most 123 UTF-8 bytes",
+                            cd);
+    if (w->close_asked || w->closed || c->gone)
+        return asgi_ready(Py_NewRef(Py_None));
+    w->close_asked = 1;
+    w->close_code = (int)cd;
+    strcpy(w->reason, rs);
+    if (!w->accept_asked)
+        c->started = 1; /* a 403 answers the handshake */
+    c->op |= A_WS_CLOSE;
+    asgi_wake(c);
+    return asgi_ready(Py_NewRef(Py_None));
+}
+
+/* websocket.http.response.*: the denial response, an HTTP answer instead
+ * of the upgrade; written as http.response.* messages are. */
+static PyObject *ws_deny(acycle *c, aws *w, PyObject *msg, int start) {
+    if (w->accept_asked || w->close_asked)
+        return asend_refuse("websocket.http.response after websocket.accept or close");
+    PyObject *copy = PyDict_Copy(msg);
+    if (!copy)
+        return NULL;
+    PyObject *t = PyUnicode_FromString(start ? "http.response.start" : "http.response.body");
+    int rc = t ? PyDict_SetItemString(copy, "type", t) : -1;
+    Py_XDECREF(t);
+    int was_ws = c->is_ws;
+    c->is_ws = 0;
+    PyObject *r = rc < 0 ? NULL : PyObject_CallMethod((PyObject *)c, "send", "O", copy);
+    c->is_ws = (uint8_t)was_ws;
+    w->denied = 1;
+    Py_DECREF(copy);
+    return r;
+}
+
+PyObject *asend_ws(acycle *c, PyObject *msg) {
+    if (init_names() < 0)
+        return NULL;
+    aws *w = ws_of(c);
+    if (!w)
+        return NULL;
+    if (!PyDict_Check(msg))
+        return asend_refuse("an ASGI message is a dict, not %.100s", Py_TYPE(msg)->tp_name);
+    PyObject *t = PyDict_GetItemWithError(msg, s_type);
+    if (!t)
+        return PyErr_Occurred() ? NULL : asend_refuse("an ASGI message needs a 'type'");
+    if (PyUnicode_Check(t)) {
+        if (PyUnicode_Compare(t, s_send) == 0)
+            return ws_send_data(c, w, msg);
+        if (PyUnicode_Compare(t, s_accept) == 0)
+            return ws_accept(c, w, msg);
+        if (PyUnicode_Compare(t, s_close) == 0)
+            return ws_close(c, w, msg);
+        if (PyUnicode_Compare(t, s_deny_start) == 0)
+            return ws_deny(c, w, msg, 1);
+        if (PyUnicode_Compare(t, s_deny_body) == 0)
+            return ws_deny(c, w, msg, 0);
+    }
+    return asend_refuse("unknown ASGI message type %R for a websocket scope", t);
+}
+
+/* The app is done: a WebSocket still open is closed (1000, or 1011 when
+ * the app failed); a handshake never answered gets 403 (500 on failure). */
+void asgi_ws_app_done(acycle *c, int failed) {
+    aws *w = ws_of(c);
+    if (!w || c->gone)
+        return;
+    if (w->denied) {
+        if (!c->finished) {
+            c->op |= c->started ? A_ABORT : A_ERROR500;
+            asgi_wake(c);
+        }
+        return;
+    }
+    if (w->close_asked || w->closed)
+        return;
+    if (!w->accept_asked && failed) {
+        c->op |= A_ERROR500;
+        asgi_wake(c);
+        return;
+    }
+    w->close_asked = 1;
+    w->close_code = failed ? 1011 : 1000;
+    c->op |= A_WS_CLOSE;
+    asgi_wake(c);
+}
