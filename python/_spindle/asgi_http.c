@@ -420,7 +420,6 @@ PyObject *asgi_cycle_new(anew *n) {
     c->t = n->t;
     c->fd = -1;
     c->is_ws = asgi_ws_is_upgrade(n->req);
-    c->body_done = n->req->body_done && !c->is_ws;
     return (PyObject *)c;
 }
 

@@ -48,6 +48,8 @@ int asgi_ws_is_upgrade(const sp_req *req) {
 }
 
 static aws *ws_of(acycle *c) {
+    if (init_names() < 0)
+        return NULL;
     if (!c->ws) {
         c->ws = PyMem_Calloc(1, sizeof(aws));
         if (!c->ws)

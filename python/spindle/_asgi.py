@@ -184,9 +184,11 @@ class Lifespan:
         if self.failed is not None:
             _log("critical", "ASGI lifespan startup failed: %s" % self.failed)
             return False
-        if self.task.done() and self.supported and self.mode == "on" and not self.received:
-            _log("critical", "--lifespan on: the application returned without startup")
-            return False
+        if self.task.done() and not self.received:
+            # It returned without reading lifespan.startup: no lifespan, no state.
+            _log("info", "the ASGI application returned from the lifespan scope at once; "
+                 "serving without lifespan")
+            self.supported = False
         return True
 
     async def shutdown(self):

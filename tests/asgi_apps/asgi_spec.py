@@ -65,7 +65,7 @@ async def read_body(receive):
 async def http(scope, receive, send):
     path = scope["path"]
     q = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p)
-    if path == "/scope":
+    if path.startswith("/scope"):
         s = {k: v for k, v in scope.items()}
         await respond(send, body=json.dumps(jsonable(s)).encode())
     elif path == "/echo":
@@ -89,11 +89,11 @@ async def http(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
         sent = 0
         chunk = b"x" * 65536
-        EVENTS.append({"flood": 0})
+        STATE["flood"] = 0
         for _ in range(int(q.get("chunks", "4096"))):
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
             sent += len(chunk)
-            EVENTS[-1] = {"flood": sent}
+            STATE["flood"] = sent
         await send({"type": "http.response.body", "body": b""})
     elif path == "/wait_disconnect":
         await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -105,7 +105,10 @@ async def http(scope, receive, send):
     elif path == "/after_response":
         await respond(send, body=b"done")
         m = await receive()
-        EVENTS.append({"after_response": m["type"]})
+        m2 = await receive()
+        EVENTS.append({"after_response": [m["type"], m2["type"]]})
+    elif path == "/flood_state":
+        await respond(send, body=str(STATE.get("flood", -1)).encode())
     elif path == "/events":
         await respond(send, body=json.dumps(EVENTS).encode())
         EVENTS.clear()
@@ -216,3 +219,9 @@ app_object = AppObject()
 def wsgi_app(environ, start_response):  # detection: WSGI
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"wsgi here"]
+
+
+async def _with_arg(extra, scope, receive, send):
+    await app(scope, receive, send)
+
+app_partial = __import__("functools").partial(_with_arg, "x")  # detection: partial unwrapped

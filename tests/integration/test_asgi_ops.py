@@ -1,0 +1,94 @@
+"""The ASGI worker as a process: idle, it sleeps in epoll_wait (strace: no
+zero-timeout polls, no more wake-ups than the worker's own heartbeat); on
+TERM an in-flight request finishes before the lifespan shutdown runs; and
+20,000 requests plus 2,000 WebSocket sessions leave its RSS flat."""
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from asgiutil import WS, asgi, connect, recv_until  # noqa: F401
+from wsgiutil import proc_status
+
+
+@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
+def test_idle_worker_sleeps_in_epoll(asgi):
+    srv = asgi("asgi_spec:app")
+    assert srv.get("/sleep?s=0.01").body == b"slept"  # the loop has run a request
+    time.sleep(0.3)
+    (worker,) = srv.worker_pids()
+    p = subprocess.run(["timeout", "-s", "INT", "1.5", "strace", "-qq", "-p", str(worker)],
+                       capture_output=True, timeout=10)
+    calls = [ln for ln in p.stderr.decode().splitlines() if re.match(r"^\w+\(", ln)]
+    waits = [ln for ln in calls if ln.startswith("epoll_wait(")]
+    assert calls, p.stderr
+    assert not [ln for ln in waits if re.search(r", 0\)\s+= 0$", ln)], "a busy poll:\n" + "\n".join(waits)
+    # the worker's heartbeat (250 ms) and the Date/keep-alive timers: no more
+    assert len(waits) <= 14, "\n".join(calls)
+    assert all(ln.startswith(("epoll_wait(", "openat(", "read(", "close(", "lseek(", "pread64("))
+               for ln in calls), "\n".join(calls)
+
+
+def test_term_lets_an_inflight_request_finish_then_shutdown(asgi, tmp_path):
+    done = tmp_path / "shutdown"
+    srv = asgi("asgi_spec:app", env={"ASGI_SHUTDOWN_FILE": str(done)})
+    out = {}
+
+    def slow():
+        out["r"] = srv.get("/slow?s=0.6", timeout=5)
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(0.2)
+    os.kill(srv.pid, signal.SIGTERM)
+    t.join(5)
+    assert out["r"].status == 200 and out["r"].body == b"finished"
+    srv.proc.wait(5)
+    assert done.read_text() == "shutdown ran\n"
+
+
+def rss(srv):
+    (w,) = srv.worker_pids()
+    return proc_status(w, "VmRSS")
+
+
+def requests(port, n, batch=100):
+    """n pipelined GETs on one connection; returns how many 200s came back."""
+    s = connect(port, 10)
+    got = 0
+    req = b"GET /state HTTP/1.1\r\nHost: x\r\n\r\n"
+    for _ in range(n // batch):
+        s.sendall(req * batch)
+        data = b""
+        while data.count(b"HTTP/1.1 200") < batch or not data.endswith(b"}"):
+            d = s.recv(1 << 16)
+            assert d, "closed"
+            data += d
+        got += data.count(b"HTTP/1.1 200")
+    s.close()
+    return got
+
+
+def ws_sessions(port, n):
+    for i in range(n):
+        c = WS(port, "/ws/echo")
+        c.send("m%d" % i)
+        assert c.recv() == "m%d" % i
+        c.close()
+
+
+def test_rss_stays_flat(asgi):
+    srv = asgi("asgi_spec:app", "--keepalive-timeout", "10")
+    requests(srv.port, 2000)
+    ws_sessions(srv.port, 200)
+    before = rss(srv)
+    t = time.monotonic()
+    assert requests(srv.port, 20000) == 20000
+    ws_sessions(srv.port, 2000)
+    after = rss(srv)
+    assert time.monotonic() - t < 20
+    assert after - before < 2048, "RSS grew from %d to %d kB" % (before, after)

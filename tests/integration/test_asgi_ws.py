@@ -1,0 +1,96 @@
+"""ASGI websocket scope (spec 2.4) over the C WebSocket layer: connect,
+accept with a subprotocol and extra headers, text and binary echo,
+fragments and pings handled by the server, close codes both ways,
+websocket.disconnect with the client's code, rejection before accept
+(403), the websocket.http.response denial, an app that fails (1011) or
+returns (1000 / 403), --ws-max-message (1009), and 1001 on stop."""
+import json
+import struct
+
+from asgiutil import WS, asgi, shared_asgi, wait_for  # noqa: F401
+
+
+def test_scope_accept_subprotocol_headers_echo(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/echo", protocols="chat, superchat")
+    assert c.ok, c.head
+    assert b"Sec-WebSocket-Protocol: chat" in c.head and b"x-extra: yes" in c.head
+    c.send("h\u00e9llo")
+    assert c.recv() == "h\u00e9llo"
+    blob = bytes(range(256)) * 300
+    c.send(blob)
+    assert c.recv() == blob
+    c.frame(1, b"frag", fin=False)
+    c.frame(9, b"mid")  # a ping between fragments: the server answers
+    assert c.recv_frame() == (10, b"mid")
+    c.frame(0, b"ment", fin=True)
+    assert c.recv() == "fragment"
+    assert c.close(4321)[0] == 4321
+    ev = wait_for(lambda: [e for e in shared_asgi.events() if "ws_disconnect" in e], 3)
+    assert ev and ev[0]["ws_disconnect"] == 4321
+
+
+def test_websocket_scope_keys(asgi):
+    srv = asgi("asgi_ws_scope:app")
+    c = WS(srv.port, "/chat?room=1", protocols="a, b")
+    assert c.ok, c.head
+    s = json.loads(c.recv())
+    assert s["type"] == "websocket" and s["scheme"] == "ws" and s["path"] == "/chat"
+    assert s["query_string"] == "room=1" and s["subprotocols"] == ["a", "b"]
+    assert s["asgi"] == {"version": "3.0", "spec_version": "2.4"}
+    assert s["extensions"] == {"websocket.http.response": {}}
+    assert ["upgrade", "websocket"] in s["headers"] and "method" not in s
+    c.close()
+
+
+def test_app_closes_with_code_and_reason(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/echo")
+    c.send("close-me")
+    assert c.close_code() == (4001, b"asked")
+
+
+def test_close_before_accept_is_403(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/reject")
+    assert not c.ok and c.head.startswith(b"HTTP/1.1 403")
+
+
+def test_denial_response(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/deny")
+    assert c.head.startswith(b"HTTP/1.1 401") and c.buf.endswith(b"go away")
+
+
+def test_app_returning_without_accept_is_403(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/return")
+    assert c.head.startswith(b"HTTP/1.1 403")
+
+
+def test_app_failing_after_accept_closes_1011(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/raise")
+    assert c.ok
+    assert c.close_code()[0] == 1011
+
+
+def test_invalid_utf8_and_max_message(asgi):
+    srv = asgi("asgi_spec:app", "--ws-max-message", "1000")
+    c = WS(srv.port, "/ws/echo")
+    c.send("x" * 1000)
+    assert c.recv() == "x" * 1000
+    c.send("x" * 1001)
+    assert c.close_code()[0] == 1009
+    c = WS(srv.port, "/ws/echo")
+    c.frame(1, b"\xff\xfe")
+    assert c.close_code()[0] == 1007
+    seen = []
+    wait_for(lambda: seen.extend(e["ws_disconnect"] for e in srv.events() if "ws_disconnect" in e)
+             or len(seen) == 2, 3)
+    assert sorted(seen) == [1007, 1009]
+
+
+def test_stop_closes_open_websockets_1001(asgi):
+    srv = asgi("asgi_spec:app")
+    c = WS(srv.port, "/ws/echo")
+    c.send("x")
+    assert c.recv() == "x"
+    import os
+    import signal
+    os.kill(srv.pid, signal.SIGTERM)
+    assert c.close_code()[0] == 1001
