@@ -7,7 +7,7 @@ import hashlib
 from typing import List, Optional
 
 from fastapi import BackgroundTasks, FastAPI, Header, HTTPException, Query, Request, WebSocket
-from fastapi.responses import FileResponse, PlainTextResponse, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.websockets import WebSocketDisconnect
 from pydantic import BaseModel, Field
 
@@ -91,6 +91,13 @@ async def background(tag: str, tasks: BackgroundTasks):
 @app.get("/state")
 async def state(request: Request):
     return {"started": request.app.state.started, "events": events.snapshot()}
+
+
+@app.exception_handler(Exception)
+async def on_error(request: Request, exc: Exception):
+    """The app's own 500 (Starlette's ServerErrorMiddleware sends it, then
+    re-raises for the server to log)."""
+    return JSONResponse({"error": type(exc).__name__, "path": request.url.path}, status_code=500)
 
 
 @app.get("/boom")
