@@ -154,8 +154,18 @@ def idle_websockets(srv, count):
 
 def _record(ctx, variant, app, server, r, res, conns):
     from .workloads import record
-    record(ctx, {"workload": "asgi", "variant": variant, "app": app, "server": server, "workers": ctx.opts.workers,
-                 "connections": conns, "round": r}, res)
+    base = {"workload": "asgi", "variant": variant, "app": app, "server": server, "workers": ctx.opts.workers,
+            "connections": conns, "round": r}
+    if "instructions_per_request" in res or "held_open" in res:
+        row = dict(base, **res)
+        ctx.rows.append(row)
+        log("asgi %-22s %-12s %s" % (variant, server, (
+            "%s instructions/request" % row["instructions_per_request"]) if "instructions_per_request" in res else
+            "%s of %s open, RSS %s -> %s KiB, %s bytes/WebSocket" % (
+                row["held_open"], row["connections"], row["rss_kb_before"], row["rss_kb_after"],
+                row.get("bytes_per_connection", "-"))))
+        return
+    record(ctx, base, res)
 
 
 def _rounds(ctx, items):
