@@ -91,6 +91,8 @@ def fetch(port, method, path, headers=(), body=None, send=None, timeout=15):
             c.request(method, path, headers=hs)
             send(c)
         r = c.response(head=(method == "HEAD"))
+        while 100 <= r.status < 200:  # 100 Continue (the body went with the head)
+            r = c.response(head=(method == "HEAD"))
         return r.status, r.headers, r.body, r.complete
 
 
@@ -114,7 +116,7 @@ def norm(resp, mask=None):
 def length_problem(resp, method):
     """A Content-Length that does not match the body, or none."""
     cl = [v for k, v in resp[1] if k.lower() == "content-length"]
-    if method != "HEAD" and cl and int(cl[0]) != len(resp[2]):
+    if method != "HEAD" and resp[0] not in (204, 304) and cl and int(cl[0]) != len(resp[2]):
         return "Content-Length %s but %d bytes" % (cl[0], len(resp[2]))
     return None
 
@@ -163,6 +165,7 @@ def ws_session(port, path, script, subprotocols=None, timeout=3):
             out["refused"] = type(e).__name__
             return out
         out["subprotocol"] = ws.subprotocol
+        out["x-accepted-by"] = ws.response_headers.get("x-accepted-by")
         try:
             for msg in script:
                 await ws.send(msg)

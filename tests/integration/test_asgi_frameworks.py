@@ -137,6 +137,10 @@ ROWS = [
     ("starlette", "file-response", "GET", "/file", None, None, 200, body_is(BLOB)),
     ("starlette", "file-response-head", "HEAD", "/file", None, None, 200, None),
     ("starlette", "raw-pathsend", "GET", "/raw/file", None, None, 200, body_is(BLOB)),
+    ("starlette", "raw-4MiB-backpressure", "GET", "/raw/big", None, None, 200,
+     body_is(b"".join(bytes([i]) * 65536 for i in range(64)))),
+    ("starlette", "expect-100-continue", "POST", "/upload", dict(OCTETS, Expect="100-continue"), SMALL, 200,
+     upload_ok(SMALL)),
     ("starlette", "raw-pieces", "GET", "/raw/pieces", None, None, 200, body_is(b"piece 0;piece 1;piece 2;")),
     ("starlette", "headers-cookies", "GET", "/headers", None, None, 201, None),
     ("starlette", "scope", "GET", "/scope/caf%C3%A9/a%2Fb?x=1&y=%20&x=2", {"X-Custom": "yes", "X-Dup": "1"},
@@ -207,6 +211,10 @@ ROWS = [
      body_is(b"".join(b"line %d\n" % i for i in range(40)))),
     ("quart", "server-sent-events", "GET", "/sse", None, None, 200, None),
     ("quart", "send-file", "GET", "/file", None, None, 200, body_is(BLOB)),
+    ("quart", "send-file-range", "GET", "/file", {"Range": "bytes=100-1123"}, None, 206, body_is(BLOB[100:1124])),
+    ("quart", "send-file-head", "HEAD", "/file", None, None, 200, None),
+    ("quart", "send-file-not-modified", "GET", "/file", {"If-Modified-Since": "Fri, 01 Jan 2100 00:00:00 GMT"},
+     None, 304, body_is(b"")),
     ("quart", "abort-418", "GET", "/teapot", None, None, 418, None),
     ("quart", "exception-500", "GET", "/boom", None, None, 500, None),
 ]
@@ -313,7 +321,7 @@ def test_keepalive(servers, fw):
     assert seen[1][0][0] == 200 and seen[1][1][0] == 404
 
 
-WS_TEXT = {"starlette": ["hi", "caf\u00e9", b"\x00\x01\x02\xff"], "quart": ["hi", b"\x00\x01\x02"],
+WS_TEXT = {"starlette": ["hi", "caf\u00e9", b"\x00\x01\x02\xff", b"\x07" * 200000], "quart": ["hi", b"\x00\x01\x02"],
            "fastapi": ['{"a": 1}', '{"b": [1, 2]}']}
 WS_CLOSE = {"starlette": "close:4001", "quart": "close:4001", "fastapi": '{"close": 4001}'}
 
@@ -335,6 +343,7 @@ def test_websocket(servers, fw):
         assert ref == sp, "session %d differs:\n  uvicorn: %r\n  spindle: %r" % (i, ref, sp)
     sp = results[1]
     assert sp[0]["subprotocol"] == "chat.v2" and sp[1]["subprotocol"] is None
+    assert sp[0]["x-accepted-by"] == ("starlette" if fw == "starlette" else None)
     assert len(sp[0]["received"]) == len(WS_TEXT[fw]) and sp[0]["close"] == (1000,)
     assert sp[2]["close"][0] == 4001 and sp[2]["received"][-1] == "<closed by the server>", sp[2]
     if fw != "quart":  # the apps that log the websocket.disconnect they get

@@ -93,7 +93,7 @@ async def endless():
 
 @app.route("/file")
 async def file():
-    return await send_file(common.BLOB, mimetype="application/octet-stream")
+    return await send_file(common.BLOB, mimetype="application/octet-stream", conditional=True)
 
 
 @app.route("/background")

@@ -24,6 +24,14 @@ async def app(scope, receive, send):
                 await send({"type": "http.response.body", "body": piece, "more_body": bool(piece)})
                 if not piece:
                     return
+    elif path.endswith("/big"):
+        # 4 MiB in 64 KiB pieces: the client reads slower than this is
+        # written, so send() must wait (backpressure) and lose nothing.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/octet-stream")]})
+        for i in range(64):
+            await send({"type": "http.response.body", "body": bytes([i]) * 65536, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
     elif path.endswith("/pieces"):
         await send({"type": "http.response.start", "status": 200,
                     "headers": [(b"content-type", b"text/plain"), (b"x-raw", b"1")]})

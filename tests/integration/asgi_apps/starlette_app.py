@@ -129,7 +129,8 @@ async def empty(request: Request):
 
 async def ws_echo(ws: WebSocket):
     offered = ws.scope.get("subprotocols") or []
-    await ws.accept(subprotocol="chat.v2" if "chat.v2" in offered else None)
+    await ws.accept(subprotocol="chat.v2" if "chat.v2" in offered else None,
+                    headers=[(b"x-accepted-by", b"starlette")])
     try:
         while True:
             msg = await ws.receive()
