@@ -17,15 +17,24 @@
 
 /* ---- an awaitable that is already done ---------------------------------- */
 
+/* `await` on it gives its value at once: am_send returns PYGEN_RETURN, so
+ * the interpreter takes the value without a StopIteration being made (the
+ * tp_iternext path, for other callers, raises one). None results share
+ * one object. */
 typedef struct {
     PyObject_HEAD PyObject *value;
 } ready_obj;
 
 static PyTypeObject ready_type;
+static ready_obj ready_none;
 
 PyObject *asgi_ready(PyObject *v) {
     if (!v)
         return NULL;
+    if (v == Py_None) {
+        Py_DECREF(v);
+        return Py_NewRef((PyObject *)&ready_none);
+    }
     ready_obj *r = PyObject_New(ready_obj, &ready_type);
     if (!r) {
         Py_DECREF(v);
@@ -39,10 +48,16 @@ static PyObject *ready_await(PyObject *self) {
     return Py_NewRef(self);
 }
 
+static PySendResult ready_am_send(ready_obj *r, PyObject *arg, PyObject **result) {
+    *result = Py_NewRef(r->value ? r->value : Py_None);
+    return PYGEN_RETURN;
+}
+
 static PyObject *ready_next(ready_obj *r) {
     PyObject *v = r->value ? r->value : Py_None;
-    /* StopIteration(v): a tuple value must be wrapped, so always build it. */
-    PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, v);
+    if (v == Py_None)
+        return NULL; /* exhausted: StopIteration(None) */
+    PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, v); /* a tuple stays whole */
     if (e) {
         PyErr_SetObject(PyExc_StopIteration, e);
         Py_DECREF(e);
@@ -59,7 +74,8 @@ static void ready_dealloc(ready_obj *r) {
     PyObject_Free(r);
 }
 
-static PyAsyncMethods ready_async = {.am_await = ready_await};
+static PyAsyncMethods ready_async = {.am_await = ready_await,
+                                     .am_send = (sendfunc)ready_am_send};
 static PyMethodDef ready_methods[] = {{"send", (PyCFunction)ready_send, METH_O, NULL},
                                       {NULL, NULL, 0, NULL}};
 
@@ -461,5 +477,9 @@ int asgi_types_init(PyObject *module) {
         return -1;
     if (PyType_Ready(&ready_type) < 0 || PyType_Ready(&cycle_type) < 0)
         return -1;
+    /* the shared None result: static, never freed */
+    Py_SET_TYPE(&ready_none, &ready_type);
+    Py_SET_REFCNT(&ready_none, 1);
+    ready_none.value = NULL;
     return asend_init();
 }

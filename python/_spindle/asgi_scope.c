@@ -154,29 +154,54 @@ static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
     return *path ? 0 : -1;
 }
 
+/* (host, port): an untrusted peer's address str is cached for the last
+ * peer seen (keep-alive and proxies repeat it); a trusted proxy's client
+ * is what its forwarded header says, with port 0. */
 static PyObject *client_of(const sp_req *r) {
+    static uint8_t last_ip[16];
+    static int last_family;
+    static PyObject *last;
     const conn *c = r->c;
     if (c->peer_family == AF_UNIX && !c->peer_trusted)
         return Py_NewRef(Py_None);
-    const char *a = sp_req_client_addr(r);
-    if (strcmp(a, "unix") == 0)
-        return Py_NewRef(Py_None);
-    return Py_BuildValue("(si)", a, c->peer_trusted ? 0 : (int)c->peer_port);
+    PyObject *host;
+    size_t n = c->peer_family == AF_INET ? 4 : 16;
+    if (c->peer_trusted) {
+        const char *a = sp_req_client_addr(r);
+        if (strcmp(a, "unix") == 0)
+            return Py_NewRef(Py_None);
+        host = PyUnicode_FromString(a);
+    } else if (last && last_family == c->peer_family && memcmp(last_ip, c->peer_ip, n) == 0) {
+        host = Py_NewRef(last);
+    } else {
+        host = PyUnicode_FromString(sp_req_client_addr(r));
+        if (host) {
+            Py_XSETREF(last, Py_NewRef(host));
+            memcpy(last_ip, c->peer_ip, n);
+            last_family = c->peer_family;
+        }
+    }
+    PyObject *port = host ? PyLong_FromLong(c->peer_trusted ? 0 : c->peer_port) : NULL;
+    PyObject *t = port ? PyTuple_Pack(2, host, port) : NULL;
+    Py_XDECREF(host);
+    Py_XDECREF(port);
+    return t;
 }
 
-/* The local address of the connection (a syscall; the last fd's cached
- * until another connection asks). */
+/* The local address of the connection: a getsockname per request (the
+ * conn table is indexed by fd, so a cache by fd would outlive its
+ * connection, and a wildcard listener's address varies), the tuple reused
+ * while the address is the last one's. */
 static PyObject *server_of(const sp_req *r) {
-    static int last_fd = -1;
-    static const void *last_conn;
+    static struct sockaddr_storage last_ss;
+    static socklen_t last_len;
     static PyObject *last;
-    const conn *c = r->c;
-    if (last && last_fd == c->w.fd && last_conn == c)
-        return Py_NewRef(last);
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    if (getsockname(c->w.fd, (struct sockaddr *)&ss, &sl) != 0)
+    if (getsockname(r->c->w.fd, (struct sockaddr *)&ss, &sl) != 0)
         return Py_NewRef(Py_None);
+    if (last && sl == last_len && memcmp(&ss, &last_ss, sl) == 0)
+        return Py_NewRef(last);
     char text[INET6_ADDRSTRLEN];
     PyObject *v;
     if (ss.ss_family == AF_INET) {
@@ -188,12 +213,12 @@ static PyObject *server_of(const sp_req *r) {
         inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
         v = Py_BuildValue("(si)", text, ntohs(in6->sin6_port));
     } else {
-        v = Py_NewRef(Py_None);
+        return Py_NewRef(Py_None);
     }
     if (v) {
         Py_XSETREF(last, Py_NewRef(v));
-        last_fd = c->w.fd;
-        last_conn = c;
+        memcpy(&last_ss, &ss, sl);
+        last_len = sl;
     }
     return v;
 }
