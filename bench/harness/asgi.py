@@ -181,6 +181,8 @@ def run(ctx):
     ps = _peers(ctx, o.asgi_servers)
     conns = o.connections[0]
     for app, variants in (("hello", ["hello", "ws echo"]), ("fastapi", ["fastapi"])):
+        if "throughput" not in o.asgi_parts:
+            break
         why = peers_asgi.app_missing(app)
         if why:
             ctx.problem("asgi %s skipped: %s" % (app, why))
@@ -203,12 +205,15 @@ def run(ctx):
                 _record(ctx, label, app, name, r, res, n)
                 time.sleep(0.2)
         procs.stop_all([s for _, s in up])
-    fresh = _start(ctx, ps, "hello", "memory")
-    for name, srv in fresh:
-        res = idle_websockets(srv, o.asgi_idle_websockets)
-        _record(ctx, "%d idle WebSockets" % o.asgi_idle_websockets, "hello", name, 1, res, o.asgi_idle_websockets)
-    procs.stop_all([s for _, s in fresh])
-    instructions(ctx, [p for p in ps if p.name in o.asgi_instruction_servers])
+    if "memory" in o.asgi_parts:
+        fresh = _start(ctx, ps, "hello", "memory")
+        for name, srv in fresh:
+            res = idle_websockets(srv, o.asgi_idle_websockets)
+            _record(ctx, "%d idle WebSockets" % o.asgi_idle_websockets, "hello", name, 1, res,
+                    o.asgi_idle_websockets)
+        procs.stop_all([s for _, s in fresh])
+    if "instructions" in o.asgi_parts:
+        instructions(ctx, [p for p in ps if p.name in o.asgi_instruction_servers])
 
 
 def instructions(ctx, ps):
