@@ -69,8 +69,16 @@ SP_API sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt);
  *   1001 was sent and the connection is done;
  * -ECONNRESET: the TCP connection went away without a close (1006), or a
  *   send on it failed or ran out of time (sp_ws_send_timeout);
- * -ESHUTDOWN: the server is stopping: a close with 1001 was sent. */
+ * -ESHUTDOWN: the server is stopping: a close with 1001 was sent;
+ * -EINTR: sp_ws_interrupt ended the wait (the connection stays usable). */
 SP_API int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms);
+
+/* Ends the handler's sp_ws_recv, waiting now or the next one, with -EINTR:
+ * the connection stays usable (as after -ETIMEDOUT), so the handler can
+ * sp_ws_close it, the one receiver's call, when another coroutine asked
+ * for the close. Does not yield; from any coroutine of the loop or the
+ * loop's own stack. */
+SP_API void sp_ws_interrupt(sp_ws *ws);
 
 /* Sends one unfragmented frame: SP_WS_TEXT (data must be UTF-8: -EILSEQ),
  * SP_WS_BINARY, SP_WS_PING or SP_WS_PONG (at most 125 bytes: -EMSGSIZE).

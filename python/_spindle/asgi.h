@@ -47,7 +47,8 @@ enum { W_ACCEPTED = 1, W_RECEIVED = 2, W_SENT = 4 };
 typedef struct aws {
     sp_ws *ws;
     uint8_t connect_given, accept_asked, accepted, closed, close_asked, denied;
-    uint32_t done; /* W_* finished on a coroutine, not yet seen by the main stack */
+    uint8_t in_recv; /* the coroutine is inside sp_ws_recv */
+    uint32_t done;   /* W_* finished on a coroutine, not yet seen by the main stack */
     int accept_rc, recv_rc, send_rc;
     sp_ws_msg msg;
     int close_code;

@@ -56,7 +56,7 @@ static PySendResult ready_am_send(ready_obj *r, PyObject *arg, PyObject **result
 static PyObject *ready_next(ready_obj *r) {
     PyObject *v = r->value ? r->value : Py_None;
     if (v == Py_None)
-        return NULL; /* exhausted: StopIteration(None) */
+        return NULL;                                           /* exhausted: StopIteration(None) */
     PyObject *e = PyObject_CallOneArg(PyExc_StopIteration, v); /* a tuple stays whole */
     if (e) {
         PyErr_SetObject(PyExc_StopIteration, e);
@@ -74,8 +74,7 @@ static void ready_dealloc(ready_obj *r) {
     PyObject_Free(r);
 }
 
-static PyAsyncMethods ready_async = {.am_await = ready_await,
-                                     .am_send = (sendfunc)ready_am_send};
+static PyAsyncMethods ready_async = {.am_await = ready_await, .am_send = (sendfunc)ready_am_send};
 static PyMethodDef ready_methods[] = {{"send", (PyCFunction)ready_send, METH_O, NULL},
                                       {NULL, NULL, 0, NULL}};
 

@@ -90,7 +90,11 @@ ssize_t asgi_ws_op(acycle *c) {
     }
     if (c->op & A_WS_RECV) {
         c->op &= ~A_WS_RECV;
+        w->in_recv = 1;
         w->recv_rc = sp_ws_recv(w->ws, &w->msg, -1);
+        w->in_recv = 0;
+        if (w->recv_rc == -EINTR && (c->op & A_WS_CLOSE))
+            return 0; /* interrupted for the app's close: it runs next */
         w->done |= W_RECEIVED;
         asgi_queue(c, EV_WS);
         if (w->recv_rc < 0)
@@ -136,6 +140,10 @@ void asgi_ws_event(acycle *c) {
     if (d & W_ACCEPTED) {
         if (w->accept_rc == 0) {
             w->accepted = 1;
+            if (c->recv_fut) { /* a receive made while the accept was under way */
+                c->op |= A_WS_RECV;
+                asgi_wake(c);
+            }
         } else {
             w->closed = 1;
             log_msg(LOG_WARNING, "ASGI websocket.accept failed: %s",
@@ -298,7 +306,13 @@ static PyObject *ws_close(acycle *c, aws *w, PyObject *msg) {
     if (!w->accept_asked)
         c->started = 1; /* a 403 answers the handshake */
     c->op |= A_WS_CLOSE;
-    asgi_wake(c);
+    if (w->in_recv && w->ws)
+        /* Only the receiving coroutine may close (the C layer's rule): its
+         * receive is interrupted (the connection stays whole), then it
+         * closes. */
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
     return asgi_ready(Py_NewRef(Py_None));
 }
 

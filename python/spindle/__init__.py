@@ -1,4 +1,4 @@
-"""spindle: a coroutine HTTP/1.1 server in C, serving WSGI applications.
+"""spindle: a coroutine HTTP/1.1 server in C, serving WSGI and ASGI applications.
 
     import spindle
     spindle.run(app, bind="127.0.0.1:8080", workers=2)
@@ -49,7 +49,10 @@ def _flags(kw):
 
 def run(app, bind="127.0.0.1:8080", workers=1, root_path="", max_concurrent_app_calls=0,
         **flags):
-    """Serves the WSGI callable ``app`` until a stop signal (TERM, INT, QUIT).
+    """Serves the WSGI or ASGI callable ``app`` until a stop signal (TERM,
+    INT, QUIT). An ASGI 3 app (a coroutine function, or an object whose
+    __call__ is one) is detected; ``interface="asgi"`` or ``"wsgi"`` forces
+    it, ``lifespan="auto"|"on"|"off"`` governs its lifespan events.
 
     ``bind`` is one address or a list; other keyword arguments are the
     flags of ``python3 -m spindle --help`` (``keepalive_timeout=5``,

@@ -1,4 +1,5 @@
-"""python3 -m spindle MODULE:CALLABLE [flags]: serves a WSGI application.
+"""python3 -m spindle MODULE:CALLABLE [flags]: serves a WSGI or ASGI application
+(detected; --interface forces it).
 
 The flags are the spindle binary's (--bind, --workers, timeouts, limits...)
 plus the WSGI ones (--preload, --root-path, --max-concurrent-app-calls), all

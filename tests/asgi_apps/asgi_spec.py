@@ -186,6 +186,18 @@ async def websocket(scope, receive, send):
                 await send({"type": "websocket.close", "code": 4001, "reason": "asked"})
                 continue
             await send({"type": "websocket.send", "text": m.get("text"), "bytes": m.get("bytes")})
+    elif path == "/ws/concurrent":
+        # Quart's pattern: a receive() made before the accept is done; then a
+        # close from another task while a receive() waits
+        first = asyncio.ensure_future(receive())
+        await send({"type": "websocket.accept"})
+        m = await first
+        await send({"type": "websocket.send", "text": "got " + m["text"]})
+        pending = asyncio.ensure_future(receive())
+        await asyncio.sleep(0.05)
+        await send({"type": "websocket.close", "code": 4002, "reason": "while receiving"})
+        m = await pending
+        EVENTS.append({"concurrent": m["type"]})
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":

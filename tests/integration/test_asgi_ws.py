@@ -48,6 +48,16 @@ def test_app_closes_with_code_and_reason(shared_asgi):
     assert c.close_code() == (4001, b"asked")
 
 
+def test_receive_before_accept_and_close_while_receiving(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/concurrent")
+    assert c.ok
+    c.send("first")
+    assert c.recv() == "got first"
+    assert c.close_code() == (4002, b"while receiving")
+    ev = wait_for(lambda: [e for e in shared_asgi.events() if "concurrent" in e], 3)
+    assert ev and ev[0]["concurrent"] == "websocket.disconnect"
+
+
 def test_close_before_accept_is_403(shared_asgi):
     c = WS(shared_asgi.port, "/ws/reject")
     assert not c.ok and c.head.startswith(b"HTTP/1.1 403")

@@ -39,6 +39,7 @@ struct sp_ws {
     int close_code; /* what ended it: the peer's code, ours on failure, 1006 */
     int in_frame;   /* a frame head was parsed, its payload is being read */
     int delivered;  /* msg was handed out: drop it at the next recv */
+    int interrupt;  /* sp_ws_interrupt: the receive returns -EINTR */
     uint8_t *msg;   /* the data message being reassembled */
     size_t msg_len, msg_cap;
     uint8_t ctl[WS_CONTROL_MAX + 1];
@@ -388,6 +389,8 @@ static int read_message(sp_ws *ws, int64_t deadline) {
  * at the handler's own deadline. */
 static int read_alive(sp_ws *ws, int64_t deadline) {
     for (;;) {
+        if (ws->interrupt)
+            return -EINTR;
         int64_t due = ws_keepalive_due(&ws->ka);
         int rc = read_message(ws, due < deadline ? due : deadline);
         if (rc != -ETIMEDOUT)
@@ -415,6 +418,11 @@ static int read_alive(sp_ws *ws, int64_t deadline) {
 
 static int recv_error(sp_ws *ws, int rc) {
     switch (rc) {
+    case -EINTR:
+        if (!ws->interrupt)
+            break; /* not ours: a failed read */
+        ws->interrupt = 0;
+        return rc; /* still usable, as after a timeout */
     case -ETIMEDOUT:
         return rc; /* still usable */
     case -ESHUTDOWN:
@@ -426,12 +434,19 @@ static int recv_error(sp_ws *ws, int rc) {
     case -ECONNABORTED:
         return rc; /* ended already, with the closing handshake */
     default:
-        /* The TCP connection failed or ended without a close frame. */
-        ws->state = WS_DONE;
-        if (!ws->close_code)
-            ws->close_code = WS_CLOSE_ABNORMAL;
-        return -ECONNRESET;
+        break;
     }
+    /* The TCP connection failed or ended without a close frame. */
+    ws->state = WS_DONE;
+    if (!ws->close_code)
+        ws->close_code = WS_CLOSE_ABNORMAL;
+    return -ECONNRESET;
+}
+
+void sp_ws_interrupt(sp_ws *ws) {
+    ws->interrupt = 1;
+    if (ws->recv_task)
+        loop_wake(ws->l, ws->recv_task, -EINTR);
 }
 
 int sp_ws_recv(sp_ws *ws, sp_ws_msg *out, int64_t timeout_ms) {
