@@ -326,12 +326,7 @@ WS_TEXT = {"starlette": ["hi", "caf\u00e9", b"\x00\x01\x02\xff", b"\x07" * 20000
 WS_CLOSE = {"starlette": "close:4001", "quart": "close:4001", "fastapi": '{"close": 4001}'}
 
 
-RECEIVE_BEFORE_ACCEPT = ("spindle bug: a websocket receive() awaited before the app sends websocket.accept "
-                         "(Quart's receiver task does) never returns: the client's messages are not delivered")
-
-
-@pytest.mark.parametrize("fw", ["starlette", "fastapi", pytest.param("quart", marks=pytest.mark.xfail(
-    strict=True, reason=RECEIVE_BEFORE_ACCEPT))])
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart"])
 def test_websocket(servers, fw):
     """Echo with a chosen subprotocol, none when none is offered, a close
     code and reason from the app; the app hears the client's close code."""
