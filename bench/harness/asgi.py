@@ -256,8 +256,8 @@ def section(ctx, summary):
             p = peers_asgi.BY_NAME[name]
             out.append("| %s | %s | `%s` | %s |" % (name, p.doc, cmd, p.note))
     out += ["", "| variant | server | req/s (WebSocket: round trips/s) median (min–max) | CPU µs/req median "
-            "| ÷ uvicorn req/s | ÷ uvicorn CPU/req | errors / non-2xx | load-gen CPU % | notes |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "| ÷ uvicorn req/s | ÷ uvicorn CPU/req | errors / non-2xx | load-gen CPU % "
+            "| server CPUs busy otherwise % | notes |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     variants = []
     for s in rows:
         if s["variant"] not in variants and num(s["rps_median"]) is not None:
@@ -267,11 +267,11 @@ def section(ctx, summary):
         ref = next((s for s in vs if s["server"] == "uvicorn"), None)
         for s in vs:
             sat = " ⚠ saturated" if s["saturated_runs"] else ""
-            out.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s / %s | %s%s | %s |" % (
+            out.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s / %s | %s%s | %s | %s |" % (
                 v, s["server"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
                 fmt(s["cpu_us_median"], 1), ratio(s["rps_median"], ref["rps_median"]) if ref else "–",
                 ratio(s["cpu_us_median"], ref["cpu_us_median"]) if ref else "–", s["errors"], s["non2xx"],
-                fmt(s["loadgen_cpu_pct_median"]), sat, s["notes"]))
+                fmt(s["loadgen_cpu_pct_median"]), sat, fmt(s.get("server_cpus_other_pct_median")), s["notes"]))
     mem = [r for r in ctx.rows if r["workload"] == "asgi" and "idle" in r["variant"]]
     ir = [r for r in ctx.rows if r["workload"] == "asgi" and r["variant"] == "instructions"]
     if mem:
