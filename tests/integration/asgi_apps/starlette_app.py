@@ -1,11 +1,10 @@
 """A Starlette 0.26 application written the usual way (routes, a lifespan
 via on_startup, StreamingResponse, FileResponse, BackgroundTask, WebSocket),
 served by tests/integration/test_asgi_frameworks.py under uvicorn and under
-spindle. Also mounts raw.py's bare ASGI app (pathsend, trailers-free)."""
+spindle. Also mounts raw.py's bare ASGI app at /raw (pathsend, pieces, 4 MiB)."""
 import asyncio
 import hashlib
 import json
-import os
 
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
