@@ -34,7 +34,7 @@ def env_for(extra):
 class AsgiServer(ServerProcess):
     """kind 'uvicorn' or 'spindle' serving SPEC from asgi_apps/ on a free port."""
 
-    def __init__(self, kind, spec, logdir, env):
+    def __init__(self, kind, spec, logdir, env, args=()):
         super().__init__()
         self.kind, self.spec, self.name = kind, spec, "%s %s" % (kind, spec)
         self.port = free_port()
@@ -50,6 +50,7 @@ class AsgiServer(ServerProcess):
             argv = [PY, "-m", "spindle", spec, "--bind", "127.0.0.1:%d" % self.port, "--workers", "1",
                     "--chdir", str(APPS)] + FAST
             pypath = PYPATH + os.pathsep + str(APPS)
+        argv += list(args)
         tag = "%s-%s-%d" % (kind, re.sub(r"\W+", "_", spec), self.port)
         self.launch(argv, pathlib.Path(logdir) / (tag + ".stderr"), pathlib.Path(logdir) / (tag + ".stdout"),
                     env=env_for(dict(env, PYTHONPATH=pypath)), cwd=str(APPS))

@@ -17,7 +17,13 @@ import pytest
 from asgi_pair import AsgiServer, chunked, fetch, length_problem, norm, trickle, ws_session
 
 FRAMEWORKS = {"starlette": "starlette_app:app", "fastapi": "fastapi_app:app",
-              "django": "django_app:application", "quart": "quart_app:app"}
+              "django": "django_app:application", "quart": "quart_app:app",
+              "proxied": "starlette_app:app"}
+# "proxied": Starlette behind a proxy that strips /api and sends
+# X-Forwarded-For/-Proto: root_path and client/scheme through a trusted proxy.
+PROXIED = {"uvicorn": ["--root-path", "/api", "--proxy-headers", "--forwarded-allow-ips", "127.0.0.1"],
+           "spindle": ["--root-path", "/api", "--forwarded-allow-ips", "127.0.0.1"]}
+FORWARDED = {"X-Forwarded-For": "203.0.113.7", "X-Forwarded-Proto": "https"}
 # SPINDLE_ASGI_VS=uvicorn-h11 compares uvicorn with itself on its other
 # parser: a check of the matrix, not of spindle.
 KINDS = ("uvicorn", os.environ.get("SPINDLE_ASGI_VS", "spindle"))
@@ -48,7 +54,8 @@ class Servers:
     def __init__(self, logdir):
         blob = logdir / "blob.bin"
         blob.write_bytes(BLOB)
-        self.procs = {(fw, k): AsgiServer(k, spec, logdir, {"ASGI_TEST_BLOB": str(blob)})
+        self.procs = {(fw, k): AsgiServer(k, spec, logdir, {"ASGI_TEST_BLOB": str(blob)},
+                                          PROXIED.get(k, PROXIED["uvicorn"]) if fw == "proxied" else ())
                       for fw, spec in FRAMEWORKS.items() for k in KINDS}
         self.state = {}
 
@@ -149,6 +156,11 @@ ROWS = [
     ("starlette", "exception-500", "GET", "/boom", None, None, 500, None),
     ("starlette", "redirect", "GET", "/redirect", None, None, 302, None),
     ("starlette", "no-content", "GET", "/empty", None, None, 204, None),
+
+    ("proxied", "scope-root-path-forwarded", "GET", "/scope/a%20b?x=1", FORWARDED, None, 200, None),
+    ("proxied", "redirect-slash-https-root-path", "GET", "/items/42/", FORWARDED, None, 307, None),
+    ("proxied", "forwarded-two-hops", "GET", "/scope/x", {"X-Forwarded-For": "203.0.113.7, 198.51.100.2"},
+     None, 200, None),
 
     ("fastapi", "hello", "GET", "/", None, None, 200, body_is(b"Hello from FastAPI")),
     ("fastapi", "path-query-header", "GET", "/items/5?q=x&limit=3", {"X-Token": "tok"}, None, 200, None),
@@ -304,7 +316,7 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
         assert status == 200 and body.startswith(b"Hello from"), (srv.name, status, body[:100])
 
 
-@pytest.mark.parametrize("fw", list(FRAMEWORKS))
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "django", "quart"])
 def test_keepalive(servers, fw):
     """Three requests on one connection, the same answers from both."""
     from wsgiutil import Conn
