@@ -99,6 +99,7 @@ typedef struct ahub {
     hub *h;
     PyObject *loop;        /* the asyncio loop */
     PyObject *create_task; /* loop.create_task */
+    PyObject *task_type;   /* asyncio.Task, called directly without a task factory */
     PyObject *run;         /* spindle._asgi._run(app, scope, cycle) */
     PyObject *state;       /* the lifespan state (a dict), or NULL */
     PyObject *on_done;     /* called once the server is done (a future's set_result) */

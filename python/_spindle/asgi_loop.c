@@ -170,6 +170,28 @@ void asgi_resolve(PyObject **fut, PyObject *v) {
     Py_DECREF(f);
 }
 
+/* The task of one application call: asyncio.Task(coro, loop=loop) as
+ * loop.create_task makes it, without its Python frame, unless the app set
+ * a task factory (then create_task, which calls it). */
+static PyObject *new_task(ahub *a, PyObject *coro) {
+    static PyObject *factory_name, *kwnames;
+    if (!factory_name) {
+        factory_name = PyUnicode_InternFromString("_task_factory");
+        kwnames = Py_BuildValue("(s)", "loop");
+        if (!factory_name || !kwnames)
+            return NULL;
+    }
+    PyObject *f = PyObject_GetAttr(a->loop, factory_name);
+    if (!f)
+        PyErr_Clear();
+    int plain = f == Py_None && a->task_type;
+    Py_XDECREF(f);
+    if (!plain)
+        return PyObject_CallOneArg(a->create_task, coro);
+    PyObject *args[] = {coro, a->loop};
+    return PyObject_Vectorcall(a->task_type, args, 1, kwnames);
+}
+
 /* Starts the application call of each request waiting for one (after the
  * lifespan startup, within --max-concurrent-app-calls). */
 static int dispatch_new(ahub *a) {
@@ -190,7 +212,7 @@ static int dispatch_new(ahub *a) {
         PyObject *scope = asgi_scope(c);
         PyObject *coro =
             scope ? PyObject_CallFunctionObjArgs(a->run, a->h->app, scope, cyc, NULL) : NULL;
-        PyObject *t = coro ? PyObject_CallOneArg(a->create_task, coro) : NULL;
+        PyObject *t = coro ? new_task(a, coro) : NULL;
         Py_XDECREF(coro);
         Py_XDECREF(scope);
         if (!t) {
@@ -317,6 +339,10 @@ int asgi_worker_init(hub *h) {
         a->loop = Py_NewRef(PyTuple_GET_ITEM(r, 0));
         a->run = Py_NewRef(PyTuple_GET_ITEM(r, 1));
         a->create_task = PyObject_GetAttrString(a->loop, "create_task");
+        PyObject *asyncio = PyImport_ImportModule("asyncio");
+        a->task_type = asyncio ? PyObject_GetAttrString(asyncio, "Task") : NULL;
+        Py_XDECREF(asyncio);
+        PyErr_Clear(); /* without it, create_task does */
     }
     int ok = r && PyObject_IsTrue(PyTuple_GET_ITEM(r, 2)) == 1 && a->create_task;
     if (!ok && PyErr_Occurred())

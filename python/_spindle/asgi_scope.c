@@ -188,17 +188,26 @@ static PyObject *client_of(const sp_req *r) {
     return t;
 }
 
-/* The local address of the connection: a getsockname per request (the
- * conn table is indexed by fd, so a cache by fd would outlive its
- * connection, and a wildcard listener's address varies), the tuple reused
- * while the address is the last one's. */
-static PyObject *server_of(const sp_req *r) {
+/* The local address of the connection: getsockname once per connection,
+ * remembered in a slot by fd with what names the connection (its listener
+ * and peer: a later connection on the same fd differs in its peer port),
+ * and the tuple reused while the address repeats. */
+#define SERVER_SLOTS 1024
+static struct {
+    int fd;
+    uint8_t listener, family;
+    uint16_t port;
+    uint8_t ip[16];
+    PyObject *addr;
+} server_slots[SERVER_SLOTS];
+
+static PyObject *local_addr(int fd) {
     static struct sockaddr_storage last_ss;
     static socklen_t last_len;
     static PyObject *last;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
-    if (getsockname(r->c->w.fd, (struct sockaddr *)&ss, &sl) != 0)
+    if (getsockname(fd, (struct sockaddr *)&ss, &sl) != 0)
         return Py_NewRef(Py_None);
     if (last && sl == last_len && memcmp(&ss, &last_ss, sl) == 0)
         return Py_NewRef(last);
@@ -219,6 +228,25 @@ static PyObject *server_of(const sp_req *r) {
         Py_XSETREF(last, Py_NewRef(v));
         memcpy(&last_ss, &ss, sl);
         last_len = sl;
+    }
+    return v;
+}
+
+static PyObject *server_of(const sp_req *r) {
+    const conn *c = r->c;
+    int fd = c->w.fd;
+    __typeof__(server_slots[0]) *e = &server_slots[(unsigned)fd % SERVER_SLOTS];
+    if (e->addr && e->fd == fd && e->listener == c->listener && e->family == c->peer_family &&
+        e->port == c->peer_port && memcmp(e->ip, c->peer_ip, sizeof e->ip) == 0)
+        return Py_NewRef(e->addr);
+    PyObject *v = local_addr(fd);
+    if (v && c->peer_family != AF_UNIX) {
+        Py_XSETREF(e->addr, Py_NewRef(v));
+        e->fd = fd;
+        e->listener = c->listener;
+        e->family = c->peer_family;
+        e->port = c->peer_port;
+        memcpy(e->ip, c->peer_ip, sizeof e->ip);
     }
     return v;
 }

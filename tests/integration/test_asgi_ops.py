@@ -92,3 +92,29 @@ def test_rss_stays_flat(asgi):
     after = rss(srv)
     assert time.monotonic() - t < 20
     assert after - before < 2048, "RSS grew from %d to %d kB" % (before, after)
+
+
+def test_hup_lets_an_inflight_request_finish_and_keeps_serving(asgi, tmp_path):
+    done = tmp_path / "shutdown"
+    srv = asgi("asgi_spec:app", env={"ASGI_SHUTDOWN_FILE": str(done)})
+    (old,) = srv.worker_pids()
+    out = {}
+    t = threading.Thread(target=lambda: out.update(r=srv.get("/slow?s=0.6", timeout=5)))
+    t.start()
+    time.sleep(0.2)
+    os.kill(srv.pid, signal.SIGHUP)
+    t.join(5)
+    assert out["r"].status == 200 and out["r"].body == b"finished"
+    from wsgiutil import wait_for
+    assert wait_for(lambda: done.exists() and old not in srv.worker_pids(), 5), srv.stderr()
+    assert srv.get("/state").status == 200  # the new worker serves
+
+
+def test_max_concurrent_app_calls(asgi):
+    srv = asgi("asgi_spec:app", "--max-concurrent-app-calls", "1")
+    out = []
+    ts = [threading.Thread(target=lambda: out.append(srv.get("/sleep?s=0.3").body)) for _ in range(3)]
+    t = time.monotonic()
+    [x.start() for x in ts]
+    [x.join(5) for x in ts]
+    assert out == [b"slept"] * 3 and time.monotonic() - t >= 0.85
