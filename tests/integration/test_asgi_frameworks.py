@@ -3,8 +3,10 @@
 Quart): each framework's app runs once for the module under uvicorn (the
 reference) and under spindle; every row of the request matrix goes to both
 and the status, the application's headers and the body must be the same
-(and what the row expects). Then lifespan state, background tasks, a client
-that leaves mid-stream, keep-alive and WebSocket sessions, compared alike."""
+(and what the row expects); "proxied" is the Starlette app again behind a
+proxy (--root-path, X-Forwarded-*). Then lifespan state, background tasks,
+a client that leaves mid-stream, keep-alive and WebSocket sessions, compared
+alike. Rows spindle gets wrong are strict xfails naming the bug."""
 import hashlib
 import json
 import os
