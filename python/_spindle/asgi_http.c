@@ -271,6 +271,16 @@ void asgi_events(acycle *c, uint32_t ev) {
 /* A future for c's next message; RuntimeError if one is awaited already. */
 static PyObject *wait_message(acycle *c) {
     if (c->recv_fut) {
+        /* A waiter cancelled meanwhile (Starlette's listen_for_disconnect
+         * when its stream ends) leaves its place to this one. */
+        PyObject *done = PyObject_CallMethod(c->recv_fut, "done", NULL);
+        int was = done == Py_True;
+        Py_XDECREF(done);
+        PyErr_Clear();
+        if (was)
+            Py_CLEAR(c->recv_fut);
+    }
+    if (c->recv_fut) {
         PyErr_SetString(PyExc_RuntimeError,
                         "ASGI receive() called while another receive() is still waiting");
         return NULL;
@@ -292,7 +302,7 @@ static PyObject *cycle_receive(acycle *c, PyObject *unused) {
             return asgi_ready(asgi_disconnect_msg());
         return wait_message(c); /* until the response is out or the client leaves */
     }
-    if (c->recv_fut) /* a read is under way */
+    if (c->recv_fut || c->rbytes) /* a read is under way */
         return wait_message(c);
     sp_req *r = c->req;
     size_t want = READ_CHUNK;

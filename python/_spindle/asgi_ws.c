@@ -146,7 +146,8 @@ void asgi_ws_event(acycle *c) {
             }
         } else {
             w->closed = 1;
-            log_msg(LOG_WARNING, "ASGI websocket.accept failed: %s",
+            int gone = w->accept_rc == -ECONNRESET || w->accept_rc == -EPIPE;
+            log_msg(gone ? LOG_DEBUG : LOG_WARNING, "ASGI websocket.accept failed: %s",
                     w->accept_rc == -EINVAL ? "not a valid WebSocket handshake"
                                             : strerror(-w->accept_rc));
         }
@@ -188,9 +189,18 @@ PyObject *asgi_ws_receive(acycle *c) {
         return asgi_ready(Py_BuildValue("{sO}", "type", s_connect));
     }
     if (c->recv_fut) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "ASGI receive() called while another receive() is still waiting");
-        return NULL;
+        PyObject *done = PyObject_CallMethod(c->recv_fut, "done", NULL);
+        int was = done == Py_True;
+        Py_XDECREF(done);
+        PyErr_Clear();
+        if (!was) {
+            PyErr_SetString(PyExc_RuntimeError,
+                            "ASGI receive() called while another receive() is still waiting");
+            return NULL;
+        }
+        Py_CLEAR(c->recv_fut); /* cancelled: a receive under way delivers here */
+        c->recv_fut = asgi_future();
+        return Py_XNewRef(c->recv_fut);
     }
     if (w->closed || c->gone || (c->disconnected && !w->accepted))
         return asgi_ready(disconnect_msg(c));

@@ -51,6 +51,7 @@ typedef struct cli_config {
     const char *reload_extra[CLI_MAX_LIST]; /* --reload-extra-file, as written */
     int nreload_extra;
     const char *user, *group, *chdir;
+    size_t ws_max_message; /* --ws-max-message: the default WebSocket message limit; 0 1 MiB */
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */
     const char *root_path; /* SCRIPT_NAME */
@@ -58,7 +59,6 @@ typedef struct cli_config {
     int blocking_threads;  /* spindle.run_blocking's thread pool per worker; 0 default (4) */
     const char *interface; /* --interface: auto, asgi or wsgi (NULL: auto) */
     const char *lifespan;  /* --lifespan: auto, on or off (NULL: auto) */
-    size_t ws_max_message; /* --ws-max-message: WebSocket messages from Python apps; 0 1 MiB */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];

@@ -170,9 +170,9 @@ const flag cli_flags[] = {
     {"lifespan", "MODE", K_STR, ROLE_PY, RESTART, STR_CHECKED(lifespan, set_lifespan), "auto",
      "ASGI lifespan events per worker: on (a failed startup stops the server), off, or auto "
      "(an application failing the lifespan scope before receiving does not support it)"},
-    {"ws-max-message", "BYTES", K_SIZE, ROLE_PY, RESTART, SIZE(ws_max_message), "1m",
-     "the largest WebSocket message (reassembled) an application receives, for "
-     "spindle.websocket and ASGI; a larger one is refused with close 1009"},
+    {"ws-max-message", "BYTES", K_SIZE, B, RESTART, SIZE(ws_max_message), "1m",
+     "the largest WebSocket message (reassembled) a handler receives (C handlers that pass no "
+     "max_message of their own, spindle.websocket, ASGI); a larger one is closed with 1009"},
     {"blocking-threads", "N", K_INT, ROLE_PY, RESTART, INT(blocking_threads), "4",
      "threads per worker for spindle.run_blocking (and name resolution under "
      "spindle.patch()); more calls wait for a free thread"},

@@ -11,6 +11,7 @@
 #include "server/server.h"
 #include "server/session/session.h"
 #include "server/static/static.h"
+#include "server/ws/ws_limits.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -333,6 +334,8 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         return 2;
     if (setup_server(c, s) < 0)
         return 2;
+    if (ws_set_default_max_message(s, c->ws_max_message) < 0) /* --ws-max-message */
+        return 1;
     /* Before the application's routes: under a PREFIX only the files answer. */
     if (setup_static_maps(c, s) < 0)
         return 1;

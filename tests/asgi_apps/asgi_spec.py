@@ -109,6 +109,14 @@ async def http(scope, receive, send):
         EVENTS.append({"after_response": [m["type"], m2["type"]]})
     elif path == "/flood_state":
         await respond(send, body=str(STATE.get("flood", -1)).encode())
+    elif path == "/cancelled_receive":  # a receive cancelled while it waits
+        try:
+            await asyncio.wait_for(receive(), 0.05)
+            got = b"early"
+        except asyncio.TimeoutError:
+            m = await receive()
+            got = m["body"]
+        await respond(send, body=got)
     elif path == "/events":
         await respond(send, body=json.dumps(EVENTS).encode())
         EVENTS.clear()

@@ -92,6 +92,17 @@ def test_big_upload_is_read_in_bounded_chunks(shared_asgi):
     assert len(chunks) >= 48
 
 
+def test_a_cancelled_receive_does_not_lose_the_body(shared_asgi):
+    s = connect(shared_asgi.port)
+    s.sendall(b"POST /cancelled_receive HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+              b"Connection: close\r\n\r\n")
+    time.sleep(0.2)
+    s.sendall(b"late")
+    data = recv_until(s, b"never")
+    s.close()
+    assert data.endswith(b"\r\n\r\nlate"), data
+
+
 def test_streamed_response(shared_asgi):
     r = shared_asgi.get("/stream?n=4")
     assert r.status == 200 and r.header("transfer-encoding") == "chunked"

@@ -342,3 +342,21 @@ def test_ws_silent_client_closed_with_1001_and_freed(spindle):
     assert set(ops[:-1]) <= {9} and len(ops) >= 2, ops  # pings, then the close
     assert struct.unpack("!H", payload[:2])[0] == 1001, payload
     r.eof()
+
+
+def test_ws_max_message_flag_is_the_default_limit(spindle):
+    # --ws-max-message applies to upgrades that name no max_message (/ws);
+    # a handler's own options win (/ws-unlimited)
+    srv = spindle("--app", APP_WS, "--ws-max-message", "100")
+    s = handshake(srv)
+    _, rest = read_head(s)
+    r = Reader(s, rest)
+    s.sendall(frame(2, b"x" * 100))
+    assert r.frame() == (2, True, b"x" * 100)
+    s.sendall(frame(2, b"x" * 101))
+    expect_close(r, 1009)
+    s = handshake(srv, path=b"/ws-unlimited")
+    _, rest = read_head(s)
+    r = Reader(s, rest)
+    s.sendall(frame(2, b"y" * 1000))
+    assert r.frame() == (2, True, b"y" * 1000)

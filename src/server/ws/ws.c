@@ -13,6 +13,7 @@
 #include "server/handler.h"
 #include "server/ws/ws_frame.h"
 #include "server/ws/ws_keepalive.h"
+#include "server/ws/ws_limits.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -21,9 +22,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define WS_MAX_MESSAGE_DEFAULT (1u << 20)
-#define WS_CLOSE_TIMEOUT       2000
-#define WS_DIRECT_READ         4096 /* payload left above which we read past the buffer */
+#define WS_CLOSE_TIMEOUT 2000
+#define WS_DIRECT_READ   4096 /* payload left above which we read past the buffer */
 
 enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
 
@@ -556,7 +556,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     ws->s = req->srv;
     ws->c = req->c;
     ws->l = server_loop(req->srv);
-    ws->max_message = opt && opt->max_message ? opt->max_message : WS_MAX_MESSAGE_DEFAULT;
+    ws->max_message = ws_max_message_of(req->srv, opt); /* --ws-max-message */
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);
     const sp_server_options *so = server_options(req->srv);
