@@ -155,6 +155,10 @@ ROWS = [
     ("starlette", "scope", "GET", "/scope/caf%C3%A9/a%2Fb?x=1&y=%20&x=2", {"X-Custom": "yes", "X-Dup": "1"},
      None, 200, None),
     ("starlette", "scope-post", "POST", "/scope/p", FORM, b"k=v", 200, None),
+    # passed on as sent (no normalization): the app and its router decide
+    ("starlette", "scope-dot-segments-encoded-slash", "GET", "/scope/a/../b//c/./%2e%2e/%2F?q=%ZZ", None, None,
+     200, None),
+    ("starlette", "scope-8k-cookie", "GET", "/scope/c", {"Cookie": "a=" + "x" * 8000}, None, 200, None),
     ("starlette", "exception-500", "GET", "/boom", None, None, 500, None),
     ("starlette", "redirect", "GET", "/redirect", None, None, 302, None),
     ("starlette", "no-content", "GET", "/empty", None, None, 204, None),
