@@ -92,6 +92,8 @@ typedef struct acycle {
     PyObject *stash; /* a message whose waiter was cancelled: the next receive's */
     /* WebSocket state (asgi_ws.c) */
     struct aws *ws;
+    struct acycle *ws_prev, *ws_next; /* the worker's accepted WebSockets */
+    int ws_listed;
 } acycle;
 
 /* The worker's ASGI state (one per process). */
@@ -111,6 +113,8 @@ typedef struct ahub {
     acycle *ev_head, *ev_tail; /* cycles with events */
     unsigned polls_skipped;    /* turns that skipped the poll because work was ready */
     size_t ws_max_message;     /* --ws-max-message */
+    acycle *ws_open;           /* accepted WebSockets, for the stop's 1001 */
+    int stop_told;             /* the stop reached them */
 } ahub;
 
 extern ahub the_ahub;
@@ -150,5 +154,9 @@ ssize_t asgi_ws_op(acycle *c); /* on the coroutine */
 void asgi_ws_event(acycle *c); /* on the main stack: EV_WS */
 void asgi_ws_free(acycle *c);
 void asgi_ws_app_done(acycle *c, int failed);
+/* The server began to stop: every accepted WebSocket not receiving now is
+ * closed with 1001 (a receiving one gets it from the C layer). */
+void asgi_ws_stop_all(void);
+void asgi_ws_unlist(acycle *c);
 
 #endif

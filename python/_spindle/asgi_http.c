@@ -260,8 +260,10 @@ void asgi_events(acycle *c, uint32_t ev) {
     if (ev & EV_END) {
         Py_CLEAR(c->rbytes);
         asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
-        if (c->is_ws)
+        if (c->is_ws) {
             asgi_ws_event(c);
+            asgi_ws_unlist(c);
+        }
         Py_DECREF(c); /* the coroutine's reference */
     }
 }

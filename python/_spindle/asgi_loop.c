@@ -297,6 +297,10 @@ PyObject *py_asgi_select(PyObject *self, PyObject *arg) {
         loop_run_pending(l);
     dispatch_new(a);
     drain_events(a);
+    if (a->h->stop_asked && !a->stop_told) {
+        a->stop_told = 1;
+        asgi_ws_stop_all();
+    }
     tell_done(a);
     return ready_list();
 }

@@ -287,36 +287,53 @@ static int set_new(PyObject *d, PyObject *k, PyObject *v) {
     return rc;
 }
 
+/* The scope's constant entries, and the others' keys (None for now): a
+ * copy of it is a clone of the table, and the per-request values only
+ * replace entries, which is cheaper than inserting them. */
+static PyObject *scope_template(int ws) {
+    static PyObject *t[2];
+    if (t[ws])
+        return t[ws];
+    PyObject *d = PyDict_New();
+    PyObject *const keys[] = {k_type,   k_asgi,        k_http_version, k_scheme,
+                              k_path,   k_raw_path,    k_query,        k_root_path,
+                              k_headers, k_client,     k_server,       k_extensions,
+                              ws ? k_subprotocols : k_method};
+    PyObject *const vals[] = {ws ? v_websocket : v_http, v_asgi, v_11, ws ? v_ws : v_http_s,
+                              Py_None, Py_None, Py_None, the_ahub.h->root_path,
+                              Py_None, Py_None, Py_None, ws ? v_ext_ws : v_ext_http,
+                              Py_None};
+    for (size_t i = 0; d && i < sizeof keys / sizeof keys[0]; i++)
+        if (PyDict_SetItem(d, keys[i], vals[i]) < 0)
+            Py_CLEAR(d);
+    t[ws] = d;
+    return d;
+}
+
 PyObject *asgi_scope(acycle *c) {
     const sp_req *r = c->req;
     const http_request *h = &r->head;
     ahub *a = &the_ahub;
-    PyObject *s = _PyDict_NewPresized(16);
+    PyObject *tmpl = scope_template(c->is_ws);
+    PyObject *s = tmpl ? PyDict_Copy(tmpl) : NULL;
     if (!s)
         return NULL;
     int https = strcmp(sp_req_scheme(r), "https") == 0;
     PyObject *path = NULL, *raw = NULL;
     int bad =
-        PyDict_SetItem(s, k_type, c->is_ws ? v_websocket : v_http) < 0 ||
-        PyDict_SetItem(s, k_asgi, v_asgi) < 0 ||
-        PyDict_SetItem(s, k_http_version, h->minor_version ? v_11 : v_10) < 0 ||
-        PyDict_SetItem(s, k_scheme,
-                       c->is_ws ? (https ? v_wss : v_ws) : (https ? v_https : v_http_s)) < 0 ||
+        (!h->minor_version && PyDict_SetItem(s, k_http_version, v_10) < 0) ||
+        (https && PyDict_SetItem(s, k_scheme, c->is_ws ? v_wss : v_https) < 0) ||
         path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
         PyDict_SetItem(s, k_raw_path, raw) < 0 ||
         set_new(s, k_query,
                 r->query.len ? PyBytes_FromStringAndSize(r->query.ptr, (Py_ssize_t)r->query.len)
                              : Py_NewRef(v_empty_bytes)) < 0 ||
-        PyDict_SetItem(s, k_root_path, a->h->root_path) < 0 ||
         set_new(s, k_headers, headers_of(h)) < 0 || set_new(s, k_client, client_of(r)) < 0 ||
         set_new(s, k_server, server_of(r)) < 0 ||
-        PyDict_SetItem(s, k_extensions, c->is_ws ? v_ext_ws : v_ext_http) < 0;
+        set_new(s, c->is_ws ? k_subprotocols : k_method,
+                c->is_ws ? subprotocols_of(h) : method_of(h)) < 0;
     Py_XDECREF(path);
     Py_XDECREF(raw);
-    if (!bad && !c->is_ws)
-        bad = set_new(s, k_method, method_of(h)) < 0;
-    if (!bad && c->is_ws)
-        bad = set_new(s, k_subprotocols, subprotocols_of(h)) < 0;
     if (!bad && a->state)
         bad = set_new(s, k_state, PyDict_Copy(a->state)) < 0;
     if (bad)

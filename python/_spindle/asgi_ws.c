@@ -131,6 +131,44 @@ static PyObject *message_of(aws *w) {
     return b ? Py_BuildValue("{sOsN}", "type", s_receive, "bytes", b) : NULL;
 }
 
+static void list_ws(acycle *c) {
+    ahub *a = &the_ahub;
+    c->ws_prev = NULL;
+    c->ws_next = a->ws_open;
+    if (a->ws_open)
+        a->ws_open->ws_prev = c;
+    a->ws_open = c;
+    c->ws_listed = 1;
+    if (a->stop_told) /* accepted as the stop began */
+        asgi_ws_stop_all();
+}
+
+void asgi_ws_unlist(acycle *c) {
+    ahub *a = &the_ahub;
+    if (!c->ws_listed)
+        return;
+    if (c->ws_prev)
+        c->ws_prev->ws_next = c->ws_next;
+    else
+        a->ws_open = c->ws_next;
+    if (c->ws_next)
+        c->ws_next->ws_prev = c->ws_prev;
+    c->ws_listed = 0;
+}
+
+void asgi_ws_stop_all(void) {
+    for (acycle *c = the_ahub.ws_open; c; c = c->ws_next) {
+        aws *w = c->ws;
+        if (!w || c->gone || w->closed || w->close_asked || w->in_recv)
+            continue;
+        w->close_asked = 1;
+        w->close_code = 1001;
+        strcpy(w->reason, "server stopping");
+        c->op |= A_WS_CLOSE;
+        asgi_wake(c);
+    }
+}
+
 void asgi_ws_event(acycle *c) {
     aws *w = c->ws;
     if (!w)
@@ -140,6 +178,7 @@ void asgi_ws_event(acycle *c) {
     if (d & W_ACCEPTED) {
         if (w->accept_rc == 0) {
             w->accepted = 1;
+            list_ws(c);
             if (c->recv_fut) { /* a receive made while the accept was under way */
                 c->op |= A_WS_RECV;
                 asgi_wake(c);

@@ -206,6 +206,11 @@ async def websocket(scope, receive, send):
         await send({"type": "websocket.close", "code": 4002, "reason": "while receiving"})
         m = await pending
         EVENTS.append({"concurrent": m["type"]})
+    elif path == "/ws/sender":  # sends without ever receiving
+        await send({"type": "websocket.accept"})
+        for i in range(400):
+            await send({"type": "websocket.send", "text": "tick%d" % i})
+            await asyncio.sleep(0.05)
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":

@@ -102,5 +102,12 @@ def test_stop_closes_open_websockets_1001(asgi):
     assert c.recv() == "x"
     import os
     import signal
+    s = WS(srv.port, "/ws/sender")  # an app that never receives
+    assert s.recv() == "tick0"
     os.kill(srv.pid, signal.SIGTERM)
     assert c.close_code()[0] == 1001
+    while True:
+        m = s.recv()
+        if isinstance(m, tuple):  # the close frame, long before --graceful-timeout
+            assert m[0] == 8 and m[1][:2] == b"\x03\xe9", m
+            break
