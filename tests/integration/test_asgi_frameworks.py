@@ -292,15 +292,28 @@ def test_background_task(servers, fw, method, path):
             time.sleep(0.02)
 
 
-@pytest.mark.parametrize("fw,path,watched", [("starlette", "/endless?tag=%s", True),
-                                             ("quart", "/endless?tag=%s", True),
-                                             ("django", "/stream/?n=30000&tag=%s", False)])
+CONNECTION_KEPT = ("spindle bug: when the app cancels its streaming task after http.disconnect (Starlette's "
+                   "StreamingResponse, Quart), the worker keeps the connection's fd for good (one per such "
+                   "client) and a TERM waits the whole --graceful-timeout for it")
+
+
+def fd_count(pid):
+    return len(os.listdir("/proc/%d/fd" % pid))
+
+
+@pytest.mark.parametrize("fw,path,watched", [
+    pytest.param("starlette", "/endless?tag=%s", True, marks=pytest.mark.xfail(strict=True, reason=CONNECTION_KEPT)),
+    pytest.param("quart", "/endless?tag=%s", True, marks=pytest.mark.xfail(strict=True, reason=CONNECTION_KEPT)),
+    ("django", "/stream/?n=30000&tag=%s", False)])
 def test_client_leaves_mid_stream(servers, fw, path, watched):
     """The client reads the head and a little body, then closes: the app's
     generator is closed (Starlette, Quart watch http.disconnect), the server
-    lives on and answers the next request."""
+    lets the connection go (its fd count is back where it was), lives on and
+    answers the next request."""
     for srv in servers.ready(fw):
         tag = "d%d" % time.monotonic_ns()
+        pid = srv.worker_pids()[0]
+        fds = fd_count(pid)
         with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
             s.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % (path % tag)).encode())
             got = b""
@@ -318,6 +331,11 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
                 assert time.monotonic() < end, "%s: the stream's generator was never closed" % srv.name
                 time.sleep(0.05)
             assert "endless %s finished" % tag not in events
+        end = time.monotonic() + 3
+        while fd_count(pid) > fds and time.monotonic() < end:
+            time.sleep(0.05)
+        assert fd_count(pid) <= fds, "%s still holds the connection: %d fds, %d before" % (
+            srv.name, fd_count(pid), fds)
         status, _, body, _ = fetch(srv.port, "GET", "/")
         assert status == 200 and body.startswith(b"Hello from"), (srv.name, status, body[:100])
 
