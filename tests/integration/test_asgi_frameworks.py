@@ -368,8 +368,16 @@ def test_websocket(servers, fw):
     code and reason from the app; the app hears the client's close code."""
     sessions = [(WS_TEXT[fw], ["chat.v1", "chat.v2"]), (WS_TEXT[fw][:1], None),
                 (WS_TEXT[fw][:1] + [WS_CLOSE[fw]], ["chat.v2"])]
-    results = [[ws_session(srv.port, "/ws", script, protos) for script, protos in sessions]
-               for srv in servers.ready(fw)]
+    results = []
+    for srv in servers.ready(fw):
+        pid = srv.worker_pids()[0]
+        fds = fd_count(pid)
+        results.append([ws_session(srv.port, "/ws", script, protos) for script, protos in sessions])
+        end = time.monotonic() + 3
+        while fd_count(pid) > fds and time.monotonic() < end:
+            time.sleep(0.05)
+        assert fd_count(pid) <= fds, "%s kept WebSocket connections: %d fds, %d before" % (
+            srv.name, fd_count(pid), fds)
     for i, (ref, sp) in enumerate(zip(*results)):
         assert ref == sp, "session %d differs:\n  uvicorn: %r\n  spindle: %r" % (i, ref, sp)
     sp = results[1]
