@@ -53,8 +53,9 @@ typedef struct aws {
     sp_ws_msg msg;
     int close_code;
     char reason[124];
-    /* the send in flight */
+    /* the send in flight, and those waiting for it: [(str|bytes, future)] */
     PyObject *skeep;
+    PyObject *squeue;
     const char *sdata;
     size_t slen;
     int sop;
@@ -132,6 +133,9 @@ PyObject *py_asgi_serving(PyObject *self, PyObject *args);
 void asgi_resolve(PyObject **fut, PyObject *v);
 PyObject *asgi_future(void);
 
+/* asgi_soon.c: spindle._CallSoon, call_soon in C (a mixin of the loop) */
+int asgi_soon_init(PyObject *module);
+
 /* asgi_http.c */
 int asgi_handler(sp_req *req, sp_res *res, void *ud);
 int asgi_types_init(PyObject *module);
@@ -140,6 +144,9 @@ void asgi_events(acycle *c, uint32_t ev);
 /* The awaitable that is already done: await gives v (a new reference, consumed). */
 PyObject *asgi_ready(PyObject *v);
 PyObject *asgi_disconnect_msg(void);
+/* The client left before the response ended: the coroutine ends and the
+ * connection closes (no response to finish). */
+void end_cut(acycle *c);
 
 /* asgi_scope.c */
 int asgi_scope_init(void);
@@ -158,5 +165,6 @@ void asgi_ws_app_done(acycle *c, int failed);
  * closed with 1001 (a receiving one gets it from the C layer). */
 void asgi_ws_stop_all(void);
 void asgi_ws_unlist(acycle *c);
+void asgi_ws_dead(acycle *c);
 
 #endif

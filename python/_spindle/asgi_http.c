@@ -251,6 +251,8 @@ void asgi_events(acycle *c, uint32_t ev) {
     }
     if (ev & EV_READ)
         give_message(c, read_msg(c, c->rresult));
+    if ((ev & EV_HUP) && c->is_ws)
+        asgi_ws_dead(c);
     if ((ev & (EV_HUP | EV_END)) && c->recv_fut && !c->is_ws) {
         if (c->rbytes) /* a read cut short */
             give_message(c, read_msg(c, -ECONNRESET));
@@ -375,16 +377,28 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
         return NULL;
     if (!more)
         c->finished = 1;
-    if (c->gone || c->disconnected)
-        return asgi_ready(Py_NewRef(Py_None)); /* the client left: nothing to do */
+    if (c->gone || c->disconnected) { /* the client left: nothing to send */
+        if (!more)
+            end_cut(c);
+        return asgi_ready(Py_NewRef(Py_None));
+    }
     if (!more && !c->res->head_sent && c->res->declared < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
-    if (more && PyBytes_GET_SIZE(body) == 0)
+    /* An empty chunk sends nothing, but the first one sends the head (an
+     * event stream's client is waiting for it). */
+    if (more && PyBytes_GET_SIZE(body) == 0 && c->res->head_sent)
         return asgi_ready(Py_NewRef(Py_None));
     return submit_write(c, body, !more);
 }
 
 /* ---- the end of the application call -------------------------------------- */
+
+void end_cut(acycle *c) {
+    if (c->gone)
+        return;
+    c->op |= A_ABORT; /* the coroutine ends; the connection closes */
+    asgi_wake(c);
+}
 
 static void log_failure(acycle *c, const char *what) {
     const http_request *h = c->req ? &c->req->head : NULL;
@@ -415,6 +429,7 @@ static PyObject *cycle_failed(acycle *c, PyObject *exc) {
         c->op |= c->started ? A_ABORT : A_ERROR500;
         asgi_wake(c);
     } else {
+        end_cut(c);
         return Py_NewRef(Py_False); /* the client left: not worth a traceback */
     }
     return Py_NewRef(Py_True);
@@ -426,7 +441,9 @@ static PyObject *cycle_returned(acycle *c, PyObject *unused) {
     app_over(c);
     if (c->is_ws) {
         asgi_ws_app_done(c, 0);
-    } else if (!c->gone && !c->disconnected && !c->finished) {
+    } else if (!c->gone && c->disconnected && !c->finished) {
+        end_cut(c); /* the client left first: nothing to say */
+    } else if (!c->gone && !c->finished) {
         log_failure(c, c->started ? "returned before finishing its response (the connection is cut)"
                                   : "returned without sending a response; answered 500");
         c->op |= c->started ? A_ABORT : A_ERROR500;

@@ -295,13 +295,31 @@ static PyObject *scope_template(int ws) {
     if (t[ws])
         return t[ws];
     PyObject *d = PyDict_New();
-    PyObject *const keys[] = {k_type,   k_asgi,        k_http_version, k_scheme,
-                              k_path,   k_raw_path,    k_query,        k_root_path,
-                              k_headers, k_client,     k_server,       k_extensions,
+    PyObject *const keys[] = {k_type,
+                              k_asgi,
+                              k_http_version,
+                              k_scheme,
+                              k_path,
+                              k_raw_path,
+                              k_query,
+                              k_root_path,
+                              k_headers,
+                              k_client,
+                              k_server,
+                              k_extensions,
                               ws ? k_subprotocols : k_method};
-    PyObject *const vals[] = {ws ? v_websocket : v_http, v_asgi, v_11, ws ? v_ws : v_http_s,
-                              Py_None, Py_None, Py_None, the_ahub.h->root_path,
-                              Py_None, Py_None, Py_None, ws ? v_ext_ws : v_ext_http,
+    PyObject *const vals[] = {ws ? v_websocket : v_http,
+                              v_asgi,
+                              v_11,
+                              ws ? v_ws : v_http_s,
+                              Py_None,
+                              Py_None,
+                              Py_None,
+                              the_ahub.h->root_path,
+                              Py_None,
+                              Py_None,
+                              Py_None,
+                              ws ? v_ext_ws : v_ext_http,
                               Py_None};
     for (size_t i = 0; d && i < sizeof keys / sizeof keys[0]; i++)
         if (PyDict_SetItem(d, keys[i], vals[i]) < 0)

@@ -246,8 +246,10 @@ int asend_pathsend(acycle *c, PyObject *msg) {
         return -1;
     }
     c->finished = 1;
-    if (c->gone || c->disconnected)
+    if (c->gone || c->disconnected) {
+        end_cut(c);
         return 0;
+    }
     PyObject *fs = PyUnicode_EncodeFSDefault(p);
     if (!fs)
         return -1;

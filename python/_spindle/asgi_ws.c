@@ -61,6 +61,7 @@ static aws *ws_of(acycle *c) {
 void asgi_ws_free(acycle *c) {
     if (c->ws) {
         Py_XDECREF(c->ws->skeep);
+        Py_XDECREF(c->ws->squeue);
         PyMem_Free(c->ws);
         c->ws = NULL;
     }
@@ -131,6 +132,8 @@ static PyObject *message_of(aws *w) {
     return b ? Py_BuildValue("{sOsN}", "type", s_receive, "bytes", b) : NULL;
 }
 
+static void send_next(acycle *c, aws *w);
+
 static void list_ws(acycle *c) {
     ahub *a = &the_ahub;
     c->ws_prev = NULL;
@@ -167,6 +170,21 @@ void asgi_ws_stop_all(void) {
         c->op |= A_WS_CLOSE;
         asgi_wake(c);
     }
+}
+
+/* The connection is gone (a send failed, the client hung up) while the
+ * app may not be receiving: the coroutine closes and ends now, so the
+ * connection is not held until the app returns; later sends just return. */
+void asgi_ws_dead(acycle *c) {
+    aws *w = c->ws;
+    if (!w || c->gone || !w->accepted)
+        return;
+    w->closed = 1;
+    c->op |= A_WS_CLOSE;
+    if (w->in_recv && w->ws)
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
 }
 
 void asgi_ws_event(acycle *c) {
@@ -208,9 +226,10 @@ void asgi_ws_event(acycle *c) {
     if (d & W_SENT) {
         Py_CLEAR(w->skeep);
         if (w->send_rc < 0)
-            w->closed = 1;
+            asgi_ws_dead(c);
         asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
-        Py_DECREF(c); /* the sender's reference */
+        send_next(c, w);
+        Py_DECREF(c); /* the finished sender's reference */
         return;       /* c may be gone: nothing after this */
     }
     if (c->gone && c->recv_fut) {
@@ -286,6 +305,56 @@ static PyObject *ws_accept(acycle *c, aws *w, PyObject *msg) {
     return Py_XNewRef(c->send_fut);
 }
 
+/* Hands data (str or bytes) to a new sender coroutine; fut (consumed) is
+ * resolved when it is out. 0, or -1 with an error (fut dropped). */
+static int start_send(acycle *c, aws *w, PyObject *data, PyObject *fut) {
+    if (PyUnicode_Check(data)) {
+        Py_ssize_t n;
+        const char *p = PyUnicode_AsUTF8AndSize(data, &n);
+        if (!p) {
+            Py_DECREF(fut);
+            return -1;
+        }
+        w->sdata = p;
+        w->slen = (size_t)n;
+        w->sop = SP_WS_TEXT;
+    } else {
+        w->sdata = PyBytes_AS_STRING(data);
+        w->slen = (size_t)PyBytes_GET_SIZE(data);
+        w->sop = SP_WS_BINARY;
+    }
+    w->skeep = Py_NewRef(data);
+    c->send_fut = fut;
+    Py_INCREF(c); /* the sender's, dropped when its W_SENT is seen */
+    if (sp_spawn(ws_sender, c) < 0) {
+        Py_DECREF(c);
+        Py_CLEAR(w->skeep);
+        Py_CLEAR(c->send_fut);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+/* The next queued send, in the order sent; once closed each just returns. */
+static void send_next(acycle *c, aws *w) {
+    while (w->squeue && PyList_GET_SIZE(w->squeue)) {
+        PyObject *item = Py_NewRef(PyList_GET_ITEM(w->squeue, 0));
+        PySequence_DelItem(w->squeue, 0);
+        PyObject *fut = Py_NewRef(PyTuple_GET_ITEM(item, 1));
+        int ok = 0;
+        if (!w->closed && !c->gone && !w->close_asked)
+            ok = start_send(c, w, PyTuple_GET_ITEM(item, 0), fut) == 0;
+        else
+            asgi_resolve(&fut, Py_NewRef(Py_None));
+        if (!ok && PyErr_Occurred())
+            PyErr_Print();
+        Py_DECREF(item);
+        if (ok)
+            return;
+    }
+}
+
 static PyObject *ws_send_data(acycle *c, aws *w, PyObject *msg) {
     if (!w->accepted)
         return asend_refuse("websocket.send before websocket.accept");
@@ -301,34 +370,26 @@ static PyObject *ws_send_data(acycle *c, aws *w, PyObject *msg) {
         return asend_refuse("websocket.send needs exactly one of 'text' (str) or 'bytes' (bytes)");
     if (w->closed || c->gone || w->close_asked)
         return asgi_ready(Py_NewRef(Py_None));
-    if (w->skeep)
-        return asend_refuse("ASGI send() called while an earlier send() is still in progress");
-    if (t) {
-        Py_ssize_t n;
-        const char *p = PyUnicode_AsUTF8AndSize(t, &n);
-        if (!p)
-            return NULL;
-        w->skeep = Py_NewRef(t);
-        w->sdata = p;
-        w->slen = (size_t)n;
-        w->sop = SP_WS_TEXT;
-    } else {
-        w->skeep = Py_NewRef(b);
-        w->sdata = PyBytes_AS_STRING(b);
-        w->slen = (size_t)PyBytes_GET_SIZE(b);
-        w->sop = SP_WS_BINARY;
-    }
-    c->send_fut = asgi_future();
-    if (!c->send_fut)
+    PyObject *data = t ? t : b;
+    PyObject *fut = asgi_future();
+    if (!fut)
         return NULL;
-    Py_INCREF(c); /* the sender's, dropped when its W_SENT is seen */
-    if (sp_spawn(ws_sender, c) < 0) {
-        Py_DECREF(c);
-        Py_CLEAR(w->skeep);
-        Py_CLEAR(c->send_fut);
-        return PyErr_NoMemory();
+    if (w->skeep) { /* another task's send is under way: after it, in order */
+        PyObject *item = PyTuple_Pack(2, data, fut);
+        if (!item || (!w->squeue && !(w->squeue = PyList_New(0))) ||
+            PyList_Append(w->squeue, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(fut);
+            return NULL;
+        }
+        Py_DECREF(item);
+        return fut;
     }
-    return Py_NewRef(c->send_fut);
+    if (start_send(c, w, data, Py_NewRef(fut)) < 0) {
+        Py_DECREF(fut);
+        return NULL;
+    }
+    return fut;
 }
 
 static PyObject *ws_close(acycle *c, aws *w, PyObject *msg) {
@@ -424,15 +485,20 @@ void asgi_ws_app_done(acycle *c, int failed) {
         }
         return;
     }
-    if (w->close_asked || w->closed)
-        return;
-    if (!w->accept_asked && failed) {
+    if (!w->accept_asked && !w->close_asked && failed) {
         c->op |= A_ERROR500;
         asgi_wake(c);
         return;
     }
-    w->close_asked = 1;
-    w->close_code = failed ? 1011 : 1000;
+    if (!w->close_asked && !w->closed) {
+        w->close_asked = 1;
+        w->close_code = failed ? 1011 : 1000;
+    }
+    /* Closed or not, the coroutine must end now (a WebSocket whose send
+     * failed is closed, yet its coroutine still waits for ops). */
     c->op |= A_WS_CLOSE;
-    asgi_wake(c);
+    if (w->in_recv && w->ws)
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
 }

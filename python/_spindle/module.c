@@ -377,7 +377,7 @@ PyMODINIT_FUNC PyInit__spindle(void) {
     if (!m)
         return NULL;
     if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0 ||
-        websocket_init(m) < 0 || asgi_types_init(m) < 0) {
+        websocket_init(m) < 0 || asgi_types_init(m) < 0 || asgi_soon_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -198,11 +198,16 @@ class Lifespan:
         await self.stopped.wait()
 
 
+class Loop(_spindle._CallSoon, asyncio.SelectorEventLoop):
+    """asyncio's selector loop with call_soon in C (asgi_soon.c); the same
+    Handles, the same order, asyncio's own path in debug mode."""
+
+
 def worker_start(app, lifespan):
     """In each worker, after the import: the loop and the lifespan startup.
     Returns (loop, _run, ok)."""
     global _loop, _lifespan
-    _loop = asyncio.SelectorEventLoop(Selector())
+    _loop = Loop(Selector())
     asyncio.set_event_loop(_loop)
     _lifespan = Lifespan(app, lifespan)
     ok = _loop.run_until_complete(_lifespan.startup())

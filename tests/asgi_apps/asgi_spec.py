@@ -85,6 +85,12 @@ async def http(scope, receive, send):
         for i in range(int(q.get("n", "3"))):
             await send({"type": "http.response.body", "body": b"part%d\n" % i, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+    elif path == "/head_first":  # the head goes out with an empty chunk
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})
+        await send({"type": "http.response.body", "body": b"", "more_body": True})
+        await asyncio.sleep(0.5)
+        await send({"type": "http.response.body", "body": b"data: late\n\n"})
     elif path == "/flood":  # backpressure: chunks until the client stops reading
         await send({"type": "http.response.start", "status": 200, "headers": []})
         sent = 0
@@ -211,6 +217,11 @@ async def websocket(scope, receive, send):
         for i in range(400):
             await send({"type": "websocket.send", "text": "tick%d" % i})
             await asyncio.sleep(0.05)
+    elif path == "/ws/fanout":  # sends from many tasks at once: in order, none refused
+        await send({"type": "websocket.accept"})
+        await asyncio.gather(*[send({"type": "websocket.send", "text": "m%d" % i})
+                               for i in range(50)])
+        await send({"type": "websocket.close", "code": 1000})
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":

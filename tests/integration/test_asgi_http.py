@@ -143,6 +143,18 @@ def test_send_waits_while_the_socket_is_full(shared_asgi):
     s.close()
 
 
+def test_an_empty_first_chunk_sends_the_head(shared_asgi):
+    s = connect(shared_asgi.port)
+    s.sendall(b"GET /head_first HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    s.settimeout(0.4)  # before the app's first event
+    head = s.recv(4096)
+    assert head.startswith(b"HTTP/1.1 200") and b"text/event-stream" in head
+    s.settimeout(3)
+    rest = recv_until(s, b"never")
+    s.close()
+    assert b"data: late" in head + rest and (head + rest).endswith(b"0\r\n\r\n")
+
+
 def test_pathsend(shared_asgi, tmp_path):
     f = tmp_path / "file.bin"
     f.write_bytes(b"0123456789" * 1000)

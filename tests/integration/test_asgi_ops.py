@@ -118,3 +118,28 @@ def test_max_concurrent_app_calls(asgi):
     [x.start() for x in ts]
     [x.join(5) for x in ts]
     assert out == [b"slept"] * 3 and time.monotonic() - t >= 0.85
+
+
+def test_clients_that_leave_release_their_connections(asgi):
+    from proctools import fd_count
+    srv = asgi("asgi_spec:app", expect_tracebacks=True)  # /echo's assert sees the disconnect
+    (w,) = srv.worker_pids()
+    base = fd_count(w)
+    reqs = [b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n" + b"a" * 5000,
+            b"POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n",
+            b"GET /wait_disconnect HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /flood?chunks=100 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /slow?s=0.2 HTTP/1.1\r\nHost: x\r\n\r\n",
+            b"GET /ws/sender HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"]
+    socks = []
+    for i in range(120):
+        s = connect(srv.port)
+        s.sendall(reqs[i % len(reqs)])
+        socks.append(s)
+    time.sleep(0.3)
+    for s in socks:
+        s.close()
+    from wsgiutil import wait_for
+    assert wait_for(lambda: fd_count(w) <= base + 2, 5), (base, fd_count(w))
+    assert srv.get("/state").status == 200

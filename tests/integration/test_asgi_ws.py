@@ -58,6 +58,12 @@ def test_receive_before_accept_and_close_while_receiving(shared_asgi):
     assert ev and ev[0]["concurrent"] == "websocket.disconnect"
 
 
+def test_concurrent_sends_are_queued_in_order(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/fanout")
+    assert [c.recv() for _ in range(50)] == ["m%d" % i for i in range(50)]
+    assert c.close_code()[0] == 1000
+
+
 def test_close_before_accept_is_403(shared_asgi):
     c = WS(shared_asgi.port, "/ws/reject")
     assert not c.ok and c.head.startswith(b"HTTP/1.1 403")

@@ -1,0 +1,133 @@
+/* asgi_soon.c — loop.call_soon in C for the worker's asyncio loop: every
+ * task start and wake-up and every future callback goes through it, and
+ * asyncio's own (three Python frames and Handle.__init__) is a large part
+ * of a small request. It makes the same asyncio.Handle (its slots set
+ * directly) and appends it to loop._ready; a loop in debug mode, or a
+ * closed one, takes asyncio's own path. Mixed into spindle._asgi.Loop. */
+#include "asgi.h"
+
+static PyObject *handle_type, *copy_context, *base_call_soon;
+static PyObject *s_closed, *s_debug, *s_ready, *s_append, *s_callback, *s_args, *s_cancelled,
+    *s_loop, *s_source_tb, *s_repr, *s_context;
+
+static int soon_init(void) {
+    if (handle_type)
+        return 0;
+    PyObject *ev = PyImport_ImportModule("asyncio.events");
+    PyObject *be = PyImport_ImportModule("asyncio.base_events");
+    PyObject *cv = PyImport_ImportModule("contextvars");
+    PyObject *bel = be ? PyObject_GetAttrString(be, "BaseEventLoop") : NULL;
+    handle_type = ev ? PyObject_GetAttrString(ev, "Handle") : NULL;
+    copy_context = cv ? PyObject_GetAttrString(cv, "copy_context") : NULL;
+    base_call_soon = bel ? PyObject_GetAttrString(bel, "call_soon") : NULL;
+    Py_XDECREF(ev);
+    Py_XDECREF(be);
+    Py_XDECREF(cv);
+    Py_XDECREF(bel);
+    s_closed = PyUnicode_InternFromString("_closed");
+    s_debug = PyUnicode_InternFromString("_debug");
+    s_ready = PyUnicode_InternFromString("_ready");
+    s_append = PyUnicode_InternFromString("append");
+    s_callback = PyUnicode_InternFromString("_callback");
+    s_args = PyUnicode_InternFromString("_args");
+    s_cancelled = PyUnicode_InternFromString("_cancelled");
+    s_loop = PyUnicode_InternFromString("_loop");
+    s_source_tb = PyUnicode_InternFromString("_source_traceback");
+    s_repr = PyUnicode_InternFromString("_repr");
+    s_context = PyUnicode_InternFromString("_context");
+    if (!handle_type || !copy_context || !base_call_soon || !s_context) {
+        Py_CLEAR(handle_type);
+        return -1;
+    }
+    return 0;
+}
+
+/* The slow path: BaseEventLoop.call_soon(self, *args, **kw). */
+static PyObject *base(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf), nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    PyObject *small[16];
+    PyObject **stack =
+        n + nk + 1 <= 16 ? small : PyMem_Malloc((size_t)(n + nk + 1) * sizeof *stack);
+    if (!stack)
+        return PyErr_NoMemory();
+    stack[0] = self;
+    for (Py_ssize_t i = 0; i < n + nk; i++)
+        stack[i + 1] = args[i];
+    PyObject *r = PyObject_Vectorcall(base_call_soon, stack, (size_t)(n + 1), kwnames);
+    if (stack != small)
+        PyMem_Free(stack);
+    return r;
+}
+
+static int flag(PyObject *self, PyObject *name) {
+    PyObject *v = PyObject_GetAttr(self, name);
+    int r = v ? PyObject_IsTrue(v) : -1;
+    Py_XDECREF(v);
+    return r;
+}
+
+/* call_soon(callback, *args, context=None) -> Handle */
+static PyObject *soon_call_soon(PyObject *self, PyObject *const *args, size_t nargsf,
+                                PyObject *kwnames) {
+    if (soon_init() < 0)
+        return NULL;
+    Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+    PyObject *context = Py_None;
+    Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t i = 0; i < nk; i++) {
+        if (PyUnicode_CompareWithASCIIString(PyTuple_GET_ITEM(kwnames, i), "context") != 0)
+            return base(self, args, nargsf, kwnames); /* let asyncio say what is wrong */
+        context = args[n + i];
+    }
+    int closed = flag(self, s_closed), debug = closed ? 0 : flag(self, s_debug);
+    if (n < 1 || closed != 0 || debug != 0) {
+        if (closed < 0 || debug < 0)
+            PyErr_Clear();
+        return base(self, args, nargsf, kwnames);
+    }
+    PyObject *cb_args = PyTuple_New(n - 1);
+    PyObject *ctx = context == Py_None ? PyObject_CallNoArgs(copy_context) : Py_NewRef(context);
+    PyObject *h = cb_args && ctx
+                      ? ((PyTypeObject *)handle_type)->tp_alloc((PyTypeObject *)handle_type, 0)
+                      : NULL;
+    for (Py_ssize_t i = 1; cb_args && i < n; i++)
+        PyTuple_SET_ITEM(cb_args, i - 1, Py_NewRef(args[i]));
+    int bad = !h || PyObject_SetAttr(h, s_callback, args[0]) < 0 ||
+              PyObject_SetAttr(h, s_args, cb_args) < 0 ||
+              PyObject_SetAttr(h, s_cancelled, Py_False) < 0 ||
+              PyObject_SetAttr(h, s_loop, self) < 0 ||
+              PyObject_SetAttr(h, s_source_tb, Py_None) < 0 ||
+              PyObject_SetAttr(h, s_repr, Py_None) < 0 || PyObject_SetAttr(h, s_context, ctx) < 0;
+    Py_XDECREF(cb_args);
+    Py_XDECREF(ctx);
+    PyObject *ready = bad ? NULL : PyObject_GetAttr(self, s_ready);
+    PyObject *r = ready ? PyObject_CallMethodOneArg(ready, s_append, h) : NULL;
+    Py_XDECREF(ready);
+    if (!r) {
+        Py_XDECREF(h);
+        return NULL;
+    }
+    Py_DECREF(r);
+    return h;
+}
+
+static PyMethodDef soon_methods[] = {
+    {"call_soon", (PyCFunction)(void (*)(void))soon_call_soon, METH_FASTCALL | METH_KEYWORDS,
+     "call_soon(callback, *args, context=None) -> Handle (asyncio's, made in C)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject soon_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle._CallSoon",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "a mixin of spindle._asgi.Loop: call_soon in C",
+    .tp_methods = soon_methods,
+    .tp_new = PyType_GenericNew,
+};
+
+int asgi_soon_init(PyObject *module) {
+    if (PyType_Ready(&soon_type) < 0)
+        return -1;
+    return PyModule_AddObjectRef(module, "_CallSoon", (PyObject *)&soon_type);
+}
