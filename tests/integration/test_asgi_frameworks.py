@@ -292,20 +292,13 @@ def test_background_task(servers, fw, method, path):
             time.sleep(0.02)
 
 
-CONNECTION_KEPT = ("spindle bug: when the app cancels its streaming task after http.disconnect (Starlette's "
-                   "StreamingResponse, Quart), the worker keeps the connection's fd for good (one per such "
-                   "client; with plain streamed sends and no cancel, about one in ten) and a TERM waits the "
-                   "whole --graceful-timeout for it")
-
-
 def fd_count(pid):
     return len(os.listdir("/proc/%d/fd" % pid))
 
 
-@pytest.mark.parametrize("fw,path,watched", [
-    pytest.param("starlette", "/endless?tag=%s", True, marks=pytest.mark.xfail(strict=True, reason=CONNECTION_KEPT)),
-    pytest.param("quart", "/endless?tag=%s", True, marks=pytest.mark.xfail(strict=True, reason=CONNECTION_KEPT)),
-    ("django", "/stream/?n=30000&tag=%s", False)])
+@pytest.mark.parametrize("fw,path,watched", [("starlette", "/endless?tag=%s", True),
+                                             ("quart", "/endless?tag=%s", True),
+                                             ("django", "/stream/?n=30000&tag=%s", False)])
 def test_client_leaves_mid_stream(servers, fw, path, watched):
     """The client reads the head and a little body, then closes: the app's
     generator is closed (Starlette, Quart watch http.disconnect), the server
@@ -332,13 +325,10 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
                 assert time.monotonic() < end, "%s: the stream's generator was never closed" % srv.name
                 time.sleep(0.05)
             assert "endless %s finished" % tag not in events
-        # With Django's plain sends spindle keeps about one connection in
-        # ten (the same bug, a race): reported, not asserted, as a test
-        # that fails one run in ten would be.
         end = time.monotonic() + 3
-        while watched and fd_count(pid) > fds and time.monotonic() < end:
+        while fd_count(pid) > fds and time.monotonic() < end:
             time.sleep(0.05)
-        assert not watched or fd_count(pid) <= fds, "%s still holds the connection: %d fds, %d before" % (
+        assert fd_count(pid) <= fds, "%s still holds the connection: %d fds, %d before" % (
             srv.name, fd_count(pid), fds)
         status, _, body, _ = fetch(srv.port, "GET", "/")
         assert status == 200 and body.startswith(b"Hello from"), (srv.name, status, body[:100])
