@@ -32,6 +32,7 @@ PKGS=(
   "python3-starlette:ASGI framework tests (tests/integration/asgi_apps)"
   "python3-fastapi:ASGI framework tests; the FastAPI app of bench/run's asgi workload"
   "python3-quart:ASGI framework tests"
+  "python3-multipart:FastAPI's form and file uploads in the ASGI framework tests"
   "python3-websockets:the ASGI tests' WebSocket client; uvicorn's WebSocket protocol"
   "python3-httptools:uvicorn's fast HTTP parser (bench/run's uvicorn peer)"
   "python3-uvloop:uvicorn's fast event loop (bench/run's uvicorn peer)"

@@ -123,6 +123,23 @@ def mask_dates(s):
     return HTTP_DATE.sub("DATE", s)
 
 
+def multipart(note, filename, data, boundary="----spindle-asgi-7MA4YWxkTrZu0gW"):
+    body = ("--%s\r\nContent-Disposition: form-data; name=\"note\"\r\n\r\n%s\r\n"
+            "--%s\r\nContent-Disposition: form-data; name=\"file\"; filename=\"%s\"\r\n"
+            "Content-Type: application/octet-stream\r\n\r\n" % (boundary, note, boundary, filename)).encode()
+    return body + data + ("\r\n--%s--\r\n" % boundary).encode(), \
+        {"Content-Type": "multipart/form-data; boundary=%s" % boundary}
+
+
+MULTIPART, MULTIPART_HEADERS = multipart("a note", "blob.bin", BIG)
+
+
+def multipart_ok(resp):
+    got = json.loads(resp[2])
+    assert (got["note"], got["filename"], got["size"], got["sha"]) == (
+        "a note", "blob.bin", len(BIG), hashlib.sha256(BIG).hexdigest()), got
+
+
 # (framework, what, method, path, headers, body or a send() factory, status, check)
 ROWS = [
     ("starlette", "hello", "GET", "/", None, None, 200, body_is(b"Hello from Starlette")),
@@ -186,6 +203,12 @@ ROWS = [
     ("fastapi", "upload-streamed", "POST", "/upload", dict(OCTETS, **{"Content-Length": str(len(BIG))}),
      lambda: trickle(BIG, pieces=6), 200, upload_ok(BIG)),
     ("fastapi", "upload-chunked", "POST", "/upload", CHUNKED, lambda: chunked(SMALL), 200, upload_ok(SMALL)),
+    ("fastapi", "multipart-upload-1MiB", "POST", "/form-upload", MULTIPART_HEADERS, MULTIPART, 200, multipart_ok),
+    ("fastapi", "multipart-upload-streamed", "POST", "/form-upload",
+     dict(MULTIPART_HEADERS, **{"Content-Length": str(len(MULTIPART))}), lambda: trickle(MULTIPART, pieces=5),
+     200, multipart_ok),
+    ("fastapi", "422-multipart-missing-field", "POST", "/form-upload", MULTIPART_HEADERS,
+     MULTIPART.replace(b'name="note"', b'name="other"'), 422, None),
     ("fastapi", "streaming-response", "GET", "/stream?n=20", None, None, 200, None),
     ("fastapi", "server-sent-events", "GET", "/sse", None, None, 200, body_is(
         b"".join(b"event: n\ndata: %d\n\n" % i for i in range(4)))),

@@ -6,7 +6,7 @@ import asyncio
 import hashlib
 from typing import List, Optional
 
-from fastapi import BackgroundTasks, FastAPI, Header, HTTPException, Query, Request, WebSocket
+from fastapi import BackgroundTasks, FastAPI, File, Form, Header, HTTPException, Query, Request, UploadFile, WebSocket
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, StreamingResponse
 from fastapi.websockets import WebSocketDisconnect
 from pydantic import BaseModel, Field
@@ -58,6 +58,13 @@ async def upload(request: Request):
         digest.update(chunk)
         size += len(chunk)
     return {"size": size, "sha": digest.hexdigest()}
+
+
+@app.post("/form-upload")
+async def form_upload(note: str = Form(...), file: UploadFile = File(...)):
+    data = await file.read()
+    return {"note": note, "filename": file.filename, "type": file.content_type, "size": len(data),
+            "sha": hashlib.sha256(data).hexdigest()}
 
 
 @app.get("/stream")
