@@ -435,6 +435,20 @@ static PyObject *cycle_failed(acycle *c, PyObject *exc) {
     return Py_NewRef(Py_True);
 }
 
+/* _cancelled(): the call was cancelled (the worker stops, or the app
+ * cancelled itself): no traceback; a response not finished is cut (a 500
+ * if nothing was started), an open WebSocket closes with 1001. */
+static PyObject *cycle_cancelled(acycle *c, PyObject *unused) {
+    app_over(c);
+    if (c->is_ws)
+        asgi_ws_app_done(c, 2);
+    else if (!c->gone && !c->finished) {
+        c->op |= c->started ? A_ABORT : A_ERROR500;
+        asgi_wake(c);
+    }
+    Py_RETURN_NONE;
+}
+
 /* _returned(): the app returned. Without a complete response: a 500, or
  * the connection cut. */
 static PyObject *cycle_returned(acycle *c, PyObject *unused) {
@@ -484,6 +498,7 @@ static PyMethodDef cycle_methods[] = {
     {"send", (PyCFunction)cycle_send, METH_O, "send(message) -> awaitable"},
     {"_failed", (PyCFunction)cycle_failed, METH_O, NULL},
     {"_returned", (PyCFunction)cycle_returned, METH_NOARGS, NULL},
+    {"_cancelled", (PyCFunction)cycle_cancelled, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };
 

@@ -145,11 +145,19 @@ void asgi_wake(acycle *c) {
     }
 }
 
+/* loop.create_future() without its Python frame: asyncio.Future(loop=loop). */
 PyObject *asgi_future(void) {
-    static PyObject *name;
-    if (!name && !(name = PyUnicode_InternFromString("create_future")))
-        return NULL;
-    return PyObject_CallMethodNoArgs(the_ahub.loop, name);
+    static PyObject *future_type, *kwnames;
+    if (!future_type) {
+        PyObject *asyncio = PyImport_ImportModule("asyncio");
+        future_type = asyncio ? PyObject_GetAttrString(asyncio, "Future") : NULL;
+        Py_XDECREF(asyncio);
+        kwnames = future_type ? Py_BuildValue("(s)", "loop") : NULL;
+        if (!kwnames)
+            return NULL;
+    }
+    PyObject *args[] = {the_ahub.loop};
+    return PyObject_Vectorcall(future_type, args, 0, kwnames);
 }
 
 void asgi_resolve(PyObject **fut, PyObject *v) {

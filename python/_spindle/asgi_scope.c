@@ -9,7 +9,9 @@
 #include "http/path_norm.h"
 
 #include <string.h>
+#include <stddef.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 
@@ -221,6 +223,11 @@ static PyObject *local_addr(int fd) {
         struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
         inet_ntop(AF_INET6, &in6->sin6_addr, text, sizeof text);
         v = Py_BuildValue("(si)", text, ntohs(in6->sin6_port));
+    } else if (ss.ss_family == AF_UNIX) { /* [path, None], as the spec says */
+        struct sockaddr_un *un = (struct sockaddr_un *)&ss;
+        return sl > offsetof(struct sockaddr_un, sun_path) && un->sun_path[0]
+                   ? Py_BuildValue("(sO)", un->sun_path, Py_None)
+                   : Py_NewRef(Py_None);
     } else {
         return Py_NewRef(Py_None);
     }

@@ -6,9 +6,63 @@
  * closed one, takes asyncio's own path. Mixed into spindle._asgi.Loop. */
 #include "asgi.h"
 
+#include <structmember.h>
+
 static PyObject *handle_type, *copy_context, *base_call_soon;
 static PyObject *s_closed, *s_debug, *s_ready, *s_append, *s_callback, *s_args, *s_cancelled,
     *s_loop, *s_source_tb, *s_repr, *s_context;
+
+/* Handle's __slots__ are member descriptors: their offsets let a new
+ * Handle be filled in place (its memory starts zeroed). Without them (a
+ * Python whose Handle differs) the attributes are set one by one. */
+enum { H_CALLBACK, H_ARGS, H_CANCELLED, H_LOOP, H_SOURCE_TB, H_REPR, H_CONTEXT, H_N };
+static Py_ssize_t offsets[H_N];
+static int use_offsets;
+
+static void slot_offsets(void) {
+    PyObject *const names[H_N] = {s_callback,  s_args, s_cancelled, s_loop,
+                                  s_source_tb, s_repr, s_context};
+    use_offsets = 1;
+    for (int i = 0; i < H_N; i++) {
+        PyObject *d = PyObject_GetAttr(handle_type, names[i]);
+        if (d && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX)
+            offsets[i] = ((PyMemberDescrObject *)d)->d_member->offset;
+        else
+            use_offsets = 0;
+        Py_XDECREF(d);
+    }
+    PyErr_Clear();
+}
+
+static int fill(PyObject *h, PyObject *const vals[H_N]) {
+    if (use_offsets) {
+        for (int i = 0; i < H_N; i++)
+            *(PyObject **)((char *)h + offsets[i]) = Py_NewRef(vals[i]);
+        return 0;
+    }
+    PyObject *const names[H_N] = {s_callback,  s_args, s_cancelled, s_loop,
+                                  s_source_tb, s_repr, s_context};
+    for (int i = 0; i < H_N; i++)
+        if (PyObject_SetAttr(h, names[i], vals[i]) < 0)
+            return -1;
+    return 0;
+}
+
+/* loop._ready.append, kept for the loop last seen (a worker has one). */
+static PyObject *append_of(PyObject *loop) {
+    static PyObject *last_loop, *last_append;
+    if (loop != last_loop) {
+        PyObject *ready = PyObject_GetAttr(loop, s_ready);
+        PyObject *ap = ready ? PyObject_GetAttr(ready, s_append) : NULL;
+        Py_XDECREF(ready);
+        if (!ap)
+            return NULL;
+        Py_XSETREF(last_append, ap);
+        Py_XSETREF(last_loop, Py_NewRef(loop));
+    }
+    return last_append;
+}
 
 static int soon_init(void) {
     if (handle_type)
@@ -39,6 +93,7 @@ static int soon_init(void) {
         Py_CLEAR(handle_type);
         return -1;
     }
+    slot_offsets();
     return 0;
 }
 
@@ -92,17 +147,12 @@ static PyObject *soon_call_soon(PyObject *self, PyObject *const *args, size_t na
                       : NULL;
     for (Py_ssize_t i = 1; cb_args && i < n; i++)
         PyTuple_SET_ITEM(cb_args, i - 1, Py_NewRef(args[i]));
-    int bad = !h || PyObject_SetAttr(h, s_callback, args[0]) < 0 ||
-              PyObject_SetAttr(h, s_args, cb_args) < 0 ||
-              PyObject_SetAttr(h, s_cancelled, Py_False) < 0 ||
-              PyObject_SetAttr(h, s_loop, self) < 0 ||
-              PyObject_SetAttr(h, s_source_tb, Py_None) < 0 ||
-              PyObject_SetAttr(h, s_repr, Py_None) < 0 || PyObject_SetAttr(h, s_context, ctx) < 0;
+    PyObject *const vals[H_N] = {args[0], cb_args, Py_False, self, Py_None, Py_None, ctx};
+    int bad = !h || fill(h, vals) < 0;
     Py_XDECREF(cb_args);
     Py_XDECREF(ctx);
-    PyObject *ready = bad ? NULL : PyObject_GetAttr(self, s_ready);
-    PyObject *r = ready ? PyObject_CallMethodOneArg(ready, s_append, h) : NULL;
-    Py_XDECREF(ready);
+    PyObject *append = bad ? NULL : append_of(self);
+    PyObject *r = append ? PyObject_CallOneArg(append, h) : NULL;
     if (!r) {
         Py_XDECREF(h);
         return NULL;

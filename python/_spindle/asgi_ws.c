@@ -124,12 +124,15 @@ static PyObject *disconnect_msg(acycle *c) {
 
 static PyObject *message_of(aws *w) {
     const sp_ws_msg *m = &w->msg;
-    if (m->opcode == SP_WS_TEXT) {
-        PyObject *t = PyUnicode_DecodeUTF8(m->data, (Py_ssize_t)m->len, "strict");
-        return t ? Py_BuildValue("{sOsN}", "type", s_receive, "text", t) : NULL;
-    }
-    PyObject *b = PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->len);
-    return b ? Py_BuildValue("{sOsN}", "type", s_receive, "bytes", b) : NULL;
+    int text = m->opcode == SP_WS_TEXT;
+    PyObject *v = text ? PyUnicode_DecodeUTF8(m->data, (Py_ssize_t)m->len, "strict")
+                       : PyBytes_FromStringAndSize(m->data, (Py_ssize_t)m->len);
+    PyObject *d = v ? _PyDict_NewPresized(2) : NULL;
+    if (d && (PyDict_SetItem(d, s_type, s_receive) < 0 ||
+              PyDict_SetItem(d, text ? s_text : s_bytes, v) < 0))
+        Py_CLEAR(d);
+    Py_XDECREF(v);
+    return d;
 }
 
 static void send_next(acycle *c, aws *w);
@@ -473,7 +476,8 @@ PyObject *asend_ws(acycle *c, PyObject *msg) {
 }
 
 /* The app is done: a WebSocket still open is closed (1000, or 1011 when
- * the app failed); a handshake never answered gets 403 (500 on failure). */
+ * the app failed, 1001 when it was cancelled: failed == 2); a handshake never answered gets 403
+ * (500 on failure). */
 void asgi_ws_app_done(acycle *c, int failed) {
     aws *w = ws_of(c);
     if (!w || c->gone)
@@ -492,7 +496,7 @@ void asgi_ws_app_done(acycle *c, int failed) {
     }
     if (!w->close_asked && !w->closed) {
         w->close_asked = 1;
-        w->close_code = failed ? 1011 : 1000;
+        w->close_code = failed == 2 ? 1001 : failed ? 1011 : 1000;
     }
     /* Closed or not, the coroutine must end now (a WebSocket whose send
      * failed is closed, yet its coroutine still waits for ops). */

@@ -111,6 +111,9 @@ async def _run(app, scope, cycle):
     """One application call; its end (or failure) is told to the cycle."""
     try:
         await app(scope, cycle.receive, cycle.send)
+    except asyncio.CancelledError:  # the worker's stop (or the app's own doing)
+        cycle._cancelled()
+        raise
     except BaseException as exc:  # a 500 or a cut connection, and the log
         if cycle._failed(exc):
             sys.excepthook(type(exc), exc, exc.__traceback__)
@@ -220,6 +223,14 @@ async def _serve():
     _spindle._asgi_serving(state, functools.partial(done.set_result, None))
     await done
     await _lifespan.shutdown()
+    # What the app left running (background work, calls whose client is
+    # gone) is cancelled, with a second to clean up, rather than dropped.
+    me = asyncio.current_task()
+    rest = [t for t in asyncio.all_tasks() if t is not me]
+    for t in rest:
+        t.cancel()
+    if rest:
+        await asyncio.wait(rest, timeout=1.0)
 
 
 def worker_serve():

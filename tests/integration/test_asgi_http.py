@@ -203,3 +203,28 @@ def test_interface_detection(asgi):
     assert srv.get("/").body == b"wsgi here"
     srv = asgi("asgi_spec:app_partial", "--interface", "asgi")
     assert srv.get("/state").status == 200
+
+
+def test_expect_100_continue(shared_asgi):
+    s = connect(shared_asgi.port)
+    s.sendall(b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n"
+              b"Connection: close\r\n\r\n")
+    assert recv_until(s, b"\r\n\r\n").startswith(b"HTTP/1.1 100 Continue")
+    s.sendall(b"hello")
+    data = recv_until(s, b"never")
+    s.close()
+    assert b"HTTP/1.1 200 OK" in data and data.endswith(b"hello")
+
+
+def test_unix_socket_client_and_server(asgi, tmp_path):
+    import socket as so
+    path = str(tmp_path / "s.sock")
+    srv = asgi("asgi_spec:app", "--bind", "unix:" + path)
+    c = so.socket(so.AF_UNIX)
+    c.settimeout(5)
+    c.connect(path)
+    c.sendall(b"GET /scope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    body = recv_until(c, b"never").split(b"\r\n\r\n", 1)[1]
+    c.close()
+    s = json.loads(body)
+    assert s["client"] is None and s["server"] == [path, None]
