@@ -56,6 +56,8 @@ typedef struct aws {
     /* the send in flight, and those waiting for it: [(str|bytes, future)] */
     PyObject *skeep;
     PyObject *squeue;
+    size_t qbytes;      /* bytes in squeue */
+    int close_deferred; /* the close waits for the sends before it */
     const char *sdata;
     size_t slen;
     int sop;

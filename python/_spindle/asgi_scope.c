@@ -128,7 +128,8 @@ static PyObject *headers_of(const http_request *h) {
     return list;
 }
 
-/* The target's path (before '?') as sent, and percent-decoded as UTF-8.
+/* The target's path (before '?') as sent, and percent-decoded as UTF-8
+ * (invalid sequences as U+FFFD, as urllib's unquote and uvicorn do).
  * An absolute-form target ("http://h/p") gives the router's path. */
 static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
     const char *t = r->head.target;
@@ -150,7 +151,7 @@ static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
         return -1;
     long len = path_percent_decode(t, n, buf, n + 1);
     *path = len < 0 ? PyUnicode_DecodeLatin1(t, (Py_ssize_t)n, NULL)
-                    : PyUnicode_DecodeUTF8(buf, len, "surrogateescape");
+                    : PyUnicode_DecodeUTF8(buf, len, "replace");
     if (buf != stack)
         PyMem_Free(buf);
     return *path ? 0 : -1;

@@ -13,6 +13,8 @@
 #include <errno.h>
 #include <string.h>
 
+#define WS_SEND_AHEAD 65536 /* bytes a send may leave on their way without waiting */
+
 static PyObject *s_type, *s_connect, *s_receive, *s_disconnect, *s_text, *s_bytes, *s_code,
     *s_reason, *s_accept, *s_send, *s_close, *s_subprotocol, *s_headers, *s_deny_start,
     *s_deny_body;
@@ -308,14 +310,14 @@ static PyObject *ws_accept(acycle *c, aws *w, PyObject *msg) {
     return Py_XNewRef(c->send_fut);
 }
 
-/* Hands data (str or bytes) to a new sender coroutine; fut (consumed) is
- * resolved when it is out. 0, or -1 with an error (fut dropped). */
+/* Hands data (str or bytes) to a new sender coroutine; fut (consumed, may
+ * be NULL) is resolved when it is out. 0, or -1 with an error (fut dropped). */
 static int start_send(acycle *c, aws *w, PyObject *data, PyObject *fut) {
     if (PyUnicode_Check(data)) {
         Py_ssize_t n;
         const char *p = PyUnicode_AsUTF8AndSize(data, &n);
         if (!p) {
-            Py_DECREF(fut);
+            Py_XDECREF(fut);
             return -1;
         }
         w->sdata = p;
@@ -339,14 +341,33 @@ static int start_send(acycle *c, aws *w, PyObject *data, PyObject *fut) {
     return 0;
 }
 
+/* Has the coroutine close (the one receiver's call: a receive under way
+ * is interrupted), after the sends asked before it. */
+static void ask_close(acycle *c, aws *w) {
+    if (w->skeep) {
+        w->close_deferred = 1;
+        return;
+    }
+    c->op |= A_WS_CLOSE;
+    if (w->in_recv && w->ws)
+        sp_ws_interrupt(w->ws);
+    else
+        asgi_wake(c);
+}
+
 /* The next queued send, in the order sent; once closed each just returns. */
 static void send_next(acycle *c, aws *w) {
     while (w->squeue && PyList_GET_SIZE(w->squeue)) {
         PyObject *item = Py_NewRef(PyList_GET_ITEM(w->squeue, 0));
         PySequence_DelItem(w->squeue, 0);
-        PyObject *fut = Py_NewRef(PyTuple_GET_ITEM(item, 1));
+        PyObject *data = PyTuple_GET_ITEM(item, 0);
+        size_t len =
+            (size_t)(PyUnicode_Check(data) ? PyUnicode_GET_LENGTH(data) : PyBytes_GET_SIZE(data));
+        w->qbytes = w->qbytes > len ? w->qbytes - len : 0;
+        PyObject *fut =
+            PyTuple_GET_ITEM(item, 1) == Py_None ? NULL : Py_NewRef(PyTuple_GET_ITEM(item, 1));
         int ok = 0;
-        if (!w->closed && !c->gone && !w->close_asked)
+        if (!w->closed && !c->gone && (!w->close_asked || w->close_deferred))
             ok = start_send(c, w, PyTuple_GET_ITEM(item, 0), fut) == 0;
         else
             asgi_resolve(&fut, Py_NewRef(Py_None));
@@ -355,6 +376,10 @@ static void send_next(acycle *c, aws *w) {
         Py_DECREF(item);
         if (ok)
             return;
+    }
+    if (w->close_deferred && !w->skeep) { /* the sends before the close are out */
+        w->close_deferred = 0;
+        ask_close(c, w);
     }
 }
 
@@ -373,26 +398,32 @@ static PyObject *ws_send_data(acycle *c, aws *w, PyObject *msg) {
         return asend_refuse("websocket.send needs exactly one of 'text' (str) or 'bytes' (bytes)");
     if (w->closed || c->gone || w->close_asked)
         return asgi_ready(Py_NewRef(Py_None));
+    /* A send returns at once while less than WS_SEND_AHEAD bytes are on
+     * their way (as a transport's buffer would take them); past that it
+     * waits for the sends before it: backpressure, bounded memory. */
     PyObject *data = t ? t : b;
-    PyObject *fut = asgi_future();
-    if (!fut)
+    size_t len = (size_t)(t ? PyUnicode_GET_LENGTH(t) : PyBytes_GET_SIZE(b));
+    int wait = (w->skeep ? w->slen : 0) + w->qbytes >= WS_SEND_AHEAD;
+    PyObject *fut = wait ? asgi_future() : NULL;
+    if (wait && !fut)
         return NULL;
-    if (w->skeep) { /* another task's send is under way: after it, in order */
-        PyObject *item = PyTuple_Pack(2, data, fut);
+    if (w->skeep) { /* another send is under way: after it, in order */
+        PyObject *item = PyTuple_Pack(2, data, fut ? fut : Py_None);
         if (!item || (!w->squeue && !(w->squeue = PyList_New(0))) ||
             PyList_Append(w->squeue, item) < 0) {
             Py_XDECREF(item);
-            Py_DECREF(fut);
+            Py_XDECREF(fut);
             return NULL;
         }
         Py_DECREF(item);
-        return fut;
+        w->qbytes += len;
+        return fut ? fut : asgi_ready(Py_NewRef(Py_None));
     }
-    if (start_send(c, w, data, Py_NewRef(fut)) < 0) {
-        Py_DECREF(fut);
+    if (start_send(c, w, data, Py_XNewRef(fut)) < 0) {
+        Py_XDECREF(fut);
         return NULL;
     }
-    return fut;
+    return fut ? fut : asgi_ready(Py_NewRef(Py_None));
 }
 
 static PyObject *ws_close(acycle *c, aws *w, PyObject *msg) {
@@ -418,14 +449,7 @@ static PyObject *ws_close(acycle *c, aws *w, PyObject *msg) {
     strcpy(w->reason, rs);
     if (!w->accept_asked)
         c->started = 1; /* a 403 answers the handshake */
-    c->op |= A_WS_CLOSE;
-    if (w->in_recv && w->ws)
-        /* Only the receiving coroutine may close (the C layer's rule): its
-         * receive is interrupted (the connection stays whole), then it
-         * closes. */
-        sp_ws_interrupt(w->ws);
-    else
-        asgi_wake(c);
+    ask_close(c, w);
     return asgi_ready(Py_NewRef(Py_None));
 }
 
@@ -498,11 +522,7 @@ void asgi_ws_app_done(acycle *c, int failed) {
         w->close_asked = 1;
         w->close_code = failed == 2 ? 1001 : failed ? 1011 : 1000;
     }
-    /* Closed or not, the coroutine must end now (a WebSocket whose send
-     * failed is closed, yet its coroutine still waits for ops). */
-    c->op |= A_WS_CLOSE;
-    if (w->in_recv && w->ws)
-        sp_ws_interrupt(w->ws);
-    else
-        asgi_wake(c);
+    /* Closed or not, the coroutine must end (a WebSocket whose send failed
+     * is closed, yet its coroutine still waits for ops): after the sends. */
+    ask_close(c, w);
 }

@@ -114,7 +114,7 @@ async def http(scope, receive, send):
         m2 = await receive()
         EVENTS.append({"after_response": [m["type"], m2["type"]]})
     elif path == "/flood_state":
-        await respond(send, body=str(STATE.get("flood", -1)).encode())
+        await respond(send, body=str(STATE.get(q.get("k", "flood"), -1)).encode())
     elif path == "/cancelled_receive":  # a receive cancelled while it waits
         try:
             await asyncio.wait_for(receive(), 0.05)
@@ -222,6 +222,17 @@ async def websocket(scope, receive, send):
         await asyncio.gather(*[send({"type": "websocket.send", "text": "m%d" % i})
                                for i in range(50)])
         await send({"type": "websocket.close", "code": 1000})
+    elif path == "/ws/burst_close":  # sends that return at once, then a close: all arrive first
+        await send({"type": "websocket.accept"})
+        for i in range(20):
+            await send({"type": "websocket.send", "bytes": b"%d" % i * 1000})
+        await send({"type": "websocket.close", "code": 4003})
+    elif path == "/ws/flood":  # backpressure: sends until the client stops reading
+        await send({"type": "websocket.accept"})
+        STATE["ws_flood"] = 0
+        for i in range(400):
+            await send({"type": "websocket.send", "bytes": b"z" * 262144})
+            STATE["ws_flood"] = i + 1
     elif path == "/ws/reject":
         await send({"type": "websocket.close"})
     elif path == "/ws/deny":

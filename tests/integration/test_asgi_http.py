@@ -228,3 +228,9 @@ def test_unix_socket_client_and_server(asgi, tmp_path):
     c.close()
     s = json.loads(body)
     assert s["client"] is None and s["server"] == [path, None]
+
+
+def test_invalid_utf8_in_the_path_is_replaced(shared_asgi):
+    r = shared_asgi.raw(b"GET /scope/%ff%41 HTTP/1.0\r\n\r\n")
+    s = json.loads(r.split(b"\r\n\r\n", 1)[1])
+    assert s["path"] == "/scope/\ufffdA" and s["raw_path"] == "/scope/%ff%41"

@@ -64,6 +64,28 @@ def test_concurrent_sends_are_queued_in_order(shared_asgi):
     assert c.close_code()[0] == 1000
 
 
+def test_sends_before_a_close_all_arrive_first(shared_asgi):
+    c = WS(shared_asgi.port, "/ws/burst_close")
+    assert [c.recv() for _ in range(20)] == [b"%d" % i * 1000 for i in range(20)]
+    assert c.close_code()[0] == 4003
+
+
+def test_ws_send_waits_while_the_client_does_not_read(shared_asgi):
+    import time
+
+    def sent():
+        return int(shared_asgi.get("/flood_state?k=ws_flood").body)
+    c = WS(shared_asgi.port, "/ws/flood")
+    time.sleep(0.5)
+    a = sent()
+    time.sleep(0.3)
+    assert a == sent() and 0 < a < 200, a  # 100 MB if unbounded
+    for _ in range(40):
+        c.recv()
+    assert wait_for(lambda: sent() > a, 3)
+    c.s.close()
+
+
 def test_close_before_accept_is_403(shared_asgi):
     c = WS(shared_asgi.port, "/ws/reject")
     assert not c.ok and c.head.startswith(b"HTTP/1.1 403")
