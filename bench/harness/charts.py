@@ -8,7 +8,8 @@ from .report import num
 
 COLORS = {"spindle-c": "#1f6fb4", "spindle": "#4ea3e6", "nginx": "#2e9e4f", "node": "#8c6d31",
           "tornado": "#d62728", "nginx+tornado": "#ff7f0e", "gunicorn-sync": "#7f7f7f",
-          "gunicorn-gevent": "#9467bd", "uwsgi": "#e377c2", "gevent": "#bcbd22", "eventlet": "#17becf"}
+          "gunicorn-gevent": "#9467bd", "uwsgi": "#e377c2", "gevent": "#bcbd22", "eventlet": "#17becf",
+          "uvicorn": "#d62728", "uvicorn-h11": "#ff9896", "hypercorn": "#9467bd", "daphne": "#8c564b"}
 
 
 PCT = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms"}
@@ -99,6 +100,14 @@ def draw(outdir, summary, rows, machine):
                                   servers, variants, field(d, "cpu_us_median"), field(d, "cpu_us_min"),
                                   field(d, "cpu_us_max"), "CPU µs/request (log)", log=True))
         out[wl] = paths
+    d, servers, variants = _lookup(summary, "asgi")
+    variants = [v for v in variants if any(num(d.get((g, v), {}).get("rps_median")) for g in servers)]
+    if variants:  # groups = hello, FastAPI, WebSocket echo; bars = servers
+        servers.sort(key=lambda g: -(num(d.get((g, variants[0]), {}).get("rps_median")) or 0))
+        out["asgi"] = [_grouped(os.path.join(outdir, "asgi.png"), "ASGI: requests/s (WebSocket: round trips/s)" + sub,
+                                variants, servers, lambda g, s: num(d.get((s, g), {}).get("rps_median")),
+                                lambda g, s: num(d.get((s, g), {}).get("rps_min")),
+                                lambda g, s: num(d.get((s, g), {}).get("rps_max")), "per second")]
     d, servers, variants = _lookup(summary, "latency")
     if d:
         v = variants[0]

@@ -7,7 +7,10 @@ import os
 import shutil
 import subprocess
 
-from .peers import BENCH_PACKAGES
+from .peers import BENCH_PACKAGES as WSGI_PACKAGES
+from .peers_asgi import PACKAGES as ASGI_PACKAGES
+
+BENCH_PACKAGES = WSGI_PACKAGES + ASGI_PACKAGES
 
 SERVICES = {"nginx": "nginx", "postgresql": "postgresql"}
 

@@ -21,7 +21,7 @@ SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rp
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-         "parked", "tls"]
+         "parked", "tls", "asgi"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -35,6 +35,7 @@ TITLES = {
     "sessions": "Sessions: a new session per request (examples/sessions and its WSGI twin, wrk -t1, keep-alive)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
     "tls": "TLS 1.3 (ECDSA P-256, X25519, AES-128-GCM): keep-alive, handshakes, idle connections, a 1 MiB file",
+    "asgi": "ASGI: spindle beside uvicorn, hypercorn and daphne (one worker each)",
 }
 HOT_PATH_ROWS = 10
 
@@ -314,6 +315,14 @@ def markdown(path, ctx, summary, charts, targets=None):
             out += parked_table(ctx.rows)
         elif wl == "tls":
             from .tlsbench import section
+            out += section(ctx, summary)
+        elif wl == "asgi":
+            from .asgi import section
+            out += ["Raw ASGI hello world (`bench/asgi_apps/hello.py`) and a FastAPI JSON endpoint "
+                    "(`fastapi_json.py`): wrk -t1 keep-alive; WebSocket echo: `build/bench/ws_echo` (C, epoll, one "
+                    "message out per client at a time, %d-byte text frames) on the load generator's CPU; idle "
+                    "WebSockets: opened after a handshake each and left idle, RSS of the server's tree; instructions: "
+                    "callgrind as for the instructions workload (ab -k -c 10 on the raw hello)." % 12, ""]
             out += section(ctx, summary)
         else:
             out += throughput_table(summary, wl)

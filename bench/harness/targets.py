@@ -1,4 +1,4 @@
-"""The performance targets of issues 6–9 and 20 (TLS), judged on a bench/run's results.
+"""The performance targets of issues 6–9, 17 (ASGI) and 20 (TLS), judged on a bench/run's results.
 The single-purpose scripts that used to judge them (vs-nginx.sh, static.sh,
 idle.sh, instructions.sh, wsgi.sh, sessions.sh) are now thin calls of
 bench/run, so the judging lives here: one row per target in targets.csv and
@@ -95,6 +95,14 @@ def judge(ctx, summary):
     # Issue 9: sessions (bench/sessions.sh).
     out.append(_sessions(ctx, summary))
     _tls(out, ctx, summary)
+    # Issue 17: ASGI against uvicorn (httptools, uvloop), the asgi workload.
+    asgi = [("ASGI hello req/s ≥ 2.5× uvicorn", "hello " + c, "req/s", "≥", 2.5),
+            ("ASGI hello CPU/req ≤ 0.4× uvicorn", "hello " + c, "CPU/req", "≤", 0.4),
+            ("FastAPI JSON req/s ≥ 1.8× uvicorn", "fastapi " + c, "req/s", "≥", 1.8),
+            ("WebSocket echo round trips/s ≥ 2× uvicorn", "ws echo, %d clients" % getattr(o, "asgi_ws_clients", 100),
+             "req/s", "≥", 2)]
+    for name, variant, metric, op, want in asgi:
+        _ratio_target(out, ctx, summary, name, 17, "asgi", variant, "spindle", "uvicorn", metric, op, want)
     return out
 
 

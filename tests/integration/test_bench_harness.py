@@ -194,3 +194,31 @@ def test_parse_s_client_reads_protocol_suite_and_group():
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__]))
+
+
+def test_asgi_targets_compare_spindle_with_uvicorn_per_variant():
+    def asgi(server, variant, rps, cpu):
+        return row(server, rps, cpu, 1, workload="asgi", variant=variant)
+    rows = [asgi("spindle", "hello c=100", 75000.0, 8.0), asgi("uvicorn", "hello c=100", 26000.0, 38.0),
+            asgi("spindle", "fastapi c=100", 10000.0, 90.0), asgi("uvicorn", "fastapi c=100", 6000.0, 150.0),
+            asgi("spindle", "ws echo, 100 clients", 40000.0, 10.0),
+            asgi("uvicorn", "ws echo, 100 clients", 18000.0, 35.0)]
+    ctx = FakeCtx(rows)
+    ctx.opts.asgi_ws_clients = 100
+    t = {r["target"]: r for r in targets.judge(ctx, report.summarize(rows)) if r["issue"] == 17}
+    assert (t["ASGI hello req/s ≥ 2.5× uvicorn"]["value"], t["ASGI hello req/s ≥ 2.5× uvicorn"]["verdict"]) == \
+        (2.885, "met")
+    assert (t["ASGI hello CPU/req ≤ 0.4× uvicorn"]["value"], t["ASGI hello CPU/req ≤ 0.4× uvicorn"]["verdict"]) == \
+        (0.211, "met")
+    assert t["FastAPI JSON req/s ≥ 1.8× uvicorn"]["verdict"] == "NOT met"   # 1.667×
+    assert t["WebSocket echo round trips/s ≥ 2× uvicorn"]["value"] == 2.222
+    ctx.rows = [r for r in rows if r["variant"] != "fastapi c=100"]
+    t = {r["target"]: r for r in targets.judge(ctx, report.summarize(ctx.rows)) if r["issue"] == 17}
+    assert t["FastAPI JSON req/s ≥ 1.8× uvicorn"]["verdict"] == "not run"
+
+
+def test_ws_echo_prints_the_line_wrk_report_lua_prints():
+    line = ("BENCH requests=40372 duration_us=1000132 connect=0 read=1 write=0 timeout=0 status=2 p50=1490 "
+            "p90=3000 p99=9680 p999=12000 max=15000 open=100\n")
+    f = load.parse_wrk(line)
+    assert (f["requests"], f["read"], f["status"], f["p99"], f["open"]) == (40372, 1, 2, 9680, 100)

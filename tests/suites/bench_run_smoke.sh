@@ -9,7 +9,9 @@
 # workload ran on spindle-c (and the hello-world ones on the binding),
 # targets.csv holds the issues' targets with figures (not judged in smoke
 # mode), the instructions hot path is listed per function, bench.md has a
-# table per workload and the servers table, every chart is a PNG. Then runs
+# table per workload and the servers table, every chart is a PNG. Then the
+# asgi workload on spindle and uvicorn (every variant measured, issue 17's
+# targets with figures, bench.md's ASGI section and chart). Then runs
 # one of the thin wrapper scripts (bench/idle.sh --smoke) and checks it
 # reached bench/run with its options, and that bad options are refused.
 # Needs build/spindle, the binding, build/examples/sessions and chat (make),
@@ -24,8 +26,9 @@ command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx
 [ -x build/spindle ] || missing="$missing build/spindle"
 [ -x build/examples/sessions ] || missing="$missing build/examples/sessions"
 [ -x build/examples/chat ] || missing="$missing build/examples/chat"
+[ -x build/bench/ws_echo ] || missing="$missing build/bench/ws_echo"
 ls build/python/spindle/_spindle*.so >/dev/null 2>&1 || missing="$missing build/python/spindle"
-for m in matplotlib mako sqlalchemy psycopg2 web flask; do "$PY" -c "import $m" 2>/dev/null || missing="$missing python3:$m"; done
+for m in matplotlib mako sqlalchemy psycopg2 web flask uvicorn httptools uvloop fastapi; do "$PY" -c "import $m" 2>/dev/null || missing="$missing python3:$m"; done
 [ -n "$missing" ] && abort "missing:$missing (make; scripts/deps.sh)"
 
 R=bench/results/smoke
@@ -35,6 +38,7 @@ rm -rf "$R"
 start=$SECONDS
 # Bounded: smoke runs take about a minute; 600 s means it hung.
 if timeout 600 "$PY" bench/run --smoke --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
+  --workloads keepalive,close,latency,memory,wsgi,static,scaling,instructions,syscalls,sessions,parked,tls \
   --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c >"$log/out" 2>&1; then
   ok "bench/run --smoke ran ($((SECONDS - start)) s)"
 else
@@ -184,6 +188,46 @@ for c in keepalive keepalive-cpu close close-cpu latency memory wsgi static stat
     bad "$c.png missing, not a PNG, or not in bench.md"
   fi
 done
+
+# The asgi workload (issue 17): spindle beside uvicorn, every variant but
+# callgrind (its pipeline is the instructions workload's, run above; a
+# Python server under callgrind would add half a minute).
+RA=$log/asgi
+start=$SECONDS
+if timeout 300 "$PY" bench/run --smoke --workloads asgi --asgi-servers spindle,uvicorn \
+  --asgi-instruction-servers none --out "$RA" >"$log/asgi.out" 2>&1; then
+  ok "bench/run --smoke --workloads asgi ran ($((SECONDS - start)) s)"
+else
+  bad "bench/run --smoke --workloads asgi exited non-zero ($((SECONDS - start)) s)"
+  tail -30 "$log/asgi.out"
+fi
+if "$PY" - "$RA" <<'PYEOF'; then ok "asgi: every variant measured on spindle and uvicorn, targets with figures"; else bad "asgi checks (above)"; fi
+import csv, sys
+R = sys.argv[1]
+runs = [r for r in csv.DictReader(open(R + "/runs.csv")) if r["workload"] == "asgi"]
+problems = []
+for srv in ("spindle", "uvicorn"):
+    for v in ("hello c=50", "fastapi c=50", "ws echo, 100 clients"):
+        rs = [r for r in runs if r["server"] == srv and r["variant"] == v]
+        if not rs or not (float(rs[0]["requests_per_s"]) > 0 and float(rs[0]["server_cpu_us_per_request"]) > 0):
+            problems.append("asgi %s on %s: %s" % (v, srv, rs))
+        elif srv == "spindle" and (int(rs[0]["errors"]) or int(rs[0]["non2xx"])):
+            problems.append("asgi %s on spindle saw errors: %s" % (v, rs[0]))
+    idle = [r for r in runs if r["server"] == srv and r["variant"] == "50 idle WebSockets"]
+    if not idle or idle[0]["held_open"] != "50" or not float(idle[0]["bytes_per_connection"] or 0) > 0:
+        problems.append("asgi idle WebSockets on %s: %s" % (srv, idle))
+if any(r["variant"] == "instructions" for r in runs):
+    problems.append("asgi: a callgrind run although --asgi-instruction-servers none")
+targets = {r["target"]: r for r in csv.DictReader(open(R + "/targets.csv")) if r["issue"] == "17"}
+if len(targets) != 4 or not all(r["value"] and r["verdict"] == "not judged" for r in targets.values()):
+    problems.append("issue 17 targets: %s" % list(targets.values()))
+md = open(R + "/bench.md").read()
+if "## ASGI" not in md or "(asgi.png)" not in md:
+    problems.append("bench.md has no ASGI section with its chart")
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
+PYEOF
 
 # A wrapper: bench/idle.sh reaches bench/run with its workload, servers and
 # connection count.
