@@ -251,7 +251,8 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10) < 0 ||
+        (r->xops ? set_new(env, k_proto, PyUnicode_FromString(r->xops->proto))
+                 : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0 || PyDict_SetItem(env, k_input, input) < 0)
         goto fail;
     const conn *c = r->c;

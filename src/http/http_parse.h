@@ -108,4 +108,8 @@ typedef struct http_request {
 int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_request *out,
                        const http_limits *lim);
 
+/* The method's id (HTTP_M_OTHER for one the parser does not name), for a
+ * head that came another way (an HTTP/2 stream's :method). */
+http_method http_method_of(const char *m, size_t n);
+
 #endif

@@ -9,6 +9,7 @@
 #include "server/conn_io.h"
 
 #include "base/log.h"
+#include "server/h2.h"
 #include "server/stats.h"
 #include "http/path_norm.h"
 #include "http/proxy_proto.h"
@@ -207,7 +208,7 @@ static void all_methods(const router *rt, char *out, size_t cap) {
 }
 
 /* Routes the request and runs its handler (or answers 404/405/OPTIONS). */
-static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
+int server_dispatch(sp_server *s, sp_req *req, sp_res *res) {
     char allow[256];
     const http_request *h = &req->head;
     int is_options = h->method_id == HTTP_M_OPTIONS;
@@ -249,7 +250,7 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
 
 /* The request's path, query and body framing, from its parsed head. 0, or
  * the status to refuse it with. pb holds at least target_len + 1 bytes. */
-static int prepare_request(sp_server *s, sp_req *req, char *pb) {
+int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
     const http_request *h = &req->head;
     const char *q;
     size_t qlen;
@@ -370,6 +371,14 @@ static int serve_one(sp_server *s, conn *c) {
         goto out;
     }
     if (rc < 0) {
+        if (c->nreq == 0 && h2_is_preface(c)) {
+            if (!s->opt.http2_off) {
+                h2_serve(s, c); /* the HTTP/2 preface: the connection is h2c now */
+                keep = -1;
+                goto out;
+            }
+            rc = -505; /* --http2 off: the version is not supported */
+        }
         refuse(s, c, &req, -rc);
         goto out;
     }
@@ -381,14 +390,14 @@ static int serve_one(sp_server *s, conn *c) {
         refuse(s, c, &req, 503);
         goto out;
     }
-    int status = prepare_request(s, &req, pb);
+    int status = server_prepare_request(s, &req, pb);
     if (status) {
         refuse(s, c, &req, status);
         goto out;
     }
     sp_res res;
     res_init(&res, &req, c);
-    rc = dispatch(s, &req, &res);
+    rc = server_dispatch(s, &req, &res);
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);

@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "server/access_log.h"
+#include "server/h2.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,6 +36,7 @@ void sp_server_options_init(sp_server_options *o) {
         .backlog = 4096,
         .pipeline_burst = 16,
         .stack_size = 65536,
+        .http2_max_streams = 100,
     };
 }
 
@@ -78,6 +80,8 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.pipeline_burst = d.pipeline_burst;
     if (!n.stack_size)
         n.stack_size = d.stack_size;
+    if (n.http2_max_streams <= 0)
+        n.http2_max_streams = d.http2_max_streams;
     if (n.fields_max > 1000)
         n.fields_max = 1000;
     /* Parsed aside: a refused list (a failed reload) leaves the old one. */
@@ -475,6 +479,7 @@ void sp_server_stop(sp_server *s) {
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
     }
     server_close_listeners(s);
+    h2_server_stop(s); /* GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
 }

@@ -34,6 +34,8 @@ typedef struct listener {
 /* What the server tells whoever supervises it (the process layer's shared
  * counters and accept balancing), without knowing who that is. Every
  * member may be NULL. */
+enum { SERVER_H2_STREAM, SERVER_H2_RESET, SERVER_H2_GOAWAY };
+
 typedef struct server_observer {
     /* The number of open connections changed. */
     void (*conns_open)(void *ud, int nconns);
@@ -47,6 +49,9 @@ typedef struct server_observer {
      * complete head, when timed. */
     void (*request_done)(void *ud, int status, uint64_t bytes_in, uint64_t bytes_out, uint64_t us,
                          int timed);
+    /* HTTP/2: a stream began, one was reset (by either side), a GOAWAY
+     * went out (what: SERVER_H2_*). */
+    void (*h2_event)(void *ud, int what);
     void *ud;
 } server_observer;
 
@@ -73,6 +78,7 @@ struct sp_server {
     http_date_cache date;
     int64_t log_last;
     uint64_t log_suppressed;
+    list_head h2_conns;    /* the HTTP/2 connections (h2_conn.c), for the GOAWAY at stop */
     uint64_t max_requests; /* stop gracefully after this many (--max-requests) */
     uint64_t served;
     /* accounting (stats.c): the access log and the observer */
@@ -164,6 +170,12 @@ const char *server_date(sp_server *s);
 
 /* http_conn.c: the coroutine that serves a connection with bytes to read. */
 void http_conn_main(void *arg);
+/* The steps of a request both HTTP/1.1 and HTTP/2 take (http_conn.c): its
+ * path, query and body framing from the parsed head (0, or the status to
+ * refuse it with; pb holds target_len + 1 bytes), and routing it to its
+ * handler (or 404/405/OPTIONS), with the observer told around the call. */
+int server_prepare_request(sp_server *s, sp_req *req, char *pb);
+int server_dispatch(sp_server *s, sp_req *req, sp_res *res);
 /* Closes after an error: shut down writing, discard input for a bounded
  * time, close. From the connection's coroutine. */
 void http_conn_linger_close(sp_server *s, conn *c);

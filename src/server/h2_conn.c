@@ -1,0 +1,439 @@
+/* h2_conn.c — the HTTP/2 connection driver. One coroutine (the one that
+ * read the preface) owns the socket: it feeds what it reads to nghttp2
+ * (mem_recv) and writes what nghttp2 has to send (mem_send), and a stream
+ * that queued output kicks it out of its read. Each request runs in its own
+ * coroutine (h2_stream.c). The limits against the known floods live here:
+ * concurrent streams, resets, header blocks, control frames. */
+#include "server/h2.h"
+#include "server/conn_io.h"
+
+#include "base/log.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define H2_RESET_BURST 200 /* RST_STREAMs received, then 33 a second (CVE-2023-44487) */
+#define H2_RESET_RATE  33
+#define H2_CTL_BURST   200 /* PING, SETTINGS, PRIORITY and empty DATA frames, then */
+#define H2_CTL_RATE    50  /* this many a second; beyond: GOAWAY ENHANCE_YOUR_CALM */
+#define H2_BOMB_FACTOR 4   /* a header block decoding past 4 x --max-header-size */
+
+static const char PREFACE[] = "PRI * HTTP/2.0\r\n";
+
+int h2_is_preface(const conn *c) {
+    return c->buf_len - c->buf_off >= sizeof PREFACE - 1 &&
+           memcmp(c->buf + c->buf_off, PREFACE, sizeof PREFACE - 1) == 0;
+}
+
+void h2_kick(h2_conn *hc) {
+    if (hc->in_read && hc->c->w.reader)
+        loop_wake(hc->s->l, hc->c->w.reader, H2_KICK);
+}
+
+void h2_event(h2_conn *hc, int what) {
+    if (hc->s->obs.h2_event)
+        hc->s->obs.h2_event(hc->s->obs.ud, what);
+}
+
+void h2_server_stop(sp_server *s) {
+    for (list_node *n = s->h2_conns.head; n; n = n->next)
+        h2_kick(container_of(n, h2_conn, node));
+}
+
+/* Ends the connection for misbehaving: GOAWAY with code, nothing more read. */
+static void calm_down(h2_conn *hc, uint32_t code) {
+    nghttp2_session_terminate_session(hc->ng, code);
+}
+
+/* The control-frame budget: a token bucket, refilled with time. */
+static void ctl_spend(h2_conn *hc) {
+    int64_t now = loop_now(hc->s->l);
+    hc->ctl_tokens += (double)(now - hc->ctl_when) * H2_CTL_RATE / 1000.0;
+    if (hc->ctl_tokens > H2_CTL_BURST)
+        hc->ctl_tokens = H2_CTL_BURST;
+    hc->ctl_when = now;
+    if (--hc->ctl_tokens < 0)
+        calm_down(hc, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+static h2_stream *stream_of(nghttp2_session *ng, int32_t id) {
+    return nghttp2_session_get_stream_user_data(ng, id);
+}
+
+/* ---- nghttp2's callbacks: the reader's coroutine, inside mem_recv ------ */
+
+static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud) {
+    h2_conn *hc = ud;
+    if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    /* Streams whose handlers still run count too: a reset does not free
+     * the coroutine it started (the rapid-reset attack's lever). */
+    h2_stream *st = NULL;
+    if (hc->nstreams < hc->s->opt.http2_max_streams && !hc->goaway)
+        st = h2_stream_new(hc, f->hd.stream_id);
+    if (!st) {
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+        return 0;
+    }
+    nghttp2_session_set_stream_user_data(ng, f->hd.stream_id, st);
+    return 0;
+}
+
+static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t *name, size_t nl,
+                     const uint8_t *value, size_t vl, uint8_t flags, void *ud) {
+    h2_conn *hc = ud;
+    h2_stream *st = stream_of(ng, f->hd.stream_id);
+    if (!st || f->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    size_t max = hc->s->opt.head_max;
+    st->head_bytes += nl + vl + 4; /* as "name: value\r\n" in an HTTP/1.1 head */
+    if (st->head_bytes > max * H2_BOMB_FACTOR) {
+        calm_down(hc, NGHTTP2_ENHANCE_YOUR_CALM); /* an HPACK bomb, not a big cookie */
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    if (f->headers.cat != NGHTTP2_HCAT_REQUEST || st->refuse)
+        return 0; /* trailers are not kept; a refused head only counts */
+    if (st->head_bytes > max) {
+        st->refuse = 431;
+        return 0;
+    }
+    char *n = st->hbuf + st->hlen;
+    memcpy(n, name, nl);
+    memcpy(n + nl, value, vl);
+    st->hlen += nl + vl;
+    int rc = h2_head_add(&st->hh, n, nl, n + nl, vl);
+    if (rc < 0)
+        st->refuse = -rc;
+    return 0;
+}
+
+/* RFC 9113 §8.2.3: a client may split Cookie into one field per pair; an
+ * HTTP/1.1 application reads one, so they are joined with "; ". */
+static void join_cookies(h2_stream *st) {
+    http_request *h = &st->head;
+    size_t n = 0, len = 0, first = 0;
+    for (size_t i = 0; i < h->nfields; i++)
+        if (h->fields[i].name_len == 6 && memcmp(h->fields[i].name, "cookie", 6) == 0) {
+            if (n++ == 0)
+                first = i;
+            len += h->fields[i].value_len + 2;
+        }
+    if (n < 2)
+        return;
+    size_t max = st->hc->s->opt.head_max;
+    if (st->hlen + len > max) {
+        st->refuse = 431;
+        return;
+    }
+    char *v = st->hbuf + st->hlen;
+    size_t at = 0, out = 0;
+    for (size_t i = 0; i < h->nfields; i++) {
+        http_field f = h->fields[i];
+        if (f.name_len == 6 && memcmp(f.name, "cookie", 6) == 0) {
+            if (at)
+                v[at++] = ';', v[at++] = ' ';
+            memcpy(v + at, f.value, f.value_len);
+            at += f.value_len;
+            if (i != first)
+                continue;
+        }
+        h->fields[out++] = f;
+    }
+    h->nfields = out;
+    h->fields[first].value = v;
+    h->fields[first].value_len = at;
+    st->hlen += at;
+}
+
+static void on_request_head(h2_conn *hc, h2_stream *st, const nghttp2_frame *f) {
+    if (f->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        st->in_eof = 1;
+    if (!st->refuse)
+        join_cookies(st);
+    if (!st->refuse) {
+        int rc = h2_head_end(&st->hh, st->in_eof);
+        if (rc < 0)
+            st->refuse = -rc;
+    }
+    h2_event(hc, SERVER_H2_STREAM);
+    if (h2_stream_start(st) < 0)
+        nghttp2_submit_rst_stream(hc->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
+}
+
+static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud) {
+    h2_conn *hc = ud;
+    h2_stream *st = stream_of(ng, f->hd.stream_id);
+    switch (f->hd.type) {
+    case NGHTTP2_HEADERS:
+        if (st && f->headers.cat == NGHTTP2_HCAT_REQUEST)
+            on_request_head(hc, st, f);
+        else if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+            st->in_eof = 1; /* after trailers */
+            h2_stream_wake(st, 0);
+        }
+        break;
+    case NGHTTP2_DATA:
+        if (f->hd.length == 0 && !(f->hd.flags & NGHTTP2_FLAG_END_STREAM))
+            ctl_spend(hc); /* an empty DATA frame carries nothing: a flood's favourite */
+        if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+            st->in_eof = 1;
+            h2_stream_wake(st, 0);
+        }
+        break;
+    case NGHTTP2_PING:
+    case NGHTTP2_SETTINGS:
+        if (!(f->hd.flags & NGHTTP2_FLAG_ACK))
+            ctl_spend(hc);
+        break;
+    case NGHTTP2_PRIORITY: /* read and ignored (RFC 9113 §5.3.2), but budgeted */
+        ctl_spend(hc);
+        break;
+    case NGHTTP2_RST_STREAM:
+        h2_event(hc, SERVER_H2_RESET);
+        break;
+    }
+    return 0;
+}
+
+static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const uint8_t *data,
+                         size_t len, void *ud) {
+    h2_stream *st = stream_of(ng, id);
+    sp_server *s = ((h2_conn *)ud)->s;
+    if (!st || !st->running || st->refuse ||
+        (s->opt.body_max && st->in_total + len > s->opt.body_max)) {
+        if (st)
+            st->in_total += len; /* past --max-body-size: the handler's next read says 413 */
+        nghttp2_session_consume(ng, id, len); /* nobody reads it: keep the windows open */
+        if (st)
+            h2_stream_wake(st, 0);
+        return 0;
+    }
+    if (!st->in && !(st->in = malloc(H2_STREAM_WINDOW)))
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    if (st->in_len + len > H2_STREAM_WINDOW) /* more than the window we gave */
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    memcpy(st->in + st->in_len, data, len);
+    st->in_len += len;
+    st->in_total += len;
+    h2_stream_wake(st, 0);
+    return 0;
+}
+
+static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void *ud) {
+    h2_stream *st = stream_of(ng, id);
+    if (!st)
+        return 0;
+    st->closed = 1;
+    h2_stream_wake(st, -ECONNRESET);
+    if (!st->running)
+        h2_stream_free(st);
+    return 0;
+}
+
+static int on_frame_send(nghttp2_session *ng, const nghttp2_frame *f, void *ud) {
+    h2_conn *hc = ud;
+    if (f->hd.type == NGHTTP2_GOAWAY)
+        h2_event(hc, SERVER_H2_GOAWAY);
+    else if (f->hd.type == NGHTTP2_RST_STREAM)
+        h2_event(hc, SERVER_H2_RESET);
+    else if ((f->hd.flags & NGHTTP2_FLAG_END_STREAM) &&
+             (f->hd.type == NGHTTP2_DATA || f->hd.type == NGHTTP2_HEADERS)) {
+        h2_stream *st = stream_of(ng, f->hd.stream_id);
+        if (st && !st->running && !st->in_eof) /* answered; the rest of the body is not wanted */
+            nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_NO_ERROR);
+    }
+    return 0;
+}
+
+/* ---- the session ------------------------------------------------------- */
+
+static nghttp2_session *session_new(h2_conn *hc) {
+    nghttp2_session_callbacks *cb;
+    nghttp2_option *opt;
+    nghttp2_session *ng = NULL;
+    if (nghttp2_session_callbacks_new(&cb) != 0)
+        return NULL;
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cb);
+        return NULL;
+    }
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, on_data_chunk);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
+    /* The window reopens only as handlers read (nghttp2_session_consume). */
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    nghttp2_option_set_stream_reset_rate_limit(opt, H2_RESET_BURST, H2_RESET_RATE);
+    nghttp2_option_set_max_outbound_ack(opt, 1000); /* ACKs queued for a client not reading */
+    nghttp2_option_set_max_continuations(opt, 8);   /* CONTINUATION flood (CVE-2024-27316) */
+    nghttp2_option_set_max_settings(opt, 32);
+    if (nghttp2_session_server_new2(&ng, cb, hc, opt) != 0)
+        ng = NULL;
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cb);
+    if (!ng)
+        return NULL;
+    const sp_server_options *o = &hc->s->opt;
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)o->http2_max_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)o->head_max},
+    };
+    if (nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0 ||
+        nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, H2_CONN_WINDOW) != 0) {
+        nghttp2_session_del(ng);
+        return NULL;
+    }
+    return ng;
+}
+
+/* Writes everything nghttp2 has to send, gathered into one buffer so a
+ * burst of small frames is one write. 0, or -1 when the client is gone or
+ * stopped reading for the send timeout. */
+static int put(h2_conn *hc, const void *p, size_t n) {
+    sp_server *s = hc->s;
+    if (conn_write(s->l, hc->c, p, n, server_deadline(s, s->opt.send_timeout_ms)) < 0)
+        return -1;
+    hc->progress = loop_now(s->l);
+    return 0;
+}
+
+static int flush(h2_conn *hc) {
+    sp_server *s = hc->s;
+    char *wb = NULL;
+    size_t wl = 0, cap = s->buf_size;
+    int rc = 0;
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(hc->ng, &p);
+        if (n < 0 || (n == 0 && wl && put(hc, wb, wl) < 0)) {
+            rc = -1;
+            break;
+        }
+        if (n == 0 && wl == 0)
+            break; /* (a stream may have queued more while we wrote: asked again) */
+        if (n == 0 || wl + (size_t)n > cap) {
+            if (wl && n && put(hc, wb, wl) < 0) {
+                rc = -1;
+                break;
+            }
+            wl = 0;
+            if (n == 0)
+                continue;
+        }
+        if ((size_t)n > cap) { /* bigger than the buffer: as it is */
+            if (put(hc, p, (size_t)n) < 0) {
+                rc = -1;
+                break;
+            }
+            continue;
+        }
+        if (!wb && !(wb = buf_pool_get(&s->bufs))) {
+            rc = -1;
+            break;
+        }
+        memcpy(wb + wl, p, (size_t)n);
+        wl += (size_t)n;
+    }
+    if (wb)
+        buf_pool_put(&s->bufs, wb);
+    return rc;
+}
+
+/* How long the next read may wait: no streams, the keep-alive timeout; only
+ * streams whose handlers are done (their output waits for the client's
+ * window, or their head is half sent), the send timeout since the last
+ * progress; handlers running, they time themselves. */
+static int64_t read_deadline(const h2_conn *hc) {
+    const sp_server_options *o = &hc->s->opt;
+    if (hc->nstreams == 0)
+        return hc->progress + o->keepalive_timeout_ms;
+    if (hc->nlive == 0)
+        return hc->progress + o->send_timeout_ms;
+    return LOOP_NO_DEADLINE;
+}
+
+/* Reads and answers until the session is over. */
+static void drive(h2_conn *hc) {
+    sp_server *s = hc->s;
+    conn *c = hc->c;
+    ssize_t rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf + c->buf_off,
+                                          c->buf_len - c->buf_off);
+    c->buf_off = c->buf_len = 0;
+    while (rv >= 0) {
+        if (flush(hc) < 0)
+            return;
+        if (s->stopping && !hc->goaway) {
+            hc->goaway = 1; /* in-flight streams finish; no new ones */
+            nghttp2_submit_goaway(hc->ng, NGHTTP2_FLAG_NONE,
+                                  nghttp2_session_get_last_proc_stream_id(hc->ng), NGHTTP2_NO_ERROR,
+                                  NULL, 0);
+            continue;
+        }
+        if (!nghttp2_session_want_read(hc->ng) && !nghttp2_session_want_write(hc->ng))
+            return;
+        if (hc->goaway && hc->nstreams == 0)
+            return;
+        hc->in_read = 1;
+        ssize_t n = conn_read(s->l, c, c->buf, s->buf_size, read_deadline(hc));
+        hc->in_read = 0;
+        if (n == H2_KICK)
+            continue;
+        if (n == -ETIMEDOUT) {
+            /* Idle, or a client that stopped taking what it asked for. */
+            calm_down(hc, hc->nstreams ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
+            flush(hc);
+            return;
+        }
+        if (n <= 0)
+            return;
+        hc->progress = loop_now(s->l);
+        rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf, (size_t)n);
+    }
+    /* A protocol error: nghttp2 queued its GOAWAY (a flood: none, it says). */
+    if (rv != NGHTTP2_ERR_FLOODED && rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
+        flush(hc);
+}
+
+/* Every handler told its stream is gone, and waited for. */
+static void teardown(h2_conn *hc) {
+    sp_server *s = hc->s;
+    hc->dead = 1;
+    for (list_node *n = hc->streams.head; n; n = n->next) {
+        h2_stream *st = container_of(n, h2_stream, node);
+        st->closed = 1;
+        h2_stream_wake(st, -ECONNRESET);
+    }
+    hc->reader = loop_task(s->l);
+    while (hc->nlive > 0)
+        loop_park(s->l, LOOP_NO_DEADLINE, NULL);
+    while (!list_empty(&hc->streams))
+        h2_stream_free(container_of(hc->streams.head, h2_stream, node));
+    nghttp2_session_del(hc->ng);
+    list_remove(&s->h2_conns, &hc->node);
+}
+
+void h2_serve(sp_server *s, conn *c) {
+    h2_conn *hc = calloc(1, sizeof *hc);
+    if (!hc) {
+        server_conn_close(s, c);
+        return;
+    }
+    hc->s = s;
+    hc->c = c;
+    hc->progress = hc->ctl_when = loop_now(s->l);
+    hc->ctl_tokens = H2_CTL_BURST;
+    if (!(hc->ng = session_new(hc))) {
+        free(hc);
+        server_conn_close(s, c);
+        return;
+    }
+    list_push_back(&s->h2_conns, &hc->node);
+    drive(hc);
+    teardown(hc);
+    free(hc);
+    server_conn_close(s, c);
+}
