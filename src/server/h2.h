@@ -46,13 +46,16 @@ struct h2_conn {
     conn *c;
     nghttp2_session *ng;
     list_head streams;
-    int nstreams;     /* stream objects */
-    int nlive;        /* handlers running */
-    task *reader;     /* the driver, parked in teardown until nlive is 0 */
-    uint8_t in_read;  /* the driver waits in conn_read: a kick wakes it */
-    uint8_t dead;     /* tearing down: handlers' calls fail */
-    uint8_t goaway;   /* a graceful GOAWAY is out */
-    int64_t progress; /* loop ms of the last byte read or written */
+    int nstreams;         /* stream objects */
+    int nlive;            /* handlers running */
+    task *reader;         /* the driver, parked in teardown until nlive is 0 */
+    uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
+    uint8_t dead;         /* tearing down: handlers' calls fail */
+    uint8_t goaway;       /* a graceful GOAWAY is out */
+    uint8_t peer_gone;    /* the client closed (or the socket failed) */
+    int64_t progress;     /* loop ms of the last byte read or written */
+    int32_t last_id;      /* the highest stream id a HEADERS named */
+    int32_t last_refused; /* the last stream refused (REFUSED_STREAM) */
     /* the control-frame budget (PING, SETTINGS, PRIORITY, empty DATA) */
     double ctl_tokens;
     int64_t ctl_when;

@@ -63,6 +63,23 @@ static h2_stream *stream_of(nghttp2_session *ng, int32_t id) {
 
 /* ---- nghttp2's callbacks: the reader's coroutine, inside mem_recv ------ */
 
+/* RFC 9113 §5.1.1: a HEADERS on a stream id below the last one opened, for
+ * no stream that is still open, is an id out of order or a closed stream;
+ * nghttp2 drops it silently (it cannot remember every closed id). One we
+ * refused a moment ago may still see the client's trailers: those pass. */
+static int on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, void *ud) {
+    h2_conn *hc = ud;
+    if (hd->type != NGHTTP2_HEADERS || !(hd->stream_id & 1))
+        return 0;
+    if (hd->stream_id > hc->last_id) {
+        hc->last_id = hd->stream_id;
+        return 0;
+    }
+    if (!nghttp2_session_find_stream(ng, hd->stream_id) && hd->stream_id != hc->last_refused)
+        calm_down(hc, NGHTTP2_PROTOCOL_ERROR);
+    return 0;
+}
+
 static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *ud) {
     h2_conn *hc = ud;
     if (f->hd.type != NGHTTP2_HEADERS || f->headers.cat != NGHTTP2_HCAT_REQUEST)
@@ -74,6 +91,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
         st = h2_stream_new(hc, f->hd.stream_id);
     if (!st) {
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
+        hc->last_refused = f->hd.stream_id;
         return 0;
     }
     nghttp2_session_set_stream_user_data(ng, f->hd.stream_id, st);
@@ -258,6 +276,7 @@ static nghttp2_session *session_new(h2_conn *hc) {
         nghttp2_session_callbacks_del(cb);
         return NULL;
     }
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, on_begin_frame);
     nghttp2_session_callbacks_set_on_begin_headers_callback(cb, on_begin_headers);
     nghttp2_session_callbacks_set_on_header_callback(cb, on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cb, on_frame_recv);
@@ -388,8 +407,10 @@ static void drive(h2_conn *hc) {
             flush(hc);
             return;
         }
-        if (n <= 0)
+        if (n <= 0) {
+            hc->peer_gone = 1;
             return;
+        }
         hc->progress = loop_now(s->l);
         rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf, (size_t)n);
     }
@@ -434,6 +455,12 @@ void h2_serve(sp_server *s, conn *c) {
     list_push_back(&s->h2_conns, &hc->node);
     drive(hc);
     teardown(hc);
+    int linger = !hc->peer_gone;
     free(hc);
-    server_conn_close(s, c);
+    /* The client may still be sending (our GOAWAY crossed its frames): a
+     * plain close would reset the connection and lose the GOAWAY. */
+    if (linger)
+        http_conn_linger_close(s, c);
+    else
+        server_conn_close(s, c);
 }
