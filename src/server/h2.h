@@ -19,6 +19,11 @@
 
 typedef struct h2_conn h2_conn;
 
+typedef struct h2_bucket {
+    double tokens;
+    int64_t when; /* loop ms of the last refill; 0: full */
+} h2_bucket;
+
 typedef struct h2_stream {
     list_node node; /* in hc->streams */
     h2_conn *hc;
@@ -56,9 +61,8 @@ struct h2_conn {
     int64_t progress;     /* loop ms of the last byte read or written */
     int32_t last_id;      /* the highest stream id a HEADERS named */
     int32_t last_refused; /* the last stream refused (REFUSED_STREAM) */
-    /* the control-frame budget (PING, SETTINGS, PRIORITY, empty DATA) */
-    double ctl_tokens;
-    int64_t ctl_when;
+    h2_bucket ctl;        /* PING, SETTINGS, PRIORITY, empty DATA frames */
+    h2_bucket resets;     /* RST_STREAM frames */
 };
 
 /* h2_conn.c: serves c as HTTP/2 from its read buffer (the preface at

@@ -46,15 +46,21 @@ static void calm_down(h2_conn *hc, uint32_t code) {
     nghttp2_session_terminate_session(hc->ng, code);
 }
 
-/* The control-frame budget: a token bucket, refilled with time. */
-static void ctl_spend(h2_conn *hc) {
+/* A frame budget: a token bucket refilled with time; spent, GOAWAY. */
+static void spend(h2_conn *hc, h2_bucket *b, double burst, double rate) {
     int64_t now = loop_now(hc->s->l);
-    hc->ctl_tokens += (double)(now - hc->ctl_when) * H2_CTL_RATE / 1000.0;
-    if (hc->ctl_tokens > H2_CTL_BURST)
-        hc->ctl_tokens = H2_CTL_BURST;
-    hc->ctl_when = now;
-    if (--hc->ctl_tokens < 0)
+    if (b->when == 0)
+        b->tokens = burst;
+    b->tokens += (double)(now - b->when) * rate / 1000.0;
+    if (b->tokens > burst)
+        b->tokens = burst;
+    b->when = now;
+    if (--b->tokens < 0)
         calm_down(hc, NGHTTP2_ENHANCE_YOUR_CALM);
+}
+
+static void ctl_spend(h2_conn *hc) {
+    spend(hc, &hc->ctl, H2_CTL_BURST, H2_CTL_RATE);
 }
 
 static h2_stream *stream_of(nghttp2_session *ng, int32_t id) {
@@ -69,6 +75,10 @@ static h2_stream *stream_of(nghttp2_session *ng, int32_t id) {
  * refused a moment ago may still see the client's trailers: those pass. */
 static int on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, void *ud) {
     h2_conn *hc = ud;
+    /* Every RST_STREAM counts, to a stream open, refused or gone: nghttp2's
+     * own limit sees only the open ones (CVE-2023-44487). */
+    if (hd->type == NGHTTP2_RST_STREAM)
+        spend(hc, &hc->resets, H2_RESET_BURST, H2_RESET_RATE);
     if (hd->type != NGHTTP2_HEADERS || !(hd->stream_id & 1))
         return 0;
     if (hd->stream_id > hc->last_id) {
@@ -445,8 +455,7 @@ void h2_serve(sp_server *s, conn *c) {
     }
     hc->s = s;
     hc->c = c;
-    hc->progress = hc->ctl_when = loop_now(s->l);
-    hc->ctl_tokens = H2_CTL_BURST;
+    hc->progress = loop_now(s->l);
     if (!(hc->ng = session_new(hc))) {
         free(hc);
         server_conn_close(s, c);

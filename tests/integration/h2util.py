@@ -71,6 +71,7 @@ class Raw:
         self.enc = Encoder()
         self.dec = Decoder()
         self.buf = b""
+        self.block_in = b""
         self.eof = False
         self.next_id = 1
         if preface:
@@ -132,6 +133,14 @@ class Raw:
                     self.buf = self.buf[9 + length:]
                     if isinstance(f, SettingsFrame) and "ACK" not in f.flags:
                         self.send(raw_frame(SETTINGS, ACK, 0))
+                    if isinstance(f, (HeadersFrame, ContinuationFrame)):
+                        # decoded at once, so the HPACK table never falls behind
+                        self.block_in += f.data
+                        if "END_HEADERS" in f.flags:
+                            f.fields = [(k.decode() if isinstance(k, bytes) else k,
+                                         v.decode() if isinstance(v, bytes) else v)
+                                        for k, v in self.dec.decode(self.block_in)]
+                            self.block_in = b""
                     return f
             left = end - time.monotonic()
             if self.eof or left <= 0:
@@ -183,7 +192,7 @@ class Raw:
     def response(self, sid, timeout=3.0, window=True):
         """(headers dict, body bytes, reset code or None) of stream sid; with
         window, WINDOW_UPDATEs give back what the body took."""
-        hdrs, body, block = {}, b"", b""
+        hdrs, body = {}, b""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             f = self.recv(max(0.0, end - time.monotonic()))
@@ -192,12 +201,8 @@ class Raw:
             if f.stream_id != sid:
                 continue
             if isinstance(f, (HeadersFrame, ContinuationFrame)):
-                block += f.data
                 if "END_HEADERS" in f.flags:
-                    hdrs.update({k.decode() if isinstance(k, bytes) else k:
-                                 v.decode() if isinstance(v, bytes) else v
-                                 for k, v in self.dec.decode(block)})
-                    block = b""
+                    hdrs.update(dict(f.fields))
             elif isinstance(f, DataFrame):
                 body += f.data
                 if window and f.flow_controlled_length:
