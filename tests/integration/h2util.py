@@ -230,15 +230,30 @@ def h2_requests(port, reqs, timeout=5.0):
     returns [(status, headers dict, body)] in order."""
     s, c = h2_client(port, timeout)
     ids = []
+    pending = {}  # sid -> body bytes not sent yet (flow control)
     for method, path, extra, body in reqs:
         sid = c.get_next_available_stream_id()
         hdrs = [(":method", method), (":scheme", "http"), (":path", path),
                 (":authority", "localhost")] + list(extra)
         c.send_headers(sid, hdrs, end_stream=not body)
         if body:
-            c.send_data(sid, body, end_stream=True)
+            pending[sid] = body
         ids.append(sid)
-    s.sendall(c.data_to_send())
+
+    def push():
+        for sid in list(pending):
+            body = pending[sid]
+            n = min(len(body), c.local_flow_control_window(sid), c.max_outbound_frame_size)
+            while n > 0:
+                c.send_data(sid, body[:n], end_stream=n == len(body))
+                body = body[n:]
+                n = min(len(body), c.local_flow_control_window(sid), c.max_outbound_frame_size)
+            if body:
+                pending[sid] = body
+            else:
+                del pending[sid]
+        s.sendall(c.data_to_send())
+    push()
     out = {sid: [None, {}, b""] for sid in ids}
     done = set()
     end = time.monotonic() + timeout
@@ -260,7 +275,8 @@ def h2_requests(port, reqs, timeout=5.0):
                 c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             elif isinstance(ev, (h2.events.StreamEnded, h2.events.StreamReset)):
                 done.add(ev.stream_id)
-        s.sendall(c.data_to_send())
+                pending.pop(ev.stream_id, None)
+        push()
     s.close()
     return [tuple(out[sid]) for sid in ids]
 
