@@ -8,6 +8,7 @@
 #include "coro/coro.h"
 #include "loop/loop_backend.h"
 
+#include <nghttp2/nghttp2.h>
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
@@ -218,7 +219,9 @@ static void print_version(void) {
     printf("event loop: %s\n", backend_name);
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
-    printf("TLS, HTTP/2: not built in (OpenSSL and nghttp2 are not linked)\n");
+    printf("HTTP/2 built against: nghttp2 %s (running %s)\n", NGHTTP2_VERSION,
+           nghttp2_version(0)->version_str);
+    printf("TLS: not built in (OpenSSL is not linked)\n");
 }
 
 typedef struct flag_args {
