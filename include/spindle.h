@@ -237,10 +237,29 @@ SP_API const char *sp_req_peer(const sp_req *r);
  * that names nobody ("unknown", an obfuscated "_name", no for=) gives the
  * peer's address. NUL-terminated, without a port. */
 SP_API const char *sp_req_client_addr(const sp_req *r);
-/* "https" when the peer is a trusted proxy whose forwarded_header family
- * says the client came over https (the proto= of the client's Forwarded
- * hop, or the rightmost X-Forwarded-Proto); else "http". */
+/* "https" on a connection of a TLS listener, or when the peer is a trusted
+ * proxy whose forwarded_header family says the client came over https (the
+ * proto= of the client's Forwarded hop, or the rightmost X-Forwarded-Proto);
+ * else "http". */
 SP_API const char *sp_req_scheme(const sp_req *r);
+
+/* On a connection of a TLS listener (these say nothing of a TLS proxy in
+ * front): the protocol version ("TLSv1.3", "TLSv1.2") and the cipher suite
+ * (OpenSSL's name, "TLS_AES_128_GCM_SHA256"); NULL on a plain connection.
+ * Static strings. */
+SP_API const char *sp_req_tls_version(const sp_req *r);
+SP_API const char *sp_req_tls_cipher(const sp_req *r);
+/* The client certificate's subject, RFC 2253 ("CN=alice,O=Example"), as
+ * mod_ssl's SSL_CLIENT_S_DN, into buf (NUL-terminated, cut to cap - 1
+ * bytes). Its length, or -1: no client certificate (or not TLS). */
+SP_API int sp_req_tls_client_subject(const sp_req *r, char *buf, size_t cap);
+/* The client certificate's verification, as mod_ssl's SSL_CLIENT_VERIFY:
+ * "SUCCESS", "FAILED:reason" (OpenSSL's words), or "NONE" (no certificate,
+ * or not TLS), into buf (NUL-terminated, cut to cap - 1). Its length, or
+ * -1 (cap 0). A certificate that fails verification under --cert-reqs
+ * optional or required ends the handshake, so handlers see SUCCESS or NONE
+ * unless the server was told to accept failures. */
+SP_API int sp_req_tls_client_verify(const sp_req *r, char *buf, size_t cap);
 
 /* Reads up to len bytes of the request body (de-chunked). Returns the
  * count, 0 at the end of the body, or -errno: -ETIMEDOUT (body timeout),

@@ -31,6 +31,7 @@ PKGS=(
   "libsqlite3-dev:the SQLite session store"
   "redis-server:the Redis session store's tests"
   "libhiredis-dev:the Redis session store"
+  "libssl-dev:OpenSSL 3, the TLS transport (-lssl -lcrypto)"
   "libnghttp2-dev:HTTP/2 framing and HPACK (src/server/h2_*.c)"
   "nghttp2-client:h2load and nghttp, the HTTP/2 tests and bench workload"
   "python3-h2:HTTP/2 client of the conformance tests"

@@ -14,7 +14,8 @@
 
 static PyObject *s_get, *s_head, *s_post, *s_put, *s_http10, *s_http11, *s_empty;
 static PyObject *k_method, *k_path, *k_query, *k_proto, *k_sname, *k_sport, *k_raddr, *k_rport,
-    *k_ctype, *k_clen, *k_input, *k_raw_uri, *k_scheme;
+    *k_ctype, *k_clen, *k_input, *k_raw_uri, *k_scheme, *k_ssl_protocol, *k_ssl_cipher,
+    *k_ssl_verify, *k_ssl_s_dn, *s_on;
 
 static PyObject *intern(const char *s) {
     return PyUnicode_InternFromString(s);
@@ -34,6 +35,11 @@ int environ_init(hub *h) {
     k_input = intern("wsgi.input");
     k_raw_uri = intern("RAW_URI");
     k_scheme = intern("wsgi.url_scheme");
+    k_ssl_protocol = intern("SSL_PROTOCOL");
+    k_ssl_cipher = intern("SSL_CIPHER");
+    k_ssl_verify = intern("SSL_CLIENT_VERIFY");
+    k_ssl_s_dn = intern("SSL_CLIENT_S_DN");
+    s_on = intern("on");
     s_get = intern("GET");
     s_head = intern("HEAD");
     s_post = intern("POST");
@@ -242,6 +248,24 @@ static PyObject *port_str(unsigned port) {
     return PyUnicode_FromStringAndSize(buf + sizeof buf - n, n);
 }
 
+/* A TLS connection's variables, named as mod_ssl names them: HTTPS,
+ * SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY, SSL_CLIENT_S_DN. */
+static int tls_environ(PyObject *env, const sp_req *r) {
+    char buf[1024];
+    if (set_new(env, k_scheme, PyUnicode_FromString("https")) < 0 ||
+        PyDict_SetItemString(env, "HTTPS", s_on) < 0 ||
+        set_new(env, k_ssl_protocol, PyUnicode_FromString(sp_req_tls_version(r))) < 0 ||
+        set_new(env, k_ssl_cipher, PyUnicode_FromString(sp_req_tls_cipher(r))) < 0)
+        return -1;
+    if (sp_req_tls_client_verify(r, buf, sizeof buf) >= 0 &&
+        set_new(env, k_ssl_verify, PyUnicode_FromString(buf)) < 0)
+        return -1;
+    int n = sp_req_tls_client_subject(r, buf, sizeof buf);
+    if (n >= 0 && set_new(env, k_ssl_s_dn, PyUnicode_DecodeUTF8(buf, n, "replace")) < 0)
+        return -1;
+    return 0;
+}
+
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
     PyObject *env = PyDict_Copy(h->environ_template);
@@ -277,9 +301,11 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         if (rc < 0)
             goto fail;
     }
+    if (c->tls && tls_environ(env, r) < 0)
+        goto fail;
     /* A trusted proxy says how the client reached it (--forwarded-header). */
-    if (c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
-        set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
+    else if (!c->tls && c->peer_trusted && strcmp(sp_req_scheme(r), "https") == 0 &&
+             set_new(env, k_scheme, PyUnicode_FromString("https")) < 0)
         goto fail;
     return env;
 fail:

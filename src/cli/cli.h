@@ -11,9 +11,9 @@
 
 #define MAX_BINDS       16
 #define MAX_STATIC_MAPS 16
-#define CLI_MAX_FLAGS   64
+#define CLI_MAX_FLAGS   80
 #define CLI_MAX_LIST    16 /* values of one repeatable row */
-#define CLI_MAX_LISTS   4  /* repeatable rows (K_LIST) in the flag table */
+#define CLI_MAX_LISTS   6  /* repeatable rows (K_LIST) in the flag table */
 #define CLI_MAX_ARGS    256
 #define CLI_MAX_OWNED   256
 
@@ -51,6 +51,15 @@ typedef struct cli_config {
     const char *reload_extra[CLI_MAX_LIST]; /* --reload-extra-file, as written */
     int nreload_extra;
     const char *user, *group, *chdir;
+    /* TLS (tls_setup.c) */
+    const char *certfiles[CLI_MAX_LIST], *keyfiles[CLI_MAX_LIST]; /* in pairs */
+    int ncertfiles, nkeyfiles;
+    const char *ca_certs, *ciphers;
+    int cert_reqs;                     /* TLS_VERIFY_* */
+    int tls_min_version;               /* 12 or 13; 0: 12 */
+    int tls_handshake_timeout_ms;      /* 0: 10 s */
+    unsigned char listener_scheme[16]; /* per listener: CLI_BIND_* */
+    struct tls_ctx *tls;               /* the contexts the TLS listeners use */
     /* python3 -m spindle only */
     int preload;           /* import the application in the master */
     const char *root_path; /* SCRIPT_NAME */
@@ -101,6 +110,25 @@ typedef struct cli_app {
  * dropped privileges, then the master until a stop signal. c must live as
  * long (reload re-parses into it). Returns the exit status. */
 int cli_serve(cli_config *c, const cli_app *app);
+
+/* What a listener's --bind said (listener_scheme). */
+enum { CLI_BIND_ANY, CLI_BIND_HTTP, CLI_BIND_HTTPS, CLI_BIND_SIDE };
+
+/* tls_setup.c: strips "https://" or "http://" from *spec: CLI_BIND_*. */
+int cli_bind_scheme(const char **spec);
+/* The TLS contexts built (in the master, before the fork) and given to
+ * the listeners that speak TLS: those whose --bind says https://, or, when
+ * none does and --certfile is given, every --bind listener but http:// and
+ * proxy:// ones. 0, or -1 with a message printed (exit 2). */
+int cli_tls_setup(cli_config *c, sp_server *s);
+/* On HUP: the contexts of fresh built aside (*out; NULL when TLS is off
+ * or unchanged in shape). 0, or -1 with the error logged: nothing changes. */
+int cli_tls_reload_build(const cli_config *c, const cli_config *fresh, struct tls_ctx **out);
+/* Then installed on the TLS listeners (the old contexts freed). */
+void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s,
+                            struct tls_ctx *t);
+/* --print-config: each certificate's subject, names and expiry. */
+void cli_tls_print(const cli_config *c);
 
 /* The master's reload hook (ud: the cli_config, whose mo is mo): parses
  * the same command line and config file again and applies the reloadable

@@ -15,6 +15,10 @@ static int add_bind(cli_config *c, const char *text);
 static int add_static_map(cli_config *c, const char *text);
 static int add_reload_extra(cli_config *c, const char *text);
 static int set_log_level(cli_config *c, const char *text);
+static int add_certfile(cli_config *c, const char *text);
+static int add_keyfile(cli_config *c, const char *text);
+static int set_cert_reqs(cli_config *c, const char *text);
+static int set_tls_min_version(cli_config *c, const char *text);
 static int set_forwarded_header(cli_config *c, const char *text);
 static int set_forwarded_allow_ips(cli_config *c, const char *text);
 static int set_http2(cli_config *c, const char *text);
@@ -30,8 +34,27 @@ static int set_http2(cli_config *c, const char *text);
 /* clang-format off */
 const flag cli_flags[] = {
     {"bind", "ADDR", K_LIST, B, RESTART, SET(add_bind), "127.0.0.1:8080",
-     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; proxy://ADDR: its connections "
+     "listen on ADDR: HOST:PORT, [V6]:PORT, :PORT or unix:/path; https://ADDR: TLS (needs "
+     "--certfile); http://ADDR: plain even with --certfile; proxy://ADDR: its connections "
      "begin with a PROXY protocol header (see --proxy-protocol); repeatable"},
+    {"certfile", "FILE", K_LIST, B, HUP, SET(add_certfile), "none",
+     "the server's certificate, then its chain (PEM; RSA or ECDSA): the --bind listeners speak "
+     "TLS (all of them unless some say https://); repeat with --keyfile, in pairs, for more "
+     "names, chosen by SNI from each certificate's names (the first is the default); reread "
+     "on HUP"},
+    {"keyfile", "FILE", K_LIST, B, HUP, SET(add_keyfile), "in the certfile",
+     "the private key of the --certfile of the same rank (PEM, unencrypted); repeatable"},
+    {"ca-certs", "FILE", K_STR, B, HUP, STR(ca_certs), "none",
+     "the CA certificates (PEM) client certificates are verified against (see --cert-reqs)"},
+    {"cert-reqs", "WORD", K_STR, B, HUP, INT_WORDS(cert_reqs, set_cert_reqs), "none",
+     "client certificates: none (not asked for), optional (asked; a bad one is refused, none "
+     "is fine), required (a connection without a valid one is refused)"},
+    {"ciphers", "LIST", K_STR, B, HUP, STR(ciphers), "ECDHE with AES-GCM or CHACHA20",
+     "the TLS 1.2 cipher suites, in OpenSSL's syntax (TLS 1.3 keeps its own AEAD suites)"},
+    {"tls-min-version", "V", K_STR, B, HUP, INT_WORDS(tls_min_version, set_tls_min_version),
+     "1.2", "the oldest TLS version accepted: 1.2 or 1.3 (1.0 and 1.1 are refused)"},
+    {"tls-handshake-timeout", "SEC", K_SECONDS, B, HUP, INT(tls_handshake_timeout_ms), "10",
+     "the whole TLS handshake, from the connection; then close"},
     {"workers", "N", K_INT0, B, HUP, INT(mo.workers), "one per CPU",
      "worker processes; 0 serves in the master process itself, without supervision"},
     {"reuse-port", NULL, K_FLAG, B, RESTART, INT(mo.reuse_port), NULL,
@@ -385,6 +408,40 @@ static int append(const char **v, int *n, int max, const char *text, const char 
 
 static int add_bind(cli_config *c, const char *text) {
     return append(c->binds, &c->nbinds, MAX_BINDS, text, "--bind addresses");
+}
+
+static int add_certfile(cli_config *c, const char *text) {
+    return append(c->certfiles, &c->ncertfiles, CLI_MAX_LIST, text, "--certfile files");
+}
+
+static int add_keyfile(cli_config *c, const char *text) {
+    return append(c->keyfiles, &c->nkeyfiles, CLI_MAX_LIST, text, "--keyfile files");
+}
+
+static int set_cert_reqs(cli_config *c, const char *text) {
+    static const char *const words[] = {"none", "optional", "required"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(text, words[i]) == 0) {
+            c->cert_reqs = i; /* TLS_VERIFY_NONE, _OPTIONAL, _REQUIRED */
+            return 0;
+        }
+    fprintf(stderr, "spindle: --cert-reqs is none, optional or required, not '%s'\n", text);
+    return -1;
+}
+
+static int set_tls_min_version(cli_config *c, const char *text) {
+    if (strcmp(text, "1.2") == 0 || strcmp(text, "1.3") == 0) {
+        c->tls_min_version = text[2] == '2' ? 12 : 13;
+        return 0;
+    }
+    if (strcmp(text, "1.0") == 0 || strcmp(text, "1.1") == 0 || strcmp(text, "1") == 0)
+        fprintf(stderr,
+                "spindle: --tls-min-version %s: TLS 1.0 and 1.1 are refused (deprecated by RFC "
+                "8996, and every current client speaks 1.2); use 1.2 or 1.3\n",
+                text);
+    else
+        fprintf(stderr, "spindle: --tls-min-version is 1.2 or 1.3, not '%s'\n", text);
+    return -1;
 }
 
 static int add_reload_extra(cli_config *c, const char *text) {

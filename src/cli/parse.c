@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
+#include <openssl/crypto.h>
+#include <openssl/opensslv.h>
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <string.h>
@@ -219,9 +221,9 @@ static void print_version(void) {
     printf("event loop: %s\n", backend_name);
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+    printf("TLS: %s (built against %s)\n", OpenSSL_version(OPENSSL_VERSION), OPENSSL_VERSION_TEXT);
     printf("HTTP/2 built against: nghttp2 %s (running %s)\n", NGHTTP2_VERSION,
            nghttp2_version(0)->version_str);
-    printf("TLS: not built in (OpenSSL is not linked)\n");
 }
 
 typedef struct flag_args {
@@ -316,6 +318,7 @@ int cli_parse(int argc, char **argv, cli_config *c) {
             goto out;
     if (a->print) {
         print_config(c);
+        cli_tls_print(c);
         rc = 1;
         goto out;
     }

@@ -53,11 +53,18 @@ int cli_reload(sp_server *s, master_options *mo, void *ud) {
     fresh->prog = c->prog;
     if (cli_parse(c->argc, c->argv, fresh) != 0)
         goto fail;
-    /* The server's options first, on a copy: a refusal applies nothing. */
+    /* The certificates built aside, then the server's options on a copy: a
+     * refusal of either applies nothing. */
+    struct tls_ctx *tls;
+    if (cli_tls_reload_build(c, fresh, &tls) < 0)
+        goto fail;
     *next = *c;
     copy_reloadable(next, fresh);
-    if (server_set_options(s, &next->o) < 0)
+    if (server_set_options(s, &next->o) < 0) {
+        tls_ctx_free(tls);
         goto fail;
+    }
+    cli_tls_reload_install(c, fresh, s, tls);
     /* Into the running configuration, field by field: what the master holds
      * pointers into (mo.board, the reload hook, the pid file) stays. */
     copy_reloadable(c, fresh);

@@ -90,12 +90,22 @@ static int listen_all(cli_config *c, sp_server *s) {
         for (int i = 0; i < n && rc == 0; i++) {
             rc = server_adopt_listener(s, fds[i]);
             used[i] = rc == 0;
-        }
+        } /* each CLI_BIND_ANY: TLS with --certfile */
         log_msg(LOG_INFO, "serving %d socket(s) passed by systemd", n);
     } else {
-        for (int b = 0; b < c->nbinds && rc == 0; b++)
-            rc = listen_on(s, c->binds[b], fds, used, n);
+        for (int b = 0; b < c->nbinds && rc == 0; b++) {
+            const char *spec = c->binds[b];
+            int scheme = cli_bind_scheme(&spec);
+            int scheme_at = server_nlisteners(s);
+            if (strncmp(spec, PROXY_SCHEME, strlen(PROXY_SCHEME)) == 0 && scheme == CLI_BIND_ANY)
+                scheme = CLI_BIND_HTTP; /* behind a proxy: plain unless it says https:// */
+            rc = listen_on(s, spec, fds, used, n);
+            if (rc == 0 && scheme_at < (int)sizeof c->listener_scheme)
+                c->listener_scheme[scheme_at] = (unsigned char)scheme;
+        }
     }
+    if (c->stats_bind && server_nlisteners(s) < (int)sizeof c->listener_scheme)
+        c->listener_scheme[server_nlisteners(s)] = CLI_BIND_SIDE; /* plain: a side door */
     if (rc == 0 && c->stats_bind && (rc = listen_on(s, c->stats_bind, fds, used, n)) == 0) {
         rc = stats_page_add_listener_route(s, server_nlisteners(s) - 1, c->stats, &c->mo.board);
         if (rc < 0)
@@ -276,7 +286,11 @@ static int check_only(const cli_config *c) {
     int bad = 0;
     for (int b = 0; b < c->nbinds; b++) {
         net_addr a;
-        if (net_parse_addr(c->binds[b], &a) < 0) {
+        const char *spec = c->binds[b];
+        cli_bind_scheme(&spec);
+        if (strncmp(spec, PROXY_SCHEME, strlen(PROXY_SCHEME)) == 0)
+            spec += strlen(PROXY_SCHEME);
+        if (net_parse_addr(spec, &a) < 0) {
             fprintf(stderr, "spindle: --bind %s: write HOST:PORT, [V6]:PORT or unix:/path\n",
                     c->binds[b]);
             bad = 1;
@@ -352,7 +366,12 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     }
     if (c->check_config)
         return check_only(c);
-    if (listen_all(c, s) < 0 || drop_privileges(c) < 0)
+    if (listen_all(c, s) < 0)
+        return 1;
+    /* Before the privilege drop: keys are often readable by root only. */
+    if (cli_tls_setup(c, s) < 0)
+        return 2;
+    if (drop_privileges(c) < 0)
         return 1;
     set_dumpable(c);
     /* As the user the workers run as: a database made now is theirs. */

@@ -69,6 +69,13 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     P("# HELP spindle_open_connections Connections open now, all workers.\n"
       "# TYPE spindle_open_connections gauge\nspindle_open_connections %llu\n",
       (unsigned long long)t.open);
+    P("# HELP spindle_tls_handshakes_total TLS handshakes: full, resumed (a session ticket), "
+      "failed (refused, garbled, timed out, plain HTTP on a TLS port).\n"
+      "# TYPE spindle_tls_handshakes_total counter\n");
+    static const char *const tls_kind[] = {"full", "resumed", "failed"};
+    for (int i = 0; i < 3; i++)
+        P("spindle_tls_handshakes_total{kind=\"%s\"} %llu\n", tls_kind[i],
+          (unsigned long long)t.sum.tls[i]);
     P("# HELP spindle_workers Workers running.\n# TYPE spindle_workers gauge\nspindle_workers %d\n",
       t.workers);
     P("# HELP spindle_worker_requests_total Requests served, per worker.\n"

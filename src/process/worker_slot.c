@@ -24,6 +24,8 @@ void worker_stats_fold(worker_stats *total, const worker_stats *w) {
     total->h2_goaways += w->h2_goaways;
     for (int i = 0; i <= STATS_BUCKETS; i++)
         total->latency[i] += w->latency[i];
+    for (int i = 0; i < 3; i++)
+        total->tls[i] += w->tls[i];
 }
 
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
@@ -98,6 +100,11 @@ static void on_h2_event(void *ud, int what) {
         st->h2_goaways++;
 }
 
+static void on_tls_handshake(void *ud, int outcome) {
+    if (outcome >= 0 && outcome < 3)
+        ((worker_watch *)ud)->slot->st.tls[outcome]++;
+}
+
 void worker_watch_install(sp_server *s, worker_watch *ww) {
     server_observer o = {.conns_open = on_conns_open,
                          .accept_step_aside = on_accept_step_aside,
@@ -105,6 +112,7 @@ void worker_watch_install(sp_server *s, worker_watch *ww) {
                          .request_end = on_request_end,
                          .request_done = on_request_done,
                          .h2_event = on_h2_event,
+                         .tls_handshake = on_tls_handshake,
                          .ud = ww};
     server_set_observer(s, &o);
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct ssl_st; /* OpenSSL's SSL */
+
 typedef enum conn_state {
     CONN_FREE = 0, /* table slot unused */
     CONN_IDLE,     /* open, no coroutine, no buffer: waiting for bytes */
@@ -21,6 +23,7 @@ typedef struct conn {
     loop_watch w;          /* w.data is the server */
     loop_timer idle_timer; /* keep-alive / first-request timeout; data: the server */
     char *buf;             /* read buffer from the pool, only while active */
+    struct ssl_st *tls;    /* the TLS transport on a TLS listener (conn_io.h), else NULL */
     uint32_t buf_len;      /* bytes in buf */
     uint32_t buf_off;      /* first unconsumed byte */
     uint32_t nreq;         /* requests served */

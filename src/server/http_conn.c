@@ -153,7 +153,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             ssize_t n = conn_try_read(c, c->buf, room);
             if (n > 0) {
                 c->buf_len = (uint32_t)n;
-                c->maybe_more = (size_t)n == room;
+                c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
                 continue;
             }
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -166,7 +166,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
         ssize_t n = conn_read(s->l, c, c->buf + c->buf_len, room, deadline);
         if (n > 0) {
             c->buf_len += (uint32_t)n;
-            c->maybe_more = (size_t)n == room;
+            c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
             continue;
         }
         if (n == -ETIMEDOUT && avail && !c->proxy_wait)
@@ -412,6 +412,16 @@ void http_conn_main(void *arg) {
     conn *c = arg;
     sp_server *s = c->w.data;
     loop_task_set_hup_watch(loop_task(s->l), &c->w);
+    /* A TLS connection's first coroutine shakes hands, before it holds a
+     * buffer: a client stalling there costs a stack, for a bounded time. */
+    int h2 = 0;
+    if (c->tls && !SSL_is_init_finished(c->tls)) {
+        if (conn_tls_accept(s, c) < 0)
+            return;
+        unsigned alen;
+        const char *proto = server_conn_alpn(c, &alen);
+        h2 = !s->opt.http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
+    }
     if (!c->buf) {
         c->buf = buf_pool_get(&s->bufs);
         if (!c->buf) {
@@ -419,6 +429,10 @@ void http_conn_main(void *arg) {
             return;
         }
         c->buf_len = c->buf_off = 0;
+    }
+    if (h2) {
+        h2_serve(s, c); /* ALPN chose h2: the preface comes over TLS */
+        return;
     }
     int burst = 0;
     for (;;) {

@@ -161,6 +161,8 @@ const char *sp_req_client_addr(const sp_req *r) {
 }
 
 const char *sp_req_scheme(const sp_req *r) {
+    if (r->c->tls)
+        return "https";
     return r->c->peer_trusted && fwd_https(&r->head, &r->srv->fwd) ? "https" : "http";
 }
 
@@ -288,7 +290,7 @@ static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
         if (n < 0)
             return n;
         c->buf_len = (uint32_t)n;
-        c->maybe_more = (size_t)n == s->buf_size;
+        c->maybe_more = (size_t)n == s->buf_size || c->tls;
     }
 }
 

@@ -5,6 +5,7 @@
 #include "server/server.h"
 
 #include "base/log.h"
+#include "net/tls.h"
 #include "server/access_log.h"
 #include "server/h2.h"
 
@@ -94,6 +95,7 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
     s->fwd = fwd;
     n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
     s->opt = n;
+    server_refresh_alpn(s);
     /* The buffer holds a whole head plus what follows it in the same read. */
     s->buf_size = n.head_max < 16384 ? 16384 : n.head_max + 4096;
     return 0;
@@ -202,6 +204,14 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
 }
 
 void server_conn_idle(sp_server *s, conn *c) {
+    if (c->tls && SSL_pending(c->tls) > 0) {
+        /* OpenSSL holds decrypted bytes no edge will announce: serve them. */
+        if (loop_spawn(s->l, http_conn_main, c) < 0)
+            server_conn_close(s, c);
+        return;
+    }
+    if (c->tls)
+        tls_release_buffers(c->tls); /* idle costs no record buffers */
     if (c->buf) {
         buf_pool_put(&s->bufs, c->buf);
         c->buf = NULL;
@@ -265,6 +275,11 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
             return;
         }
         c->proxy_wait = 1;
+    }
+    if (li && li->tls && !(c->tls = tls_ctx_new_ssl(li->tls, fd))) {
+        close(fd); /* out of memory: shed this one */
+        *c = (conn){.w = {.fd = -1}};
+        return;
     }
     s->nconns++;
     if (s->obs.conns_open)
@@ -363,6 +378,8 @@ static void on_idle_timeout(loop *l, loop_timer *t) {
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
+    if (c->tls)
+        conn_tls_free(c);
     net_close(s->l, &c->w);
     if (c->buf) {
         buf_pool_put(&s->bufs, c->buf);

@@ -9,6 +9,7 @@
 #include "base/buf_pool.h"
 #include "loop/loop.h"
 #include "net/net.h"
+#include "net/tls_ctx.h"
 #include "server/embed.h"
 #include "server/forwarded.h"
 #include "server/handler.h"
@@ -28,6 +29,7 @@ typedef struct listener {
     int paused;
     int own_routes; /* routes holds this listener's own table (server_listener_route) */
     int proxy;      /* its connections begin with a PROXY header (--bind proxy://) */
+    tls_ctx *tls;   /* its connections speak TLS with these contexts (not owned), or NULL */
     router routes;
 } listener;
 
@@ -35,6 +37,7 @@ typedef struct listener {
  * counters and accept balancing), without knowing who that is. Every
  * member may be NULL. */
 enum { SERVER_H2_STREAM, SERVER_H2_RESET, SERVER_H2_GOAWAY };
+enum { SERVER_TLS_FULL, SERVER_TLS_RESUMED, SERVER_TLS_FAILED };
 
 typedef struct server_observer {
     /* The number of open connections changed. */
@@ -52,6 +55,8 @@ typedef struct server_observer {
     /* HTTP/2: a stream began, one was reset (by either side), a GOAWAY
      * went out (what: SERVER_H2_*). */
     void (*h2_event)(void *ud, int what);
+    /* A TLS handshake ended: SERVER_TLS_FULL, _RESUMED or _FAILED. */
+    void (*tls_handshake)(void *ud, int outcome);
     void *ud;
 } server_observer;
 
@@ -78,8 +83,10 @@ struct sp_server {
     http_date_cache date;
     int64_t log_last;
     uint64_t log_suppressed;
-    list_head h2_conns;    /* the HTTP/2 connections (h2_conn.c), for the GOAWAY at stop */
-    uint64_t max_requests; /* stop gracefully after this many (--max-requests) */
+    list_head h2_conns;           /* the HTTP/2 connections (h2_conn.c), for the GOAWAY at stop */
+    uint64_t max_requests;        /* stop gracefully after this many (--max-requests) */
+    int tls_handshake_timeout_ms; /* conn_tls.c: ClientHello to Finished */
+    const char *alpn;             /* offered on TLS listeners, preferred first */
     uint64_t served;
     /* accounting (stats.c): the access log and the observer */
     struct access_log *access_log; /* opened in each worker */
@@ -154,6 +161,24 @@ static inline const router *server_routes_for(const sp_server *s, const conn *c)
 /* Listener i's connections begin with a PROXY protocol header (--bind
  * proxy://ADDR), whatever opt.proxy_protocol says. */
 void server_set_listener_proxy(sp_server *s, int i);
+/* Listener i speaks TLS with t (NULL: plain again). The server does not own
+ * t: on a reload the caller installs the new contexts, then frees the old
+ * (workers forked before keep their own copy). t gets the server's ALPN
+ * list. 0, or -EINVAL (no such listener). */
+int server_set_listener_tls(sp_server *s, int i, tls_ctx *t);
+tls_ctx *server_listener_tls(const sp_server *s, int i);
+/* The whole handshake within ms (0: 10 s). */
+void server_set_tls_handshake_timeout(sp_server *s, int ms);
+/* The ALPN protocols every TLS listener offers, comma-separated, preferred
+ * first ("h2,http/1.1"; the default "http/1.1"); kept, not copied. 0, or
+ * -EINVAL (too long). */
+int server_set_alpn(sp_server *s, const char *list);
+/* Offers the ALPN list again on every TLS listener (the options changed:
+ * --http2 on or off decides whether "h2" is on it when none was set). */
+void server_refresh_alpn(sp_server *s);
+/* The protocol ALPN chose on c ("http/1.1", "h2"), len set; NULL if none
+ * (plain, or the client offered none). */
+const char *server_conn_alpn(const conn *c, unsigned *len);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
 /* Closes this process's listening sockets (a stopping server). */
@@ -167,6 +192,13 @@ void server_conn_close(sp_server *s, conn *c);
  * returned, keep-alive timer armed). */
 void server_conn_idle(sp_server *s, conn *c);
 const char *server_date(sp_server *s);
+
+/* conn_tls.c: from the connection's first coroutine on a TLS listener:
+ * the handshake within the handshake timeout (plain HTTP is answered 400
+ * and closed). 0, or -1 when the connection has been closed. */
+int conn_tls_accept(sp_server *s, conn *c);
+/* At close: close_notify if it can go at once, and the SSL freed. */
+void conn_tls_free(conn *c);
 
 /* http_conn.c: the coroutine that serves a connection with bytes to read. */
 void http_conn_main(void *arg);

@@ -5,6 +5,7 @@ blocks with hpack (and bytes by hand for the malformed ones hyperframe will
 not build), and a well-behaved client on python3-h2.
 """
 import socket
+import ssl
 import struct
 import time
 
@@ -215,9 +216,13 @@ class Raw:
         return hdrs, body, "timeout"
 
 
-def h2_client(port, timeout=5.0):
-    """A python3-h2 client connection: (socket, H2Connection), preface sent."""
+def h2_client(port, timeout=5.0, tls=None):
+    """A python3-h2 client connection: (socket, H2Connection), preface sent;
+    over TLS when tls is an SSLContext (offering "h2" by ALPN)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    if tls is not None:
+        s = tls.wrap_socket(s, server_hostname="localhost")
+        assert s.selected_alpn_protocol() == "h2"
     c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True,
                                                                      header_encoding="utf-8"))
     c.initiate_connection()
@@ -225,10 +230,10 @@ def h2_client(port, timeout=5.0):
     return s, c
 
 
-def h2_requests(port, reqs, timeout=5.0):
+def h2_requests(port, reqs, timeout=5.0, tls=None):
     """Sends every (method, path, headers, body) on one connection at once;
     returns [(status, headers dict, body)] in order."""
-    s, c = h2_client(port, timeout)
+    s, c = h2_client(port, timeout, tls)
     ids = []
     pending = {}  # sid -> body bytes not sent yet (flow control)
     for method, path, extra, body in reqs:
@@ -261,7 +266,7 @@ def h2_requests(port, reqs, timeout=5.0):
         s.settimeout(max(0.01, end - time.monotonic()))
         try:
             data = s.recv(65536)
-        except socket.timeout:
+        except (socket.timeout, ssl.SSLError):
             break
         if not data:
             break

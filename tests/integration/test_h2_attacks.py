@@ -183,6 +183,7 @@ class TestWindowNeverOpened:
         sid = r.headers()
         fs = r.until(lambda f: isinstance(f, (RstStreamFrame, GoAwayFrame)), timeout=4)
         assert served(port)
+        assert isinstance(fs[-1], GoAwayFrame) or fs[-1].stream_id == sid
         assert fs and isinstance(fs[-1], (RstStreamFrame, GoAwayFrame))
         assert not [f for f in fs if isinstance(f, DataFrame) and f.data]
 

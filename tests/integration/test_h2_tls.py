@@ -1,0 +1,62 @@
+"""test_h2_tls.py — HTTP/2 by ALPN on TLS listeners: "h2" offered before
+"http/1.1" (unless --http2 off), the same driver as h2c behind it
+(python3-h2 over ssl, curl and nghttp over https://), HTTP/1.1 still
+chosen by clients that ask for it.
+"""
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import CURL
+from h2util import h2_requests
+from tlsutil import certs  # noqa: F401 (the session fixture)
+
+
+def ctx(certs, alpn):  # noqa: F811
+    return certs.context(alpn=alpn)
+
+
+@pytest.fixture
+def tls(spindle, certs):  # noqa: F811
+    def start(*flags):
+        return spindle(*(certs.flags("localhost") + list(flags)))
+    return start
+
+
+def test_alpn_h2_streams(tls, certs):  # noqa: F811
+    srv = tls()
+    body = os.urandom(300000)
+    out = h2_requests(srv.port, [("GET", "/", (), b""), ("POST", "/echo", (), body),
+                                 ("GET", "/nope", (), b"")], tls=ctx(certs, ["h2", "http/1.1"]))
+    assert out[0][0] == 200 and out[0][2] == b"Hello world!"
+    assert out[1][0] == 200 and out[1][2] == body
+    assert out[2][0] == 404
+
+
+def test_curl_and_nghttp_over_https(tls, certs):  # noqa: F811
+    srv = tls()
+    url = "https://localhost:%d/" % srv.port
+    r = subprocess.run([CURL, "-sS", "--max-time", "5", "--http2", "--cacert", certs.ca, "--resolve",
+                        "localhost:%d:127.0.0.1" % srv.port, "-w", " %{http_version}", url],
+                       capture_output=True, timeout=10)
+    assert r.stdout == b"Hello world! 2", r.stderr
+    r = subprocess.run(["nghttp", "-n", "--stat", url], capture_output=True, timeout=10,
+                       env=dict(os.environ, SSL_CERT_FILE=str(certs.ca)))
+    assert r.returncode == 0 and b" 200 " in r.stdout, r.stderr
+
+
+def test_http11_when_asked_or_http2_off(tls, certs):  # noqa: F811
+    srv = tls()
+    s = ctx(certs, ["http/1.1"]).wrap_socket(socket.create_connection(
+        ("127.0.0.1", srv.port), timeout=5), server_hostname="localhost")
+    assert s.selected_alpn_protocol() == "http/1.1"
+    s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200")
+    s.close()
+    off = tls("--http2", "off")
+    s = ctx(certs, ["h2", "http/1.1"]).wrap_socket(socket.create_connection(
+        ("127.0.0.1", off.port), timeout=5), server_hostname="localhost")
+    assert s.selected_alpn_protocol() == "http/1.1"
+    s.close()

@@ -1,0 +1,12 @@
+"""What a WSGI application sees of TLS (tests/integration/test_tls.py):
+the scheme and mod_ssl's variables of its request, as JSON."""
+import json
+
+KEYS = ("wsgi.url_scheme", "HTTPS", "SSL_PROTOCOL", "SSL_CIPHER", "SSL_CLIENT_VERIFY",
+        "SSL_CLIENT_S_DN", "SERVER_PORT")
+
+
+def application(environ, start_response):
+    body = json.dumps({k: environ.get(k) for k in KEYS}).encode()
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [body]
