@@ -55,6 +55,7 @@ struct h2_conn {
     int nlive;            /* handlers running */
     task *reader;         /* the driver, parked in teardown until nlive is 0 */
     uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
+    uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
     uint8_t dead;         /* tearing down: handlers' calls fail */
     uint8_t goaway;       /* a graceful GOAWAY is out */
     uint8_t peer_gone;    /* the client closed (or the socket failed) */
@@ -66,9 +67,15 @@ struct h2_conn {
 };
 
 /* h2_conn.c: serves c as HTTP/2 from its read buffer (the preface at
- * c->buf_off) until it closes; c is closed on return. The one entry point:
- * prior knowledge on a plain listener and ALPN "h2" on TLS both end here. */
+ * c->buf_off, or nothing yet after ALPN) until it closes, or, with no
+ * stream open and nothing to send, until it goes idle (server_conn_idle:
+ * no coroutine, no buffer); the driver's coroutine calls it again when
+ * bytes come (c->h2 set), at the keep-alive timeout (GOAWAY, close) and at
+ * stop. The one entry point: prior knowledge on a plain listener and ALPN
+ * "h2" on TLS both end here. */
 void h2_serve(sp_server *s, conn *c);
+/* Frees the session of a connection closed without its driver. */
+void h2_conn_drop(conn *c);
 /* 1 if the buffered bytes begin an HTTP/2 preface ("PRI * HTTP/2.0"). */
 int h2_is_preface(const conn *c);
 /* The server stops: every HTTP/2 connection sends GOAWAY, lets its streams

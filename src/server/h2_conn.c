@@ -37,8 +37,13 @@ void h2_event(h2_conn *hc, int what) {
 }
 
 void h2_server_stop(sp_server *s) {
-    for (list_node *n = s->h2_conns.head; n; n = n->next)
-        h2_kick(container_of(n, h2_conn, node));
+    for (list_node *n = s->h2_conns.head; n; n = n->next) {
+        h2_conn *hc = container_of(n, h2_conn, node);
+        if (hc->idle)
+            server_conn_wake(s, hc->c); /* its driver sends the GOAWAY */
+        else
+            h2_kick(hc);
+    }
 }
 
 /* Ends the connection for misbehaving: GOAWAY with code, nothing more read. */
@@ -372,29 +377,50 @@ static int flush(h2_conn *hc) {
     return rc;
 }
 
-/* How long the next read may wait: no streams, the keep-alive timeout; only
- * streams whose handlers are done (their output waits for the client's
- * window, or their head is half sent), the send timeout since the last
- * progress; handlers running, they time themselves. */
+/* How long the next read may wait with streams open: only streams whose
+ * handlers are done (their output waits for the client's window, or their
+ * head is half sent), the send timeout since the last progress; handlers
+ * running, they time themselves. */
 static int64_t read_deadline(const h2_conn *hc) {
-    const sp_server_options *o = &hc->s->opt;
-    if (hc->nstreams == 0)
-        return hc->progress + o->keepalive_timeout_ms;
     if (hc->nlive == 0)
-        return hc->progress + o->send_timeout_ms;
+        return hc->progress + hc->s->opt.send_timeout_ms;
     return LOOP_NO_DEADLINE;
 }
 
-/* Reads and answers until the session is over. */
-static void drive(h2_conn *hc) {
+#define DRIVE_DONE 0
+#define DRIVE_IDLE 1
+
+#define READ_IDLE (-1) /* nothing there: the connection may wait without a coroutine */
+#define READ_BYE  (-2) /* idle past the keep-alive timeout: GOAWAY sent */
+
+/* No stream open: one look without waiting. The count read, 0 when the
+ * client is gone, or READ_IDLE, READ_BYE. */
+static ssize_t idle_read(h2_conn *hc) {
+    sp_server *s = hc->s;
+    ssize_t n = conn_try_read(hc->c, hc->c->buf, s->buf_size);
+    if (n >= 0)
+        return n;
+    if (errno != EAGAIN && errno != EINTR)
+        return 0;
+    if (loop_now(s->l) - hc->progress < s->opt.keepalive_timeout_ms)
+        return READ_IDLE;
+    calm_down(hc, NGHTTP2_NO_ERROR); /* idle too long: GOAWAY, then close */
+    flush(hc);
+    return READ_BYE;
+}
+
+/* Reads and answers until the session is over (DRIVE_DONE) or idle. */
+static int drive(h2_conn *hc) {
     sp_server *s = hc->s;
     conn *c = hc->c;
-    ssize_t rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf + c->buf_off,
-                                          c->buf_len - c->buf_off);
+    ssize_t rv = 0;
+    if (c->buf_len > c->buf_off)
+        rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf + c->buf_off,
+                                      c->buf_len - c->buf_off);
     c->buf_off = c->buf_len = 0;
     while (rv >= 0) {
         if (flush(hc) < 0)
-            return;
+            return DRIVE_DONE;
         if (s->stopping && !hc->goaway) {
             hc->goaway = 1; /* in-flight streams finish; no new ones */
             nghttp2_submit_goaway(hc->ng, NGHTTP2_FLAG_NONE,
@@ -403,23 +429,31 @@ static void drive(h2_conn *hc) {
             continue;
         }
         if (!nghttp2_session_want_read(hc->ng) && !nghttp2_session_want_write(hc->ng))
-            return;
+            return DRIVE_DONE;
         if (hc->goaway && hc->nstreams == 0)
-            return;
-        hc->in_read = 1;
-        ssize_t n = conn_read(s->l, c, c->buf, s->buf_size, read_deadline(hc));
-        hc->in_read = 0;
-        if (n == H2_KICK)
-            continue;
-        if (n == -ETIMEDOUT) {
-            /* Idle, or a client that stopped taking what it asked for. */
-            calm_down(hc, hc->nstreams ? NGHTTP2_CANCEL : NGHTTP2_NO_ERROR);
-            flush(hc);
-            return;
+            return DRIVE_DONE;
+        ssize_t n;
+        if (hc->nstreams == 0) {
+            n = idle_read(hc);
+            if (n == READ_IDLE)
+                return DRIVE_IDLE;
+            if (n == READ_BYE)
+                return DRIVE_DONE;
+        } else {
+            hc->in_read = 1;
+            n = conn_read(s->l, c, c->buf, s->buf_size, read_deadline(hc));
+            hc->in_read = 0;
+            if (n == H2_KICK)
+                continue;
+            if (n == -ETIMEDOUT) {
+                calm_down(hc, NGHTTP2_CANCEL); /* a client that stopped taking what it asked for */
+                flush(hc);
+                return DRIVE_DONE;
+            }
         }
         if (n <= 0) {
             hc->peer_gone = 1;
-            return;
+            return DRIVE_DONE;
         }
         hc->progress = loop_now(s->l);
         rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf, (size_t)n);
@@ -427,6 +461,17 @@ static void drive(h2_conn *hc) {
     /* A protocol error: nghttp2 queued its GOAWAY (a flood: none, it says). */
     if (rv != NGHTTP2_ERR_FLOODED && rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
         flush(hc);
+    return DRIVE_DONE;
+}
+
+/* The session and its stream objects (no handler runs any more). */
+static void conn_free(h2_conn *hc) {
+    while (!list_empty(&hc->streams))
+        h2_stream_free(container_of(hc->streams.head, h2_stream, node));
+    nghttp2_session_del(hc->ng);
+    list_remove(&hc->s->h2_conns, &hc->node);
+    hc->c->h2 = NULL;
+    free(hc);
 }
 
 /* Every handler told its stream is gone, and waited for. */
@@ -441,31 +486,46 @@ static void teardown(h2_conn *hc) {
     hc->reader = loop_task(s->l);
     while (hc->nlive > 0)
         loop_park(s->l, LOOP_NO_DEADLINE, NULL);
-    while (!list_empty(&hc->streams))
-        h2_stream_free(container_of(hc->streams.head, h2_stream, node));
-    nghttp2_session_del(hc->ng);
-    list_remove(&s->h2_conns, &hc->node);
 }
 
-void h2_serve(sp_server *s, conn *c) {
+void h2_conn_drop(conn *c) {
+    if (c->h2 && c->h2->nlive == 0)
+        conn_free(c->h2); /* idle: nothing runs on it */
+}
+
+static h2_conn *conn_new(sp_server *s, conn *c) {
     h2_conn *hc = calloc(1, sizeof *hc);
-    if (!hc) {
-        server_conn_close(s, c);
-        return;
-    }
+    if (!hc)
+        return NULL;
     hc->s = s;
     hc->c = c;
     hc->progress = loop_now(s->l);
     if (!(hc->ng = session_new(hc))) {
         free(hc);
+        return NULL;
+    }
+    list_push_back(&s->h2_conns, &hc->node);
+    c->h2 = hc;
+    if (!c->nreq)
+        c->nreq = 1; /* idle from now on means the keep-alive timeout */
+    return hc;
+}
+
+void h2_serve(sp_server *s, conn *c) {
+    h2_conn *hc = c->h2 ? c->h2 : conn_new(s, c);
+    if (!hc) {
         server_conn_close(s, c);
         return;
     }
-    list_push_back(&s->h2_conns, &hc->node);
-    drive(hc);
+    hc->idle = 0;
+    if (drive(hc) == DRIVE_IDLE) {
+        hc->idle = 1; /* no coroutine, no buffer until bytes come */
+        server_conn_idle(s, c);
+        return;
+    }
     teardown(hc);
     int linger = !hc->peer_gone;
-    free(hc);
+    conn_free(hc);
     /* The client may still be sending (our GOAWAY crossed its frames): a
      * plain close would reset the connection and lose the GOAWAY. */
     if (linger)

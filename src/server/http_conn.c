@@ -430,8 +430,8 @@ void http_conn_main(void *arg) {
         }
         c->buf_len = c->buf_off = 0;
     }
-    if (h2) {
-        h2_serve(s, c); /* ALPN chose h2: the preface comes over TLS */
+    if (h2 || c->h2) {
+        h2_serve(s, c); /* ALPN chose h2 (the preface comes over TLS), or an idle h2c woke */
         return;
     }
     int burst = 0;

@@ -354,6 +354,8 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
 
 /* ---- idle connections ---------------------------------------------------- */
 
+static void wake_idle(sp_server *s, conn *c);
+
 static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
     conn *c = container_of(w, conn, w);
     if (c->state == CONN_ACTIVE && (events & LOOP_READ)) {
@@ -365,19 +367,35 @@ static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
     }
     if (c->state != CONN_IDLE || !(events & (LOOP_READ | LOOP_RDHUP | LOOP_HUP)))
         return; /* a writable edge while idle means nothing */
-    loop_timer_cancel(l, &c->idle_timer);
+    wake_idle(w->data, c);
+}
+
+/* Runs the driver of an idle connection now (its bytes came, its time ran
+ * out on HTTP/2, the server stops). */
+static void wake_idle(sp_server *s, conn *c) {
+    loop_timer_cancel(s->l, &c->idle_timer);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(l, http_conn_main, c) < 0)
-        server_conn_close(w->data, c); /* no stack could be mapped: shed this one */
+    if (loop_spawn(s->l, http_conn_main, c) < 0)
+        server_conn_close(s, c); /* no stack could be mapped: shed this one */
+}
+
+void server_conn_wake(sp_server *s, conn *c) {
+    if (c->state == CONN_IDLE)
+        wake_idle(s, c);
 }
 
 static void on_idle_timeout(loop *l, loop_timer *t) {
-    /* Nothing in flight: a silent close, as RFC 9112 §9.5 allows. */
-    server_conn_close(t->data, container_of(t, conn, idle_timer));
+    conn *c = container_of(t, conn, idle_timer);
+    if (c->h2)
+        wake_idle(t->data, c); /* HTTP/2 says goodbye with a GOAWAY */
+    else
+        server_conn_close(t->data, c); /* a silent close, as RFC 9112 §9.5 allows */
 }
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
+    if (c->h2)
+        h2_conn_drop(c);
     if (c->tls)
         conn_tls_free(c);
     net_close(s->l, &c->w);

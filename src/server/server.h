@@ -192,6 +192,8 @@ void server_conn_close(sp_server *s, conn *c);
  * returned, keep-alive timer armed). */
 void server_conn_idle(sp_server *s, conn *c);
 const char *server_date(sp_server *s);
+/* Runs the driver of an idle connection at once (HTTP/2 at stop: GOAWAY). */
+void server_conn_wake(sp_server *s, conn *c);
 
 /* conn_tls.c: from the connection's first coroutine on a TLS listener:
  * the handshake within the handshake timeout (plain HTTP is answered 400

@@ -49,7 +49,10 @@ def test_stats_count_streams_resets_goaways(tmp_path_factory):
 
 def in_flight_finishes(srv, sig):
     """A stream sleeping when sig reaches the master: GOAWAY (NO_ERROR,
-    naming it), then its answer, then the close."""
+    naming it), then its answer, then the close; an idle connection beside
+    it gets its GOAWAY at once."""
+    idle = Raw(srv.port)
+    idle.response(idle.headers())
     r = Raw(srv.port)
     r.response(r.headers())
     sid = r.headers(path="/sleep?ms=500")
@@ -62,6 +65,28 @@ def in_flight_finishes(srv, sig):
     assert fs and isinstance(fs[-1], DataFrame) and b"slept 500 ms" in b"".join(
         f.data for f in fs if isinstance(f, DataFrame) and f.stream_id == sid)
     assert r.closed(timeout=3)
+    g = idle.goaway(timeout=1)
+    assert g is not None and g.error_code == NO_ERROR and g.last_stream_id == 1
+    assert idle.closed(timeout=1)
+
+
+def test_idle_connection_wakes_then_says_goodbye(tmp_path_factory):
+    # idle between requests (no coroutine, no buffer), woken by the next one;
+    # after --keepalive-timeout (1 s) of nothing: GOAWAY NO_ERROR, then close
+    srv, stop = start(tmp_path_factory)
+    try:
+        r = Raw(srv.port)
+        h, body, _ = r.response(r.headers())
+        time.sleep(0.4)
+        h, body, _ = r.response(r.headers())
+        assert body == b"Hello world!"
+        t0 = time.monotonic()
+        g = r.goaway(timeout=3)
+        assert g is not None and g.error_code == NO_ERROR and g.last_stream_id == 3
+        assert 0.5 < time.monotonic() - t0 < 2.5
+        assert r.closed(timeout=2)
+    finally:
+        stop()
 
 
 def test_graceful_stop_sends_goaway_and_finishes_streams(tmp_path_factory):
