@@ -180,7 +180,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
 
 /* OPTIONS without a route of its own: 204 with what the path allows. */
 static int answer_options(sp_server *s, sp_req *req, sp_res *res, const char *allow) {
-    char list[256];
+    char list[272]; /* allow (at most 255) + ", OPTIONS" */
     snprintf(list, sizeof list, "%s%sOPTIONS", allow, allow[0] ? ", " : "");
     res->status = 204;
     int rc = sp_res_header(res, "Allow", list);
@@ -208,7 +208,7 @@ static void all_methods(const router *rt, char *out, size_t cap) {
 }
 
 /* Routes the request and runs its handler (or answers 404/405/OPTIONS). */
-int server_dispatch(sp_server *s, sp_req *req, sp_res *res) {
+__attribute__((always_inline)) static inline int dispatch(sp_server *s, sp_req *req, sp_res *res) {
     char allow[256];
     const http_request *h = &req->head;
     int is_options = h->method_id == HTTP_M_OPTIONS;
@@ -250,7 +250,8 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
 
 /* The request's path, query and body framing, from its parsed head. 0, or
  * the status to refuse it with. pb holds at least target_len + 1 bytes. */
-int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
+__attribute__((always_inline)) static inline int prepare_request(sp_server *s, sp_req *req,
+                                                                 char *pb) {
     const http_request *h = &req->head;
     const char *q;
     size_t qlen;
@@ -275,6 +276,16 @@ int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
     /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
     req->expect_pending = h->expect_continue && !req->body_done && h->minor_version >= 1;
     return 0;
+}
+
+/* The same two steps for HTTP/2 streams (h2_stream.c); HTTP/1.1 calls the
+ * static ones, which the compiler folds into serve_one. */
+int server_dispatch(sp_server *s, sp_req *req, sp_res *res) {
+    return dispatch(s, req, res);
+}
+
+int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
+    return prepare_request(s, req, pb);
 }
 
 /* Closes after a request: lingering while an unread body may still come. */
@@ -390,14 +401,14 @@ static int serve_one(sp_server *s, conn *c) {
         refuse(s, c, &req, 503);
         goto out;
     }
-    int status = server_prepare_request(s, &req, pb);
+    int status = prepare_request(s, &req, pb);
     if (status) {
         refuse(s, c, &req, status);
         goto out;
     }
     sp_res res;
     res_init(&res, &req, c);
-    rc = server_dispatch(s, &req, &res);
+    rc = dispatch(s, &req, &res);
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);

@@ -372,7 +372,7 @@ static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
 
 /* Runs the driver of an idle connection now (its bytes came, its time ran
  * out on HTTP/2, the server stops). */
-static void wake_idle(sp_server *s, conn *c) {
+static inline void wake_idle(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
     c->state = CONN_ACTIVE;
     if (loop_spawn(s->l, http_conn_main, c) < 0)

@@ -88,7 +88,7 @@ class Raw:
         try:
             self.sock.sendall(data)
         except (BrokenPipeError, ConnectionResetError):
-            self.eof = True
+            pass  # the server closed: what it said before is still to be read
 
     def block(self, headers):
         return self.enc.encode(headers)

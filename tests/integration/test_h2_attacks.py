@@ -6,6 +6,7 @@ SETTINGS / empty-DATA floods, a window never opened (--send-timeout), the
 HTTP/1.1 head limits applied to HTTP/2 heads, and --http2 off.
 """
 import socket
+import time
 
 import pytest
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame
@@ -77,7 +78,8 @@ class TestRapidReset:
         # handler sleeps on; the fifth such stream is refused.
         r = Raw(port)
         for i in range(4):
-            sid = r.headers(path="/sleep?ms=500")
+            sid = r.headers(path="/sleep?ms=800")
+            time.sleep(0.05)  # its handler is asleep when the reset comes
             r.send(raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08"))
         sid = r.headers(path="/")
         assert r.reset_code(sid) == REFUSED_STREAM
