@@ -26,13 +26,31 @@ def frame(ftype, flags, sid, payload=b""):
     return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
 
 
-def commands(ctx, name, port, workers, workdir):
-    """(argv, env, cwd) of NAME serving hello world over h2c on PORT, or None."""
+def make_cert(tmp):
+    """One self-signed P-256 certificate for every server of the TLS variant."""
+    import subprocess
+    cert, key = os.path.join(tmp, "h2-cert.pem"), os.path.join(tmp, "h2-key.pem")
+    if not os.path.exists(cert):
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", key, "-out", cert],
+                       check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+def commands(ctx, name, port, workers, workdir, tls=None):
+    """(argv, env, cwd) of NAME serving hello world on PORT over h2c, or
+    with TLS=(cert, key) over TLS with ALPN h2."""
     if name == "spindle-c":
-        return peers.SpindleC(ctx).command("hello", port, workers, workdir)
+        argv, env, cwd = peers.SpindleC(ctx).command("hello", port, workers, workdir)
+        if tls:
+            argv += ["--certfile", tls[0], "--keyfile", tls[1]]
+        return argv, env, cwd
     if name == "nginx":
-        body = ('server { listen 127.0.0.1:%(port)d http2; default_type text/plain; '
-                'http2_max_concurrent_streams 128; location / { return 200 "Hello world!"; } }')
+        ssl = ("ssl_certificate %s; ssl_certificate_key %s; ssl_protocols TLSv1.2 TLSv1.3; "
+               "ssl_session_cache shared:S:10m; " % tls) if tls else ""
+        body = ('server { listen 127.0.0.1:%(port)d ' + ("ssl " if tls else "") + 'http2; ' + ssl +
+                'default_type text/plain; http2_max_concurrent_streams 128; '
+                'location / { return 200 "Hello world!"; } }')
         return peers.nginx_conf(workdir, port, workers, body), {}, workdir
     if name == "h2o":
         root = os.path.join(workdir, "root")
@@ -44,10 +62,13 @@ def commands(ctx, name, port, workers, workdir):
         user = pwd.getpwuid(os.getuid()).pw_name  # as root, h2o would switch to nobody
         with open(conf, "w") as f:
             f.write("user: %s\n" % user)
-            f.write("listen:\n  host: 127.0.0.1\n  port: %d\nnum-threads: %d\npid-file: %s/h2o.pid\n"
+            f.write("listen:\n  host: 127.0.0.1\n  port: %d\n" % port)
+            if tls:
+                f.write("  ssl:\n    certificate-file: %s\n    key-file: %s\n" % tls)
+            f.write("num-threads: %d\npid-file: %s/h2o.pid\n"
                     "error-log: %s/error.log\nhttp2-idle-timeout: 120\nfile.index: [ 'index.txt' ]\n"
                     "hosts:\n  default:\n    paths:\n      /:\n        file.dir: %s\n"
-                    % (port, workers, workdir, workdir, root))
+                    % (workers, workdir, workdir, root))
         return [H2O, "-c", conf], {}, workdir
     return None
 
@@ -59,10 +80,10 @@ def versions(ctx):
     return out
 
 
-def h2load(server, conns, streams, duration, lg_cpus):
-    """h2load -t1 against server over h2c for DURATION seconds."""
+def h2load(server, conns, streams, duration, lg_cpus, scheme="http"):
+    """h2load -t1 against server (h2c, or h2 by ALPN over https) for DURATION seconds."""
     argv = ["taskset", "-c", procs.cpu_list(lg_cpus), H2LOAD, "-t1", "-c%d" % conns, "-m%d" % streams,
-            "-D%d" % duration, "--warm-up-time=1", "http://127.0.0.1:%d/" % server.port]
+            "-D%d" % duration, "--warm-up-time=1", "%s://127.0.0.1:%d/" % (scheme, server.port)]
     r = load.run_measured(argv, server, duration + 40)
     text = r["text"]
     m = re.search(r"requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, "
@@ -162,7 +183,7 @@ def memory_per_h2_connection(server, count):
     return row
 
 
-def start_h2(ctx, entries, timeout=30):
+def start_h2(ctx, entries, timeout=30, scheme="http"):
     """Like workloads.start_checked, but the check is GET / over h2c (nginx's
     h2c listener speaks nothing else)."""
     import subprocess
@@ -175,8 +196,9 @@ def start_h2(ctx, entries, timeout=30):
             srv.wait_listening(timeout)
             deadline = time.monotonic() + timeout
             while True:
-                r = subprocess.run(["curl", "-s", "--max-time", "3", "--http2-prior-knowledge",
-                                    "http://127.0.0.1:%d/" % srv.port], capture_output=True, timeout=10)
+                how = ["--http2-prior-knowledge"] if scheme == "http" else ["--http2", "-k"]
+                r = subprocess.run(["curl", "-s", "--max-time", "3"] + how +
+                                   ["%s://127.0.0.1:%d/" % (scheme, srv.port)], capture_output=True, timeout=10)
                 if r.stdout == b"Hello world!":
                     break
                 if time.monotonic() > deadline or not srv.alive():
@@ -201,22 +223,31 @@ def run(ctx):
         return
     ctx.versions.update({k: v for k, v in versions(ctx).items() if k in names})
 
-    def make(name, tag):
+    def make(name, tag, tls=None):
         port = procs.free_port()
         workdir = os.path.join(ctx.tmp, "%s-%s" % (tag, name))
         os.makedirs(workdir, exist_ok=True)
-        argv, env, cwd = commands(ctx, name, port, opts.workers, workdir)
+        argv, env, cwd = commands(ctx, name, port, opts.workers, workdir, tls)
         return procs.Server(name, argv, port, ctx.server_cpus, workdir, env=env, cwd=cwd)
 
-    up = start_h2(ctx, [(n, make(n, "h2")) for n in names])
-    time.sleep(0.5)
     conns, streams = 100, 10
-    for r, (label, srv, _) in w.rounds(ctx, up):
-        res = h2load(srv, conns, streams, opts.duration, ctx.lg_cpus)
-        w.record(ctx, {"workload": "h2", "variant": "h2c c=%d m=%d" % (conns, streams), "app": "hello",
-                       "server": label, "workers": opts.workers, "connections": conns, "round": r}, res)
-        time.sleep(0.2)
-    procs.stop_all([s for _, s, _ in up])
+    try:
+        cert = make_cert(ctx.tmp)
+    except (OSError, RuntimeError) as e:
+        ctx.problem("h2: no certificate for the TLS variant: %s" % e)
+        cert = None
+    for variant, scheme, tls in (("h2c", "http", None), ("h2 TLS", "https", cert)):
+        if scheme == "https" and not cert:
+            continue
+        up = start_h2(ctx, [(n, make(n, "h2-" + scheme, tls)) for n in names], scheme=scheme)
+        time.sleep(0.5)
+        for r, (label, srv, _) in w.rounds(ctx, up):
+            res = h2load(srv, conns, streams, opts.duration, ctx.lg_cpus, scheme)
+            w.record(ctx, {"workload": "h2", "variant": "%s c=%d m=%d" % (variant, conns, streams),
+                           "app": "hello", "server": label, "workers": opts.workers, "connections": conns,
+                           "round": r}, res)
+            time.sleep(0.2)
+        procs.stop_all([s for _, s, _ in up])
     fresh = start_h2(ctx, [(n, make(n, "h2mem")) for n in names])
     time.sleep(0.5)
     for label, srv, _ in fresh:
