@@ -290,7 +290,7 @@ static int h2_finish(sp_res *res) {
         if (res->declared < 0)
             res->declared = 0; /* nothing was written: an empty body */
         rc = h2_send(res, NULL, 0, 1);
-    } else if (res->declared >= 0 && res->written < (uint64_t)res->declared) {
+    } else if (!st->no_body && res->declared >= 0 && res->written < (uint64_t)res->declared) {
         reset(st, NGHTTP2_INTERNAL_ERROR); /* fewer bytes than promised: say it was cut */
     } else if (!st->out_eof) {
         st->out_eof = 1;

@@ -230,16 +230,17 @@ def h2_client(port, timeout=5.0, tls=None):
     return s, c
 
 
-def h2_requests(port, reqs, timeout=5.0, tls=None):
+def h2_requests(port, reqs, timeout=5.0, tls=None, authority="localhost", header_list=False):
     """Sends every (method, path, headers, body) on one connection at once;
-    returns [(status, headers dict, body)] in order."""
+    returns [(status, headers dict — or list of pairs with header_list —,
+    body)] in order."""
     s, c = h2_client(port, timeout, tls)
     ids = []
     pending = {}  # sid -> body bytes not sent yet (flow control)
     for method, path, extra, body in reqs:
         sid = c.get_next_available_stream_id()
         hdrs = [(":method", method), (":scheme", "http"), (":path", path),
-                (":authority", "localhost")] + list(extra)
+                (":authority", authority)] + list(extra)
         c.send_headers(sid, hdrs, end_stream=not body)
         if body:
             pending[sid] = body
@@ -274,7 +275,7 @@ def h2_requests(port, reqs, timeout=5.0, tls=None):
             if isinstance(ev, h2.events.ResponseReceived):
                 h = dict(ev.headers)
                 out[ev.stream_id][0] = int(h[":status"])
-                out[ev.stream_id][1] = h
+                out[ev.stream_id][1] = list(ev.headers) if header_list else h
             elif isinstance(ev, h2.events.DataReceived):
                 out[ev.stream_id][2] += ev.data
                 c.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
