@@ -43,6 +43,7 @@ typedef struct h2_stream {
     char *out;
     size_t out_off, out_len, out_cap;
     uint8_t in_eof, closed, running, spawned, out_eof, no_body;
+    uint8_t expect; /* "expect: 100-continue": a 100 goes out before the first wait */
 } h2_stream;
 
 struct h2_conn {

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define H2_RESET_BURST 200 /* RST_STREAMs received, then 33 a second (CVE-2023-44487) */
 #define H2_RESET_RATE  33
@@ -135,6 +136,9 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     memcpy(n, name, nl);
     memcpy(n + nl, value, vl);
     st->hlen += nl + vl;
+    if (nl == 6 && memcmp(n, "expect", 6) == 0 && vl == 12 &&
+        strncasecmp(n + nl, "100-continue", 12) == 0)
+        st->expect = 1;
     int rc = h2_head_add(&st->hh, n, nl, n + nl, vl);
     if (rc < 0)
         st->refuse = -rc;

@@ -14,7 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PATH_STACK 2048 /* normalized paths longer than this are malloc'ed */
+#define PATH_STACK       2048 /* normalized paths longer than this are malloc'ed */
+#define NV(n, nl, v, vl) ((nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), (nl), (vl), 0})
 
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
@@ -108,6 +109,12 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
             return body_fail(r, -ECONNRESET, 400);
         if (!wait)
             return -EAGAIN;
+        if (st->expect) { /* the client waits for a 100 before it sends the body */
+            static const nghttp2_nv cont[] = {NV(":status", 7, "100", 3)};
+            st->expect = 0;
+            nghttp2_submit_headers(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, NULL, cont, 1, NULL);
+            h2_kick(st->hc);
+        }
         int rc = stream_wait(st, s->opt.body_timeout_ms);
         if (rc == -ETIMEDOUT) {
             reset(st, NGHTTP2_CANCEL);
@@ -125,8 +132,6 @@ static int hop_field(const char *n, size_t nl) {
            (nl == 7 && strncmp(n, "upgrade", 7) == 0) ||
            (nl == 17 && strncmp(n, "transfer-encoding", 17) == 0);
 }
-
-#define NV(n, nl, v, vl) ((nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), (nl), (vl), 0})
 
 /* The response head as HEADERS: :status, the handler's fields (names in
  * lower case, as HTTP/2 requires: they are the response's own copies),

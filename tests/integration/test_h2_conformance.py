@@ -370,6 +370,16 @@ class TestSec8_1_Messages:
         h, body, rst = r.response(r.headers(method="HEAD"))
         assert h[":status"] == "200" and h["content-length"] == "12" and body == b""
 
+    def test_expect_100_continue(self, port):  # §8.1: an interim response on the stream
+        r = Raw(port)
+        sid = r.headers(method="POST", path="/echo", end_stream=False,
+                        extra=[("content-length", "4"), ("expect", "100-continue")])
+        fs = r.until(lambda f: isinstance(f, HeadersFrame) and f.stream_id == sid, timeout=2)
+        assert fs and dict(fs[-1].fields)[":status"] == "100" and "END_STREAM" not in fs[-1].flags
+        r.data(sid, b"body", end_stream=True)
+        h, body, rst = r.response(sid)
+        assert h[":status"] == "200" and body == b"body"
+
     def test_body_without_content_length(self, port):
         r = Raw(port)
         sid = r.headers(method="POST", path="/echo", end_stream=False)
