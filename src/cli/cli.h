@@ -127,6 +127,8 @@ int cli_tls_reload_build(const cli_config *c, const cli_config *fresh, struct tl
 /* Then installed on the TLS listeners (the old contexts freed). */
 void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s,
                             struct tls_ctx *t);
+/* --check-config: the contexts built and freed. 0, or -1 with a message. */
+int cli_tls_check(const cli_config *c);
 /* --print-config: each certificate's subject, names and expiry. */
 void cli_tls_print(const cli_config *c);
 

@@ -300,6 +300,8 @@ static int check_only(const cli_config *c) {
         fprintf(stderr, "spindle: --user %s: no such user\n", c->user);
         bad = 1;
     }
+    if (cli_tls_check(c) < 0)
+        bad = 1;
     if (c->group && !getgrnam(c->group)) {
         fprintf(stderr, "spindle: --group %s: no such group\n", c->group);
         bad = 1;

@@ -129,7 +129,9 @@ void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s
     for (int i = 0; i < n; i++)
         if (server_listener_tls(s, i) == c->tls)
             server_set_listener_tls(s, i, t);
-    /* The workers forked before keep their own copy of the old ones. */
+    /* The workers forked before keep their own copy of the old ones; the
+     * master itself holds no connection (HUP reloads only with workers), so
+     * no SSL of its own points into what is freed. */
     tls_ctx_free(c->tls);
     c->tls = t;
     memcpy(c->certfiles, fresh->certfiles, sizeof c->certfiles);
@@ -139,6 +141,19 @@ void cli_tls_reload_install(cli_config *c, const cli_config *fresh, sp_server *s
     server_set_tls_handshake_timeout(s, fresh->tls_handshake_timeout_ms);
     log_msg(LOG_INFO, "reload: TLS certificates reread (%d); new workers use them",
             fresh->ncertfiles);
+}
+
+int cli_tls_check(const cli_config *c) {
+    if (!c->ncertfiles)
+        return 0;
+    char err[1024];
+    tls_ctx *t = build(c, err, sizeof err);
+    if (!t) {
+        fprintf(stderr, "spindle: %s\n", err);
+        return -1;
+    }
+    tls_ctx_free(t);
+    return 0;
 }
 
 void cli_tls_print(const cli_config *c) {

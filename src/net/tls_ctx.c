@@ -138,6 +138,9 @@ static int configure(SSL_CTX *ctx, const tls_config *cfg, tls_ctx *t, char *err,
                                  SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_IGNORE_UNEXPECTED_EOF |
                                  SSL_OP_ENABLE_KTLS);
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    /* Read what the socket has, not a record header then its body: one
+     * read() per request instead of two. */
+    SSL_CTX_set_read_ahead(ctx, 1);
     const char *ciphers = cfg->ciphers ? cfg->ciphers : DEFAULT_CIPHERS_12;
     if (SSL_CTX_set_cipher_list(ctx, ciphers) != 1) {
         fail(err, cap, "see `openssl ciphers -v` for the names", "--ciphers %s", ciphers);
@@ -268,6 +271,10 @@ SSL *tls_ctx_new_ssl(tls_ctx *t, int fd) {
     else
         ERR_clear_error();
     return ssl;
+}
+
+SSL_CTX *tls_ctx_default(tls_ctx *t) {
+    return t->ctx[0];
 }
 
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent) {

@@ -40,6 +40,9 @@ int tls_ctx_set_alpn(tls_ctx *t, const char *list);
 
 /* A new server-side SSL on fd (the default context; SNI may switch it). */
 SSL *tls_ctx_new_ssl(tls_ctx *t, int fd);
+/* The default context (the first certificate's), for an SSL of the
+ * caller's own on other BIOs (a fuzz target's memory BIOs). */
+SSL_CTX *tls_ctx_default(tls_ctx *t);
 
 /* Prints one line per certificate: file, subject, names, expiry. */
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent);

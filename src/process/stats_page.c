@@ -128,6 +128,8 @@ static const char status_page[] =
     "m['spindle_sent_bytes_total']);\n"
     "const cnt=m['spindle_request_duration_seconds_count'];if(cnt)h+=row('mean latency (ms)',"
     "(m['spindle_request_duration_seconds_sum']*1000/cnt).toFixed(3));\n"
+    "for(const t of ['full','resumed','failed']){const v=m['spindle_tls_handshakes_total{kind=\"'"
+    "+t+'\"}'];if(v)h+=row('TLS handshakes, '+t,v);}\n"
     "for(const k in m)if(k.startsWith('spindle_worker_requests_total'))h+=row('worker '+"
     "k.split('\"')[1],m[k]);\n"
     "document.getElementById('t').innerHTML=h;document.getElementById('err').textContent='';\n"

@@ -141,8 +141,8 @@ def test_rsa_certificate(tls, certs):  # noqa: F811
     assert b"ECDHE-RSA-AES" in p.stdout and b"Verify return code: 0 (ok)" in p.stdout
 
 
-def handshake_counts(srv, certs):  # noqa: F811
-    body = https_get(srv.port, certs.context(), "/stats")[1]
+def handshake_counts(srv, certs, client=None):  # noqa: F811
+    body = https_get(srv.port, certs.context(client=client), "/stats")[1]
     return {k.decode(): int(v) for k, v in
             re.findall(rb'spindle_tls_handshakes_total\{kind="(\w+)"\} (\d+)', body)}
 
@@ -171,12 +171,16 @@ def test_session_resumption_counted(tls, certs, version):  # noqa: F811
 # ---- client certificates ----------------------------------------------------
 
 def test_mtls_required(tls, certs):  # noqa: F811
-    srv = tls("--ca-certs", certs.ca, "--cert-reqs", "required")
+    srv = tls("--ca-certs", certs.ca, "--cert-reqs", "required", "--stats", "/stats")
     assert https_get(srv.port, certs.context(client="client"))[0] == 200
     for client in (None, "stranger"):  # none, and one of another CA
         with pytest.raises((ssl.SSLError, ConnectionError)):
             https_get(srv.port, certs.context(client=client))
     assert https_get(srv.port, certs.context(client="client"))[0] == 200
+    # both refusals counted and logged with OpenSSL's reason
+    # (the fixture's readiness probe, plain HTTP, was one more)
+    assert wait_for(lambda: handshake_counts(srv, certs, "client")["failed"] >= 3, 5)
+    assert "certificate verify failed" in srv.stderr() or "peer did not return" in srv.stderr()
 
 
 def test_cert_reqs_needs_ca(spindle, certs, tmp_path):  # noqa: F811
@@ -204,21 +208,21 @@ def test_plain_http_on_the_tls_port_gets_400(tls, certs):  # noqa: F811
 
 
 def test_stalled_handshake_times_out_others_served(tls, certs):  # noqa: F811
-    srv = tls("--tls-handshake-timeout", "1")
+    srv = tls("--tls-handshake-timeout", "2")
     stalled = []
     for partial in (b"", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"):  # silent; half a hello
-        s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=6)
         s.sendall(partial)
         stalled.append(s)
     t0 = time.monotonic()
-    for _ in range(5):  # others are served at once meanwhile
+    for _ in range(5):  # others are served meanwhile, long before the timeout
         st, _, _ = https_get(srv.port, certs.context())
         assert st == 200
-    assert time.monotonic() - t0 < 0.9
+    assert time.monotonic() - t0 < 1.5
     for s in stalled:
-        assert s.recv(4096) == b""  # closed by the server (timeout 5 s on our side)
+        assert s.recv(4096) == b""  # closed by the server (timeout 6 s on our side)
         s.close()
-    assert 0.8 < time.monotonic() - t0 < 3.5
+    assert 1.8 < time.monotonic() - t0 < 4.5
 
 
 def test_garbled_client_hello_closed(tls, certs):  # noqa: F811
@@ -256,6 +260,10 @@ def test_bad_certfile_exits_2_with_file_and_reason(certs, tmp_path):  # noqa: F8
                         certs.cert("localhost"), "--keyfile", certs.key("a")],
                        capture_output=True, timeout=10)
     assert p.returncode == 2 and b"does not match" in p.stderr
+    # --check-config says the same, and exits 1
+    p = subprocess.run([BIN, "--check-config", "--certfile", str(bad), "--keyfile",
+                        certs.key("localhost")], capture_output=True, timeout=10)
+    assert p.returncode == 1 and str(bad).encode() in p.stderr
     # TLS 1.0 / 1.1 asked for
     p = subprocess.run([BIN, "--tls-min-version", "1.1"] + certs.flags(), capture_output=True,
                        timeout=10)
@@ -365,6 +373,38 @@ def test_idle_keepalive_then_more(tls, certs):  # noqa: F811
     c.close()
 
 
+def test_idle_tls_connections_hold_no_buffers(tls, certs):  # noqa: F811
+    """An idle keep-alive TLS connection keeps OpenSSL's state (~14 KB) but
+    no coroutine, no read buffer and no record buffers (their touched pages
+    alone would add ~9 KB)."""
+    srv = tls("--keepalive-timeout", "30")
+    ctx = certs.context()
+
+    def one():
+        s = connect(srv.port, ctx)
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"Hello world!" not in got:
+            got += s.recv(4096)
+        return s
+    warm = [one() for _ in range(20)]
+    for s in warm:
+        s.close()
+    time.sleep(0.3)
+    before = srv.rss_kb()
+    n = 300
+    socks = [one() for _ in range(n)]
+    time.sleep(0.5)
+    per_conn = (srv.rss_kb() - before) * 1024 / n
+    for s in socks:  # and each still works
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    for s in socks:
+        assert b"Hello world!" in s.recv(4096)
+        s.close()
+    # measured: ~13.7 KB released, ~22.8 KB when the record buffers stay
+    assert per_conn < 18 * 1024, "%.0f bytes per idle TLS connection" % per_conn
+
+
 # ---- reload ---------------------------------------------------------------------------
 
 def test_hup_with_a_bad_key_keeps_serving_then_a_good_one_applies(spindle, certs, tmp_path):  # noqa: F811
@@ -405,7 +445,8 @@ def test_hup_with_a_bad_key_keeps_serving_then_a_good_one_applies(spindle, certs
 
 # ---- WebSockets -------------------------------------------------------------------------
 
-def test_wss_echo_with_node_ws(spindle, certs):  # noqa: F811
+@pytest.mark.parametrize("scenario", ["sizes", "concurrent_senders", "pings", "close_by_server"])
+def test_wss_echo_with_node_ws(spindle, certs, scenario):  # noqa: F811
     node = shutil.which("node")
     if node is None:
         pytest.skip("node is not installed")
@@ -415,7 +456,7 @@ def test_wss_echo_with_node_ws(spindle, certs):  # noqa: F811
     mods = test_websocket.node_modules()
     env = dict(os.environ, NODE_EXTRA_CA_CERTS=certs.ca)
     p = subprocess.run([node, str(test_websocket.CLIENT), mods, "wss://localhost:%d/ws" % srv.port,
-                        "sizes"], capture_output=True, timeout=30, env=env)
+                        scenario], capture_output=True, timeout=30, env=env)
     out = p.stdout.decode(errors="replace").strip()
     assert p.returncode == 0, (out, p.stderr.decode(errors="replace")[-2000:])
     assert json.loads(out.splitlines()[-1])["ok"]
@@ -439,6 +480,11 @@ def test_wsgi_environ_over_mtls(certs, tmp_path):  # noqa: F811
         # optional: no certificate is fine, and says so
         env = json.loads(https_get(srv.port, certs.context())[1])
         assert env["SSL_CLIENT_VERIFY"] == "NONE" and env.get("SSL_CLIENT_S_DN") is None
+        # wsgi.file_wrapper through the record layer
+        blob = tmp_path / "blob.bin"
+        blob.write_bytes(os.urandom(3 << 20) + b"end")
+        st, body, _ = https_get(srv.port, certs.context(), "/file?%s" % blob)
+        assert st == 200 and body == blob.read_bytes()
         # a certificate of another CA is refused even when optional
         with pytest.raises((ssl.SSLError, ConnectionError)):
             https_get(srv.port, certs.context(client="stranger"))
