@@ -305,10 +305,28 @@ static int h2_finish(sp_res *res) {
     return rc;
 }
 
+/* 103 Early Hints: a HEADERS frame before the response's own. */
+static int h2_interim(sp_res *res, int status, const http_field *f, size_t n) {
+    h2_stream *st = res->req->xctx;
+    nghttp2_nv nva[17];
+    char code[4];
+    if (gone(st) || n > 16)
+        return gone(st) ? -EPIPE : -EINVAL;
+    snprintf(code, sizeof code, "%d", status);
+    nva[0] = NV(":status", 7, code, 3);
+    for (size_t i = 0; i < n; i++)
+        nva[i + 1] = NV("link", 4, f[i].value, f[i].value_len);
+    if (nghttp2_submit_headers(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, NULL, nva, n + 1, NULL) < 0)
+        return -EPIPE;
+    h2_kick(st->hc);
+    return 0;
+}
+
 static const exchange_ops h2_ops = {
     .send = h2_send,
     .sendfile = h2_sendfile,
     .finish = h2_finish,
+    .interim = h2_interim,
     .read = h2_read,
     .proto = "HTTP/2.0",
 };

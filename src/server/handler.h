@@ -33,6 +33,8 @@ typedef struct exchange_ops {
     int (*send)(sp_res *res, const void *data, size_t len, int last);
     int (*sendfile)(sp_res *res, int fd, int64_t off, size_t count);
     int (*finish)(sp_res *res);
+    /* An interim response (103 Early Hints) with these fields, checked. */
+    int (*interim)(sp_res *res, int status, const http_field *f, size_t n);
     /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O). */
     ssize_t (*read)(sp_req *r, void *buf, size_t len, int wait);
     const char *proto; /* the access log's protocol field: "HTTP/2.0" */

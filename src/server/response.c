@@ -71,8 +71,8 @@ int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
         return -EALREADY;
     if (n == 0 || n > HINTS_MAX)
         return -EINVAL;
-    if (r->req->head.minor_version == 0 || r->req->xops)
-        return 0; /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client; none over h2 yet */
+    if (r->req->head.minor_version == 0)
+        return 0; /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client */
     http_field f[HINTS_MAX];
     for (size_t i = 0; i < n; i++)
         f[i] = (http_field){"Link", 4, links[i], strlen(links[i])};
@@ -85,7 +85,9 @@ int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
                         .nfields = n};
     char head[2048];
     http_out o;
-    int h = http_write_head(&hr, head, sizeof head, &o);
+    int h = http_write_head(&hr, head, sizeof head, &o); /* also the values' check */
+    if (h >= 0 && r->req->xops)
+        return r->req->xops->interim(r, 103, f, n);
     return h < 0 ? h : send_raw(r, head, (size_t)h);
 }
 

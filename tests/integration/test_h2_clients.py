@@ -112,3 +112,22 @@ class TestWsgi:
         n, digest, _ = out[0][2].decode().split()
         assert int(n) == len(up) and digest == hashlib.sha256(up).hexdigest()
         assert out[1][2] == b"".join(hashlib.sha256(b"%d" % i).digest() * 32768 for i in range(3))
+
+
+class TestEarlyHints:
+    def test_103_then_the_answer(self, spindle):
+        import pathlib
+        from conftest import BIN
+        from h2util import Raw
+        from hyperframe.frame import HeadersFrame
+        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+        srv = spindle("--app", app)
+        r = Raw(srv.port)
+        sid = r.headers(path="/hints")
+        fs = r.until(lambda f: isinstance(f, HeadersFrame) and f.stream_id == sid, timeout=2)
+        assert fs and fs[-1].fields == [(":status", "103"), ("link", "</a.css>; rel=preload; as=style"),
+                                        ("link", "</b.js>; rel=preload; as=script")]
+        h, body, _ = r.response(sid)
+        assert h[":status"] == "200" and body == b"rc=0\n"
+        h, body, _ = r.response(r.headers(path="/hints?bad"))  # an injected value: refused, no 103
+        assert h[":status"] == "200" and body == b"rc=-22\n"
