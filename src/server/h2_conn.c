@@ -461,6 +461,7 @@ static int drive(h2_conn *hc) {
         }
         hc->progress = loop_now(s->l);
         rv = nghttp2_session_mem_recv(hc->ng, (const uint8_t *)c->buf, (size_t)n);
+        loop_charge(s->l, (size_t)n); /* a client that never makes us wait still yields */
     }
     /* A protocol error: nghttp2 queued its GOAWAY (a flood: none, it says). */
     if (rv != NGHTTP2_ERR_FLOODED && rv != NGHTTP2_ERR_BAD_CLIENT_MAGIC)
