@@ -20,9 +20,12 @@
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
     size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
-    h2_stream *st = calloc(1, sizeof *st + fcap * sizeof(http_field) + o->head_max);
+    /* Only the struct is cleared: the fields and their bytes are written
+     * before they are read (a head is up to --max-head-size). */
+    h2_stream *st = malloc(sizeof *st + fcap * sizeof(http_field) + o->head_max);
     if (!st)
         return NULL;
+    memset(st, 0, sizeof *st);
     st->hc = hc;
     st->id = id;
     st->head.fields = (http_field *)(st + 1);
