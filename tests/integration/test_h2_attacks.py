@@ -61,11 +61,11 @@ class TestRapidReset:
     def test_reset_flood_gets_enhance_your_calm(self, port):
         r = Raw(port)
         blob = b""
-        for i in range(400):
+        for i in range(1100):  # past the budget of 1000
             sid = 1 + 2 * i
             blob += raw_frame(HEADERS, END_STREAM | END_HEADERS, sid, r.block(r.req_headers(path="/sleep?ms=50")))
             blob += raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08")
-            if i == 200:
+            if i == 500:
                 r.send(blob)
                 blob = b""
                 assert served(port)
@@ -141,9 +141,9 @@ class TestHpackBomb:
 class TestControlFloods:
     def test_ping_flood(self, port):
         r = Raw(port)
-        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(150)))
+        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(300)))  # within the budget
         assert served(port)
-        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(300)))
+        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(400)))  # past its 500
         assert calmed(r)
         assert served(port)
 
@@ -160,20 +160,20 @@ class TestControlFloods:
 
     def test_settings_flood(self, port):
         r = Raw(port)
-        r.send(b"".join(raw_frame(SETTINGS, 0, 0, b"\0\x03\0\0\0\x64") for _ in range(400)))
+        r.send(b"".join(raw_frame(SETTINGS, 0, 0, b"\0\x03\0\0\0\x64") for _ in range(700)))
         assert calmed(r)
         assert served(port)
 
     def test_empty_data_flood(self, port):
         r = Raw(port)
         sid = r.headers(method="POST", path="/echo", end_stream=False)
-        r.send(b"".join(raw_frame(0, 0, sid, b"") for _ in range(400)))
+        r.send(b"".join(raw_frame(0, 0, sid, b"") for _ in range(700)))
         assert calmed(r)
         assert served(port)
 
     def test_priority_flood(self, port):
         r = Raw(port)
-        r.send(b"".join(raw_frame(2, 0, 1 + 2 * i, b"\0\0\0\0\x10") for i in range(400)))
+        r.send(b"".join(raw_frame(2, 0, 1 + 2 * i, b"\0\0\0\0\x10") for i in range(700)))
         assert calmed(r)
 
 
