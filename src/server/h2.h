@@ -16,6 +16,7 @@
 #define H2_CONN_WINDOW   (1 << 20) /* the connection's: all its streams' buffers */
 #define H2_OUT_MAX       65536     /* response bytes a stream holds before its handler waits */
 #define H2_KICK          (-EINTR)  /* the reader's read, interrupted: output is pending */
+#define H2_WBUF          (4 * 16393 + 64) /* the write buffer: four full DATA frames and more */
 
 typedef struct h2_conn h2_conn;
 
@@ -55,6 +56,7 @@ struct h2_conn {
     int nstreams;         /* stream objects */
     int nlive;            /* handlers running */
     task *reader;         /* the driver, parked in teardown until nlive is 0 */
+    char *wb;             /* frames gathered for one write (flush), while active */
     uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
     uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
     uint8_t dead;         /* tearing down: handlers' calls fail */

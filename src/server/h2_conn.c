@@ -333,9 +333,6 @@ static nghttp2_session *session_new(h2_conn *hc) {
     return ng;
 }
 
-/* Writes everything nghttp2 has to send, gathered into one buffer so a
- * burst of small frames is one write. 0, or -1 when the client is gone or
- * stopped reading for the send timeout. */
 static int put(h2_conn *hc, const void *p, size_t n) {
     sp_server *s = hc->s;
     if (conn_write(s->l, hc->c, p, n, server_deadline(s, s->opt.send_timeout_ms)) < 0)
@@ -344,46 +341,36 @@ static int put(h2_conn *hc, const void *p, size_t n) {
     return 0;
 }
 
+/* Writes everything nghttp2 has to send, gathered into one buffer (kept
+ * while the connection is active) so a burst of small frames, or four full
+ * DATA frames, is one write. 0, or -1 when the client is gone or stopped
+ * reading for the send timeout. */
 static int flush(h2_conn *hc) {
-    sp_server *s = hc->s;
-    char *wb = NULL;
-    size_t wl = 0, cap = s->buf_size;
-    int rc = 0;
+    size_t wl = 0, cap = H2_WBUF;
     for (;;) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(hc->ng, &p);
-        if (n < 0 || (n == 0 && wl && put(hc, wb, wl) < 0)) {
-            rc = -1;
-            break;
-        }
+        if (n < 0 || (n == 0 && wl && put(hc, hc->wb, wl) < 0))
+            return -1;
         if (n == 0 && wl == 0)
-            break; /* (a stream may have queued more while we wrote: asked again) */
+            return 0; /* (a stream may have queued more while we wrote: asked again) */
         if (n == 0 || wl + (size_t)n > cap) {
-            if (wl && n && put(hc, wb, wl) < 0) {
-                rc = -1;
-                break;
-            }
+            if (wl && n && put(hc, hc->wb, wl) < 0)
+                return -1;
             wl = 0;
             if (n == 0)
                 continue;
         }
         if ((size_t)n > cap) { /* bigger than the buffer: as it is */
-            if (put(hc, p, (size_t)n) < 0) {
-                rc = -1;
-                break;
-            }
+            if (put(hc, p, (size_t)n) < 0)
+                return -1;
             continue;
         }
-        if (!wb && !(wb = buf_pool_get(&s->bufs))) {
-            rc = -1;
-            break;
-        }
-        memcpy(wb + wl, p, (size_t)n);
+        if (!hc->wb && !(hc->wb = malloc(H2_WBUF)))
+            return -1;
+        memcpy(hc->wb + wl, p, (size_t)n);
         wl += (size_t)n;
     }
-    if (wb)
-        buf_pool_put(&s->bufs, wb);
-    return rc;
 }
 
 /* How long the next read may wait with streams open: only streams whose
@@ -528,7 +515,10 @@ void h2_serve(sp_server *s, conn *c) {
         return;
     }
     hc->idle = 0;
-    if (drive(hc) == DRIVE_IDLE) {
+    int idle = drive(hc) == DRIVE_IDLE;
+    free(hc->wb);
+    hc->wb = NULL;
+    if (idle) {
         hc->idle = 1; /* no coroutine, no buffer until bytes come */
         server_conn_idle(s, c);
         return;
