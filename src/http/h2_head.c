@@ -74,12 +74,14 @@ static int content_length(h2_head *h, const char *v, size_t vl) {
 int h2_head_add(h2_head *h, const char *name, size_t nl, const char *value, size_t vl) {
     if (nl == 0)
         return -400;
-    for (size_t i = 0; i < nl; i++)
-        if (name[i] >= 'A' && name[i] <= 'Z')
-            return -400; /* §8.2.1: names are lower case */
-    for (size_t i = 0; i < vl; i++)
-        if (value[i] == '\0' || value[i] == '\r' || value[i] == '\n')
-            return -400; /* §8.2.1: they would split the field in HTTP/1.1 */
+    if (!h->chars_checked) {
+        for (size_t i = 0; i < nl; i++)
+            if (name[i] >= 'A' && name[i] <= 'Z')
+                return -400; /* §8.2.1: names are lower case */
+        for (size_t i = 0; i < vl; i++)
+            if (value[i] == '\0' || value[i] == '\r' || value[i] == '\n')
+                return -400; /* §8.2.1: they would split the field in HTTP/1.1 */
+    }
     if (name[0] == ':')
         return pseudo(h, name, nl, value, vl);
     h->regular_seen = 1;

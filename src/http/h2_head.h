@@ -17,6 +17,8 @@ typedef struct h2_head {
     size_t scheme_len, authority_len, host_len;
     unsigned regular_seen : 1; /* a regular field came: no pseudo-header after it */
     unsigned cl_seen : 1;
+    unsigned chars_checked : 1; /* the caller's decoder checked every byte of names
+                                   and values (RFC 9113 §8.2.1): not scanned again */
 } h2_head;
 
 /* Begins a head into req (whose fields array the caller set), with paths

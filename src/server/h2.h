@@ -26,7 +26,8 @@ typedef struct h2_bucket {
 } h2_bucket;
 
 typedef struct h2_stream {
-    list_node node; /* in hc->streams */
+    list_node node;               /* in hc->streams */
+    struct h2_stream *spare_next; /* in hc->spares, once freed */
     h2_conn *hc;
     int32_t id;
     task *waiter; /* its handler, parked for body bytes or output room */
@@ -34,6 +35,7 @@ typedef struct h2_stream {
     http_request head;
     h2_head hh;
     char *hbuf;
+    size_t hcap; /* hbuf's size: --max-head-size when it was made */
     size_t hlen, head_bytes;
     int refuse; /* a status to answer instead of running the handler */
     /* the body in: at most a window's worth, consumed as the handler reads */
@@ -53,10 +55,12 @@ struct h2_conn {
     conn *c;
     nghttp2_session *ng;
     list_head streams;
-    int nstreams;         /* stream objects */
-    int nlive;            /* handlers running */
-    task *reader;         /* the driver, parked in teardown until nlive is 0 */
-    char *wb;             /* frames gathered for one write (flush), while active */
+    int nstreams;             /* stream objects */
+    int nlive;                /* handlers running */
+    task *reader;             /* the driver, parked in teardown until nlive is 0 */
+    char *wb;                 /* frames gathered for one write (flush), while active */
+    struct h2_stream *spares; /* freed streams kept for the next ones, while active */
+    int nspares;
     uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
     uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
     uint8_t dead;         /* tearing down: handlers' calls fail */
@@ -92,6 +96,8 @@ void h2_event(h2_conn *hc, int what);
 /* h2_stream.c */
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id);
 void h2_stream_free(h2_stream *st);
+/* Frees the streams kept for reuse (the connection goes idle or ends). */
+void h2_stream_spares_free(h2_conn *hc);
 /* Starts the stream's handler coroutine once its head is whole. */
 int h2_stream_start(h2_stream *st);
 /* Wakes the stream's handler if it waits (body bytes, room, a reset). */

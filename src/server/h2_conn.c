@@ -133,7 +133,7 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *f, const uint8_t 
     }
     if (f->headers.cat != NGHTTP2_HCAT_REQUEST || st->refuse)
         return 0; /* trailers are not kept; a refused head only counts */
-    if (st->head_bytes > max) {
+    if (st->head_bytes > max || st->head_bytes > st->hcap) { /* (a reload may change max) */
         st->refuse = 431;
         return 0;
     }
@@ -163,8 +163,7 @@ static void join_cookies(h2_stream *st) {
         }
     if (n < 2)
         return;
-    size_t max = st->hc->s->opt.head_max;
-    if (st->hlen + len > max) {
+    if (st->hlen + len > st->hcap) {
         st->refuse = 431;
         return;
     }
@@ -465,6 +464,7 @@ static int drive(h2_conn *hc) {
 static void conn_free(h2_conn *hc) {
     while (!list_empty(&hc->streams))
         h2_stream_free(container_of(hc->streams.head, h2_stream, node));
+    h2_stream_spares_free(hc);
     nghttp2_session_del(hc->ng);
     list_remove(&hc->s->h2_conns, &hc->node);
     hc->c->h2 = NULL;
@@ -516,8 +516,9 @@ void h2_serve(sp_server *s, conn *c) {
     }
     hc->idle = 0;
     int idle = drive(hc) == DRIVE_IDLE;
-    free(hc->wb);
+    free(hc->wb); /* idle: nothing but the session is kept */
     hc->wb = NULL;
+    h2_stream_spares_free(hc);
     if (idle) {
         hc->idle = 1; /* no coroutine, no buffer until bytes come */
         server_conn_idle(s, c);

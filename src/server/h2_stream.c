@@ -17,32 +17,71 @@
 #define PATH_STACK       2048 /* normalized paths longer than this are malloc'ed */
 #define NV(n, nl, v, vl) ((nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), (nl), (vl), 0})
 
+#define SPARES_KEPT 8 /* freed streams a busy connection keeps for its next ones */
+
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
     size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
-    /* Only the struct is cleared: the fields and their bytes are written
-     * before they are read (a head is up to --max-head-size). */
-    h2_stream *st = malloc(sizeof *st + fcap * sizeof(http_field) + o->head_max);
-    if (!st)
-        return NULL;
+    h2_stream *st = hc->spares;
+    char *out = NULL;
+    size_t out_cap = 0;
+    if (st && st->head.fields_cap == fcap && st->hcap == o->head_max) {
+        hc->spares = st->spare_next; /* one of this connection's, same limits */
+        hc->nspares--;
+        out = st->out;
+        out_cap = st->out_cap;
+    } else {
+        /* Only the struct is cleared: the fields and their bytes are written
+         * before they are read (a head is up to --max-head-size). */
+        st = malloc(sizeof *st + fcap * sizeof(http_field) + o->head_max);
+        if (!st)
+            return NULL;
+    }
     memset(st, 0, sizeof *st);
+    st->out = out;
+    st->out_cap = out_cap;
     st->hc = hc;
     st->id = id;
+    st->hcap = o->head_max;
     st->head.fields = (http_field *)(st + 1);
     st->head.fields_cap = fcap;
     st->hbuf = (char *)(st->head.fields + fcap);
     h2_head_init(&st->hh, &st->head, o->target_max);
+    st->hh.chars_checked = 1; /* nghttp2 checked names and values (its HTTP messaging) */
     list_push_back(&hc->streams, &st->node);
     hc->nstreams++;
     return st;
 }
 
 void h2_stream_free(h2_stream *st) {
-    list_remove(&st->hc->streams, &st->node);
-    st->hc->nstreams--;
+    h2_conn *hc = st->hc;
+    list_remove(&hc->streams, &st->node);
+    hc->nstreams--;
     free(st->in);
+    st->in = NULL;
+    if (hc->nspares < SPARES_KEPT && !hc->dead) {
+        if (st->out_cap > 4096) { /* a small response buffer is kept, not a big one */
+            free(st->out);
+            st->out = NULL;
+            st->out_cap = 0;
+        }
+        st->spare_next = hc->spares;
+        hc->spares = st;
+        hc->nspares++;
+        return;
+    }
     free(st->out);
     free(st);
+}
+
+void h2_stream_spares_free(h2_conn *hc) {
+    while (hc->spares) {
+        h2_stream *st = hc->spares;
+        hc->spares = st->spare_next;
+        free(st->out);
+        free(st);
+    }
+    hc->nspares = 0;
 }
 
 void h2_stream_wake(h2_stream *st, int result) {
@@ -145,7 +184,9 @@ static int submit_head(h2_stream *st, sp_res *res, int body) {
     char status[4], clen[24];
     if (res->status < 200 || res->status > 599)
         res->status = 500;
-    snprintf(status, sizeof status, "%d", res->status);
+    status[0] = (char)('0' + res->status / 100);
+    status[1] = (char)('0' + res->status / 10 % 10);
+    status[2] = (char)('0' + res->status % 10);
     nva[n++] = NV(":status", 7, status, 3);
     for (size_t i = 0; i < res->nfields; i++) {
         http_field *f = &res->fields[i];
@@ -157,8 +198,12 @@ static int submit_head(h2_stream *st, sp_res *res, int body) {
             nva[n++] = NV(name, f->name_len, f->value, f->value_len);
     }
     if (res->declared >= 0 && res->status != 204 && res->status != 304) {
-        int l = snprintf(clen, sizeof clen, "%lld", (long long)res->declared);
-        nva[n++] = NV("content-length", 14, clen, (size_t)l);
+        char *e = clen + sizeof clen, *d = e;
+        uint64_t v = (uint64_t)res->declared;
+        do
+            *--d = (char)('0' + v % 10);
+        while (v /= 10);
+        nva[n++] = NV("content-length", 14, d, (size_t)(e - d));
     }
     const char *date = server_date(st->hc->s);
     nva[n++] = NV("date", 4, date, strlen(date));
