@@ -60,3 +60,35 @@ def test_http11_when_asked_or_http2_off(tls, certs):  # noqa: F811
         ("127.0.0.1", off.port), timeout=5), server_hostname="localhost")
     assert s.selected_alpn_protocol() == "http/1.1"
     s.close()
+
+
+def test_idle_h2_over_tls_wakes_for_the_next_request(tls, certs):  # noqa: F811
+    # between requests the connection is idle (no coroutine; OpenSSL's
+    # buffers given back); the next request's record wakes it
+    import time
+    import h2.connection
+    import h2.config
+    import h2.events
+    srv = tls()
+    s = ctx(certs, ["h2"]).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=5),
+                                       server_hostname="localhost")
+    c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    c.initiate_connection()
+    bodies = []
+    for i in range(3):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, [(":method", "GET"), (":scheme", "https"), (":path", "/"),
+                             (":authority", "localhost")], end_stream=True)
+        s.sendall(c.data_to_send())
+        body, done = b"", False
+        while not done:
+            for ev in c.receive_data(s.recv(65536)):
+                if isinstance(ev, h2.events.DataReceived):
+                    body += ev.data
+                elif isinstance(ev, h2.events.StreamEnded):
+                    done = True
+            s.sendall(c.data_to_send())
+        bodies.append(body)
+        time.sleep(0.3)
+    assert bodies == [b"Hello world!"] * 3
+    s.close()
