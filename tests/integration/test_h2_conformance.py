@@ -446,7 +446,7 @@ class TestSec8_3_PseudoHeaders:
     def test_authority_and_host_disagree(self, port):
         r = Raw(port)
         h, body, rst = r.response(r.headers(authority="a.example", extra=[("host", "b.example")]))
-        assert h.get(":status") == "400" or rst == PROTOCOL_ERROR
+        assert h.get(":status") == "400" and rst is None  # nghttp2 lets it through; h2_head refuses
 
     def test_host_without_authority(self, port):
         r = Raw(port)
@@ -474,7 +474,7 @@ class TestSec8_3_PseudoHeaders:
         r = Raw(port)
         sid = r.headers(headers=[(":method", "CONNECT"), (":authority", "x:443")])
         h, _, rst = r.response(sid)
-        assert h.get(":status") == "501" or rst is not None
+        assert h.get(":status") == "501"  # no tunnels
 
     def test_response_has_lower_case_names_and_no_connection_fields(self, port):
         r = Raw(port)
