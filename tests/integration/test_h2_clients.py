@@ -101,7 +101,8 @@ class TestWsgi:
         assert out[0][0] == 200 and env["SERVER_PROTOCOL"] == "HTTP/2.0"
         assert env["HTTP_HOST"] == "localhost"
         assert out[1][0] == 200
-        assert out[2][0] == 200 and b"hello world" in out[2][2] or "aGVsbG8gd29ybGQ=" in out[2][2].decode()
+        got = json.loads(out[2][2])
+        assert out[2][0] == 200 and got["len"] == 11 and got["sha"] == hashlib.sha256(b"hello world").hexdigest()
         assert out[3][0] == 200 and out[3][2] == b"w" * 100000
 
     def test_large_bodies_both_ways(self, wsgi_server):
