@@ -16,14 +16,18 @@
 
 /* Budgets generous for browsers (a page left with hundreds of streams in
  * flight resets them all; Firefox sends PRIORITY frames per stream) and
- * far below what a flood sends (hundreds of thousands a second). */
-#define H2_RESET_BURST 1000 /* RST_STREAMs received, then 33 a second (CVE-2023-44487, */
-#define H2_RESET_RATE  33   /* nghttp2's own defaults) */
-#define H2_CTL_BURST   500  /* PING, SETTINGS, PRIORITY and empty DATA frames (below */
-#define H2_CTL_RATE                                                                                \
-    100                  /* the 1000 queued ACKs nghttp2 calls a flood), then this                 \
-                            many a second; beyond: GOAWAY ENHANCE_YOUR_CALM */
-#define H2_BOMB_FACTOR 4 /* a header block decoding past 4 x --max-header-size */
+ * far below what a flood sends (hundreds of thousands a second). Beyond
+ * one: GOAWAY ENHANCE_YOUR_CALM.
+ *  - RST_STREAMs received: 1000, then 33 a second (CVE-2023-44487; the
+ *    defaults of nghttp2's own limit, which sees only open streams);
+ *  - PING, SETTINGS, PRIORITY and empty DATA frames: 500 (below the 1000
+ *    queued ACKs nghttp2 calls a flood), then 100 a second;
+ *  - a header block decoding past 4 x --max-head-size (an HPACK bomb). */
+#define H2_RESET_BURST 1000
+#define H2_RESET_RATE  33
+#define H2_CTL_BURST   500
+#define H2_CTL_RATE    100
+#define H2_BOMB_FACTOR 4
 
 static const char PREFACE[] = "PRI * HTTP/2.0\r\n";
 
