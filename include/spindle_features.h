@@ -44,8 +44,9 @@ typedef struct sp_ws_msg {
  * no request body) and answers 101 Switching Protocols with the
  * Sec-WebSocket-Accept key, plus any headers the handler added with
  * sp_res_header (e.g. Sec-WebSocket-Protocol). opt may be NULL. Returns
- * the WebSocket, or NULL with errno: EINVAL (not a valid upgrade: the
- * response was not touched, the handler may answer 400), EALREADY (a
+ * the WebSocket, or NULL with errno: EINVAL (not a valid upgrade, or a
+ * request on an HTTP/2 stream, which has no Upgrade: the response was not
+ * touched, the handler may answer 400), EALREADY (a
  * response was already started), ENOMEM, or another errno if the 101 could
  * not be sent (the connection will be closed). On a version mismatch it
  * adds "Sec-WebSocket-Version: 13" to the response, as RFC 6455 asks; the

@@ -124,6 +124,11 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     # the ASan tree; not the idle memory: ASan's redzones count)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-tls /usr/bin/python3 -m pytest -q \
       -p no:cacheprovider tests/integration/test_tls.py -k "not static_file_100mb and not wss and not idle_tls"
+    # HTTP/2's frames, floods and limits (not test_h2_clients: --root's
+    # start-up allocations are reported as leaks)
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 /usr/bin/python3 -m pytest -q \
+      -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
+      tests/integration/test_h2_tls.py
   fi
 fi
 

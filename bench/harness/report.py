@@ -21,7 +21,7 @@ SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rp
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
            "held_open", "instructions_per_request", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-         "parked", "tls", "asgi"]
+         "parked", "tls", "asgi", "h2", "h2memory"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -33,6 +33,8 @@ TITLES = {
     "instructions": "User-space instructions per request (callgrind, ab -k -c 10)",
     "syscalls": "Syscalls per request (strace -c -f on the server's processes)",
     "sessions": "Sessions: a new session per request (examples/sessions and its WSGI twin, wrk -t1, keep-alive)",
+    "h2": "HTTP/2 over cleartext (h2c, prior knowledge): h2load -t1 -c100 -m10, hello world",
+    "h2memory": "Memory per idle HTTP/2 connection (h2c, one request answered on each)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
     "tls": "TLS 1.3 (ECDSA P-256, X25519, AES-128-GCM): keep-alive, handshakes, idle connections, a 1 MiB file",
     "asgi": "ASGI: spindle beside uvicorn, hypercorn and daphne (one worker each)",
@@ -157,10 +159,10 @@ def latency_table(summary):
     return lines
 
 
-def memory_table(rows_all):
+def memory_table(rows_all, wl="memory"):
     lines = ["| server | connections held open | RSS before → with them (KiB) | bytes/conn (RSS) | bytes/conn (PSS) "
              "| notes |", "|---|---:|---:|---:|---:|---|"]
-    rows = sorted((r for r in rows_all if r["workload"] == "memory"),
+    rows = sorted((r for r in rows_all if r["workload"] == wl),
                   key=lambda r: num(r.get("bytes_per_connection")) or 1e12)
     for r in rows:
         lines.append("| %s | %s of %s | %s → %s | %s | %s | %s |" % (
@@ -282,8 +284,8 @@ def markdown(path, ctx, summary, charts, targets=None):
                     ("Load: paced wrk (build/bench/pace was not built): a closed loop, not corrected for "
                      "coordinated omission; a stalling server's tail looks better than it is."), ""]
             out += latency_table(summary)
-        elif wl == "memory":
-            out += memory_table(ctx.rows)
+        elif wl in ("memory", "h2memory"):
+            out += memory_table(ctx.rows, wl)
         elif wl == "instructions":
             out += instructions_table(ctx.rows)
             for r in ctx.rows:

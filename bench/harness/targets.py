@@ -1,4 +1,4 @@
-"""The performance targets of issues 6–9, 17 (ASGI) and 20 (TLS), judged on a bench/run's results.
+"""The performance targets of issues 6–9, 17 (ASGI), 20 (TLS) and 21 (HTTP/2), judged on a bench/run's results.
 The single-purpose scripts that used to judge them (vs-nginx.sh, static.sh,
 idle.sh, instructions.sh, wsgi.sh, sessions.sh) are now thin calls of
 bench/run, so the judging lives here: one row per target in targets.csv and
@@ -103,6 +103,13 @@ def judge(ctx, summary):
              "req/s", "≥", 2)]
     for name, variant, metric, op, want in asgi:
         _ratio_target(out, ctx, summary, name, 17, "asgi", variant, "spindle", "uvicorn", metric, op, want)
+    # Issue 21: HTTP/2, h2load -c100 -m10 hello world, over h2c and TLS (the h2 workload).
+    for v in ("h2c", "h2 TLS"):
+        variant = "%s c=100 m=10" % v
+        _ratio_target(out, ctx, summary, "%s req/s ≥ 1.0× nginx" % v, 21, "h2", variant, "spindle-c", "nginx",
+                      "req/s", "≥", 1.0)
+        _ratio_target(out, ctx, summary, "%s CPU/req ≤ 0.9× nginx" % v, 21, "h2", variant, "spindle-c", "nginx",
+                      "CPU/req", "≤", 0.9)
     return out
 
 

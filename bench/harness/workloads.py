@@ -6,7 +6,7 @@ import os
 import time
 import urllib.request
 
-from . import databases, load, peers, procs
+from . import databases, h2bench, load, peers, procs
 
 
 T0 = time.monotonic()
@@ -83,7 +83,7 @@ def record(ctx, base, result):
     ctx.rows.append(row)
     note = ("  [" + row["note"] + "]") if row.get("note") else ""
     head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
-    if row["workload"] == "memory":
+    if row["workload"] in ("memory", "h2memory"):
         log(head + "%s of %s held open, RSS %s -> %s KiB, %s bytes/connection%s" % (
             row.get("held_open"), row.get("connections"), row.get("rss_kb_before"), row.get("rss_kb_after"),
             row.get("bytes_per_connection", "-"), note))
@@ -534,3 +534,9 @@ def syscalls(ctx):
                          "workers": opts.workers, "connections": conns, "round": 1}, res)
             time.sleep(0.2)
     procs.stop_all([s for _, s, _ in up])
+
+
+def h2(ctx):
+    """HTTP/2 (h2c): h2load -c100 -m10 hello world, spindle-c vs nginx and
+    h2o, then memory per idle HTTP/2 connection (bench/harness/h2bench.py)."""
+    h2bench.run(ctx)

@@ -302,7 +302,8 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10) < 0 ||
+        (r->xops ? set_new(env, k_proto, PyUnicode_FromString(r->xops->proto))
+                 : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0)
         goto fail;
     const conn *c = r->c;
@@ -341,13 +342,15 @@ fail:
  * before), then the request's own entries. */
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
-    PyObject *base = env_cache_get(r), *env;
+    /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
+     * into fields of their own): env_cache keys on the bytes, so not there. */
+    PyObject *base = r->xops ? NULL : env_cache_get(r), *env;
     if (base) {
         env = PyDict_Copy(base);
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = r->xops ? NULL : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
             env_cache_put(r, base);
             Py_DECREF(base);

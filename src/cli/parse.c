@@ -8,6 +8,7 @@
 #include "coro/coro.h"
 #include "loop/loop_backend.h"
 
+#include <nghttp2/nghttp2.h>
 #include <errno.h>
 #include <getopt.h>
 #include <hiredis/hiredis.h>
@@ -220,8 +221,9 @@ static void print_version(void) {
     printf("event loop: %s\n", backend_name);
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
-    printf("TLS: %s (built against %s); HTTP/2: not built in\n", OpenSSL_version(OPENSSL_VERSION),
-           OPENSSL_VERSION_TEXT);
+    printf("TLS: %s (built against %s)\n", OpenSSL_version(OPENSSL_VERSION), OPENSSL_VERSION_TEXT);
+    printf("HTTP/2 built against: nghttp2 %s (running %s)\n", NGHTTP2_VERSION,
+           nghttp2_version(0)->version_str);
 }
 
 typedef struct flag_args {

@@ -94,6 +94,10 @@ static http_method method_id(const char *m, size_t n) {
     return HTTP_M_OTHER;
 }
 
+http_method http_method_of(const char *m, size_t n) {
+    return method_id(m, n);
+}
+
 /* RFC 9112 §3.2: origin-form ("/..."), absolute-form (scheme ":" ...),
  * authority-form only for CONNECT (§3.2.3: host ":" port, no userinfo) and
  * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked.

@@ -117,4 +117,8 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
  * is asked for and absent. Not thread-safe: call before parsing starts. */
 int http_parse_set_avx2(int on);
 
+/* The method's id (HTTP_M_OTHER for one the parser does not name), for a
+ * head that came another way (an HTTP/2 stream's :method). */
+http_method http_method_of(const char *m, size_t n);
+
 #endif

@@ -57,6 +57,15 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     P("# HELP spindle_sent_bytes_total Response body bytes sent.\n"
       "# TYPE spindle_sent_bytes_total counter\nspindle_sent_bytes_total %llu\n",
       (unsigned long long)t.sum.bytes_out);
+    P("# HELP spindle_http2_streams_total HTTP/2 streams begun.\n"
+      "# TYPE spindle_http2_streams_total counter\nspindle_http2_streams_total %llu\n",
+      (unsigned long long)t.sum.h2_streams);
+    P("# HELP spindle_http2_resets_total HTTP/2 RST_STREAM frames, received and sent.\n"
+      "# TYPE spindle_http2_resets_total counter\nspindle_http2_resets_total %llu\n",
+      (unsigned long long)t.sum.h2_resets);
+    P("# HELP spindle_http2_goaways_total HTTP/2 GOAWAY frames sent.\n"
+      "# TYPE spindle_http2_goaways_total counter\nspindle_http2_goaways_total %llu\n",
+      (unsigned long long)t.sum.h2_goaways);
     P("# HELP spindle_open_connections Connections open now, all workers.\n"
       "# TYPE spindle_open_connections gauge\nspindle_open_connections %llu\n",
       (unsigned long long)t.open);

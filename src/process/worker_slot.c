@@ -19,6 +19,9 @@ void worker_stats_fold(worker_stats *total, const worker_stats *w) {
     total->bytes_in += w->bytes_in;
     total->bytes_out += w->bytes_out;
     total->latency_sum_us += w->latency_sum_us;
+    total->h2_streams += w->h2_streams;
+    total->h2_resets += w->h2_resets;
+    total->h2_goaways += w->h2_goaways;
     for (int i = 0; i <= STATS_BUCKETS; i++)
         total->latency[i] += w->latency[i];
     for (int i = 0; i < 3; i++)
@@ -87,6 +90,16 @@ static void on_request_done(void *ud, int status, uint64_t bytes_in, uint64_t by
     }
 }
 
+static void on_h2_event(void *ud, int what) {
+    worker_stats *st = &((worker_watch *)ud)->slot->st;
+    if (what == SERVER_H2_STREAM)
+        st->h2_streams++;
+    else if (what == SERVER_H2_RESET)
+        st->h2_resets++;
+    else if (what == SERVER_H2_GOAWAY)
+        st->h2_goaways++;
+}
+
 static void on_tls_handshake(void *ud, int outcome) {
     if (outcome >= 0 && outcome < 3)
         ((worker_watch *)ud)->slot->st.tls[outcome]++;
@@ -98,6 +111,7 @@ void worker_watch_install(sp_server *s, worker_watch *ww) {
                          .request_begin = on_request_begin,
                          .request_end = on_request_end,
                          .request_done = on_request_done,
+                         .h2_event = on_h2_event,
                          .tls_handshake = on_tls_handshake,
                          .ud = ww};
     server_set_observer(s, &o);

@@ -19,6 +19,8 @@ typedef struct worker_stats {
     uint64_t bytes_in, bytes_out;
     uint64_t latency_sum_us;
     uint64_t latency[STATS_BUCKETS + 1];
+    uint64_t h2_streams, h2_resets, h2_goaways; /* HTTP/2: streams begun, RST_STREAMs
+                                                   either way, GOAWAYs sent */
     uint64_t tls[3];     /* TLS handshakes: full, resumed, failed (SERVER_TLS_*) */
     uint64_t conns_open; /* a gauge: not folded */
 } worker_stats;

@@ -86,6 +86,10 @@ static void fill_clock(access_clock *ck, int64_t ms) {
 }
 
 static void put_proto(obuf *o, const access_entry *e) {
+    if (e->proto) {
+        put(o, e->proto, strlen(e->proto));
+        return;
+    }
     put(o, e->minor_version ? "HTTP/1.1" : "HTTP/1.0", 8);
 }
 

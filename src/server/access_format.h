@@ -17,6 +17,7 @@ typedef struct access_entry {
     const char *method, *target;
     size_t method_len, target_len;
     int minor_version;
+    const char *proto; /* the protocol when not HTTP/1.x ("HTTP/2.0"), else NULL */
     int status;
     uint64_t bytes;
     const http_field *req_fields, *res_fields;

@@ -24,6 +24,7 @@ typedef struct conn {
     loop_timer idle_timer; /* keep-alive / first-request timeout; data: the server */
     char *buf;             /* read buffer from the pool, only while active */
     struct ssl_st *tls;    /* the TLS transport on a TLS listener (conn_io.h), else NULL */
+    struct h2_conn *h2;    /* the HTTP/2 session once the connection speaks it (h2_conn.c) */
     uint32_t buf_len;      /* bytes in buf */
     uint32_t buf_off;      /* first unconsumed byte */
     uint32_t nreq;         /* requests served */

@@ -21,6 +21,25 @@
 #define REQ_MAX_DEFER   4
 
 /* ---- the request and response, on the serving coroutine's stack ------- */
+
+/* Where an exchange's body comes from and its response goes when that is
+ * not the HTTP/1.1 connection itself: an HTTP/2 stream (h2_stream.c).
+ * NULL on HTTP/1.1, whose framing request.c and response.c do inline, so
+ * its hot path pays one test per call. The handler API (sp_read, sp_res_*)
+ * is the same over both; the sink sees the response's status, fields and
+ * declared length in res when the head goes out. */
+typedef struct exchange_ops {
+    /* The head if it is not out yet, then data; last: nothing follows. */
+    int (*send)(sp_res *res, const void *data, size_t len, int last);
+    int (*sendfile)(sp_res *res, int fd, int64_t off, size_t count);
+    int (*finish)(sp_res *res);
+    /* An interim response (103 Early Hints) with these fields, checked. */
+    int (*interim)(sp_res *res, int status, const http_field *f, size_t n);
+    /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O). */
+    ssize_t (*read)(sp_req *r, void *buf, size_t len, int wait);
+    const char *proto; /* the access log's protocol field: "HTTP/2.0" */
+} exchange_ops;
+
 struct sp_req {
     sp_server *srv;
     conn *c;
@@ -33,11 +52,13 @@ struct sp_req {
     const char *pend;     /* decoded chunk data not yet handed out */
     size_t pend_len;
     uint8_t body_done;
-    uint8_t expect_pending; /* 100-continue not yet sent */
-    int body_error;         /* status a failed body read calls for */
-    int body_errno;         /* what sp_read returned then */
-    int64_t body_credit_us; /* waiting for body bytes the client has paid for (request.c) */
-    int64_t drain_deadline; /* when draining: the whole drain's end (loop ms), else 0 */
+    uint8_t expect_pending;   /* 100-continue not yet sent */
+    int body_error;           /* status a failed body read calls for */
+    int body_errno;           /* what sp_read returned then */
+    int64_t body_credit_us;   /* waiting for body bytes the client has paid for (request.c) */
+    int64_t drain_deadline;   /* when draining: the whole drain's end (loop ms), else 0 */
+    const exchange_ops *xops; /* NULL: HTTP/1.1 on the connection */
+    void *xctx;               /* the sink's own state (the h2 stream) */
     char peer_text[64];
     char client_text[64];
     /* run when the request is over, last registered first (req_defer) */

@@ -9,6 +9,7 @@
 #include "server/conn_io.h"
 
 #include "base/log.h"
+#include "server/h2.h"
 #include "server/stats.h"
 #include "http/path_norm.h"
 #include "http/proxy_proto.h"
@@ -179,7 +180,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
 
 /* OPTIONS without a route of its own: 204 with what the path allows. */
 static int answer_options(sp_server *s, sp_req *req, sp_res *res, const char *allow) {
-    char list[256];
+    char list[272]; /* allow (at most 255) + ", OPTIONS" */
     snprintf(list, sizeof list, "%s%sOPTIONS", allow, allow[0] ? ", " : "");
     res->status = 204;
     int rc = sp_res_header(res, "Allow", list);
@@ -207,7 +208,7 @@ static void all_methods(const router *rt, char *out, size_t cap) {
 }
 
 /* Routes the request and runs its handler (or answers 404/405/OPTIONS). */
-static int dispatch(sp_server *s, sp_req *req, sp_res *res) {
+__attribute__((always_inline)) static inline int dispatch(sp_server *s, sp_req *req, sp_res *res) {
     char allow[256];
     const http_request *h = &req->head;
     int is_options = h->method_id == HTTP_M_OPTIONS;
@@ -249,7 +250,8 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
 
 /* The request's path, query and body framing, from its parsed head. 0, or
  * the status to refuse it with. pb holds at least target_len + 1 bytes. */
-static int prepare_request(sp_server *s, sp_req *req, char *pb) {
+__attribute__((always_inline)) static inline int prepare_request(sp_server *s, sp_req *req,
+                                                                 char *pb) {
     const http_request *h = &req->head;
     const char *q;
     size_t qlen;
@@ -274,6 +276,16 @@ static int prepare_request(sp_server *s, sp_req *req, char *pb) {
     /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
     req->expect_pending = h->expect_continue && !req->body_done && h->minor_version >= 1;
     return 0;
+}
+
+/* The same two steps for HTTP/2 streams (h2_stream.c); HTTP/1.1 calls the
+ * static ones, which the compiler folds into serve_one. */
+int server_dispatch(sp_server *s, sp_req *req, sp_res *res) {
+    return dispatch(s, req, res);
+}
+
+int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
+    return prepare_request(s, req, pb);
 }
 
 /* Closes after a request: lingering while an unread body may still come. */
@@ -370,6 +382,14 @@ static int serve_one(sp_server *s, conn *c) {
         goto out;
     }
     if (rc < 0) {
+        if (c->nreq == 0 && h2_is_preface(c)) {
+            if (!s->opt.http2_off) {
+                h2_serve(s, c); /* the HTTP/2 preface: the connection is h2c now */
+                keep = -1;
+                goto out;
+            }
+            rc = -505; /* --http2 off: the version is not supported */
+        }
         refuse(s, c, &req, -rc);
         goto out;
     }
@@ -405,8 +425,14 @@ void http_conn_main(void *arg) {
     loop_task_set_hup_watch(loop_task(s->l), &c->w);
     /* A TLS connection's first coroutine shakes hands, before it holds a
      * buffer: a client stalling there costs a stack, for a bounded time. */
-    if (c->tls && !SSL_is_init_finished(c->tls) && conn_tls_accept(s, c) < 0)
-        return;
+    int h2 = 0;
+    if (c->tls && !SSL_is_init_finished(c->tls)) {
+        if (conn_tls_accept(s, c) < 0)
+            return;
+        unsigned alen;
+        const char *proto = server_conn_alpn(c, &alen);
+        h2 = !s->opt.http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
+    }
     if (!c->buf) {
         c->buf = buf_pool_get(&s->bufs);
         if (!c->buf) {
@@ -414,6 +440,10 @@ void http_conn_main(void *arg) {
             return;
         }
         c->buf_len = c->buf_off = 0;
+    }
+    if (h2 || c->h2) {
+        h2_serve(s, c); /* ALPN chose h2 (the preface comes over TLS), or an idle h2c woke */
+        return;
     }
     int burst = 0;
     for (;;) {

@@ -32,6 +32,7 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->body_errno = 0;
     r->body_credit_us = (int64_t)s->opt.body_timeout_ms * 1000;
     r->drain_deadline = 0;
+    r->xops = NULL;
     r->peer_text[0] = '\0';
     r->client_text[0] = '\0';
 }
@@ -294,6 +295,8 @@ static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
 }
 
 ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
+    if (__builtin_expect(r->xops != NULL, 0))
+        return r->xops->read(r, buf, len, 0);
     if (r->body_errno)
         return r->body_errno;
     if (r->body_done || len == 0)
@@ -319,6 +322,8 @@ ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
 }
 
 ssize_t sp_read(sp_req *r, void *buf, size_t len) {
+    if (__builtin_expect(r->xops != NULL, 0))
+        return r->xops->read(r, buf, len, 1);
     if (r->body_errno)
         return r->body_errno;
     if (r->body_done || len == 0)

@@ -130,7 +130,9 @@ int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
                         .nfields = n};
     char head[2048];
     http_out o;
-    int h = http_write_head(&hr, head, sizeof head, &o);
+    int h = http_write_head(&hr, head, sizeof head, &o); /* also the values' check */
+    if (h >= 0 && r->req->xops)
+        return r->req->xops->interim(r, 103, f, n);
     return h < 0 ? h : send_raw(r, head, (size_t)h);
 }
 
@@ -238,6 +240,8 @@ static int send_raw(sp_res *r, const void *p, size_t len) {
  * nothing for HEAD, 204 and 304 — all in one writev. The framing is decided
  * once, by the writer, when the head is made. */
 static int send_data(sp_res *r, const void *data, size_t len, int flags) {
+    if (__builtin_expect(r->req->xops != NULL, 0))
+        return r->req->xops->send(r, data, len, (flags & SEND_LAST) != 0);
     char head[HEAD_CAP];
     char line[HTTP_CHUNK_LINE_MAX];
     struct iovec iov[4];
@@ -353,6 +357,8 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
         r->declared = (int64_t)count;
     if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
         return -EFBIG;
+    if (r->req->xops)
+        return r->req->xops->sendfile(r, fd, off, count);
     int rc = send_data(r, NULL, 0, count ? MSG_MORE : 0);
     if (rc < 0)
         return rc;
@@ -385,6 +391,8 @@ int sp_res_finish(sp_res *r) {
         return 0;
     if (r->failed)
         return -EPIPE;
+    if (r->req->xops)
+        return r->req->xops->finish(r);
     int rc = 0;
     if (!r->head_sent) {
         if (r->declared < 0)

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "net/tls.h"
 #include "server/access_log.h"
+#include "server/h2.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,6 +37,7 @@ void sp_server_options_init(sp_server_options *o) {
         .backlog = 4096,
         .pipeline_burst = 16,
         .stack_size = 65536,
+        .http2_max_streams = 100,
     };
 }
 
@@ -79,6 +81,8 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.pipeline_burst = d.pipeline_burst;
     if (!n.stack_size)
         n.stack_size = d.stack_size;
+    if (n.http2_max_streams <= 0)
+        n.http2_max_streams = d.http2_max_streams;
     if (n.fields_max > 1000)
         n.fields_max = 1000;
     /* Parsed aside: a refused list (a failed reload) leaves the old one. */
@@ -91,6 +95,7 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
     s->fwd = fwd;
     n.forwarded_allow_ips = NULL; /* parsed; the caller's string is not kept */
     s->opt = n;
+    server_refresh_alpn(s);
     /* The buffer holds a whole head plus what follows it in the same read. */
     s->buf_size = n.head_max < 16384 ? 16384 : n.head_max + 4096;
     return 0;
@@ -349,6 +354,8 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
 
 /* ---- idle connections ---------------------------------------------------- */
 
+static void wake_idle(sp_server *s, conn *c);
+
 static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
     conn *c = container_of(w, conn, w);
     if (c->state == CONN_ACTIVE && (events & LOOP_READ)) {
@@ -360,19 +367,35 @@ static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
     }
     if (c->state != CONN_IDLE || !(events & (LOOP_READ | LOOP_RDHUP | LOOP_HUP)))
         return; /* a writable edge while idle means nothing */
-    loop_timer_cancel(l, &c->idle_timer);
+    wake_idle(w->data, c);
+}
+
+/* Runs the driver of an idle connection now (its bytes came, its time ran
+ * out on HTTP/2, the server stops). */
+static inline void wake_idle(sp_server *s, conn *c) {
+    loop_timer_cancel(s->l, &c->idle_timer);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(l, http_conn_main, c) < 0)
-        server_conn_close(w->data, c); /* no stack could be mapped: shed this one */
+    if (loop_spawn(s->l, http_conn_main, c) < 0)
+        server_conn_close(s, c); /* no stack could be mapped: shed this one */
+}
+
+void server_conn_wake(sp_server *s, conn *c) {
+    if (c->state == CONN_IDLE)
+        wake_idle(s, c);
 }
 
 static void on_idle_timeout(loop *l, loop_timer *t) {
-    /* Nothing in flight: a silent close, as RFC 9112 §9.5 allows. */
-    server_conn_close(t->data, container_of(t, conn, idle_timer));
+    conn *c = container_of(t, conn, idle_timer);
+    if (c->h2)
+        wake_idle(t->data, c); /* HTTP/2 says goodbye with a GOAWAY */
+    else
+        server_conn_close(t->data, c); /* a silent close, as RFC 9112 §9.5 allows */
 }
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
+    if (c->h2)
+        h2_conn_drop(c);
     if (c->tls)
         conn_tls_free(c);
     net_close(s->l, &c->w);
@@ -491,6 +514,7 @@ void sp_server_stop(sp_server *s) {
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
     }
     server_close_listeners(s);
+    h2_server_stop(s); /* GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
 }

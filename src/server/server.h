@@ -36,6 +36,7 @@ typedef struct listener {
 /* What the server tells whoever supervises it (the process layer's shared
  * counters and accept balancing), without knowing who that is. Every
  * member may be NULL. */
+enum { SERVER_H2_STREAM, SERVER_H2_RESET, SERVER_H2_GOAWAY };
 enum { SERVER_TLS_FULL, SERVER_TLS_RESUMED, SERVER_TLS_FAILED };
 
 typedef struct server_observer {
@@ -51,6 +52,9 @@ typedef struct server_observer {
      * complete head, when timed. */
     void (*request_done)(void *ud, int status, uint64_t bytes_in, uint64_t bytes_out, uint64_t us,
                          int timed);
+    /* HTTP/2: a stream began, one was reset (by either side), a GOAWAY
+     * went out (what: SERVER_H2_*). */
+    void (*h2_event)(void *ud, int what);
     /* A TLS handshake ended: SERVER_TLS_FULL, _RESUMED or _FAILED. */
     void (*tls_handshake)(void *ud, int outcome);
     void *ud;
@@ -79,6 +83,7 @@ struct sp_server {
     http_date_cache date;
     int64_t log_last;
     uint64_t log_suppressed;
+    list_head h2_conns;           /* the HTTP/2 connections (h2_conn.c), for the GOAWAY at stop */
     uint64_t max_requests;        /* stop gracefully after this many (--max-requests) */
     int tls_handshake_timeout_ms; /* conn_tls.c: ClientHello to Finished */
     const char *alpn;             /* offered on TLS listeners, preferred first */
@@ -168,6 +173,9 @@ void server_set_tls_handshake_timeout(sp_server *s, int ms);
  * first ("h2,http/1.1"; the default "http/1.1"); kept, not copied. 0, or
  * -EINVAL (too long). */
 int server_set_alpn(sp_server *s, const char *list);
+/* Offers the ALPN list again on every TLS listener (the options changed:
+ * --http2 on or off decides whether "h2" is on it when none was set). */
+void server_refresh_alpn(sp_server *s);
 /* The protocol ALPN chose on c ("http/1.1", "h2"), len set; NULL if none
  * (plain, or the client offered none). */
 const char *server_conn_alpn(const conn *c, unsigned *len);
@@ -184,6 +192,8 @@ void server_conn_close(sp_server *s, conn *c);
  * returned, keep-alive timer armed). */
 void server_conn_idle(sp_server *s, conn *c);
 const char *server_date(sp_server *s);
+/* Runs the driver of an idle connection at once (HTTP/2 at stop: GOAWAY). */
+void server_conn_wake(sp_server *s, conn *c);
 
 /* conn_tls.c: from the connection's first coroutine on a TLS listener:
  * the handshake within the handshake timeout (plain HTTP is answered 400
@@ -194,6 +204,12 @@ void conn_tls_free(conn *c);
 
 /* http_conn.c: the coroutine that serves a connection with bytes to read. */
 void http_conn_main(void *arg);
+/* The steps of a request both HTTP/1.1 and HTTP/2 take (http_conn.c): its
+ * path, query and body framing from the parsed head (0, or the status to
+ * refuse it with; pb holds target_len + 1 bytes), and routing it to its
+ * handler (or 404/405/OPTIONS), with the observer told around the call. */
+int server_prepare_request(sp_server *s, sp_req *req, char *pb);
+int server_dispatch(sp_server *s, sp_req *req, sp_res *res);
 /* Closes after an error: shut down writing, discard input for a bounded
  * time, close. From the connection's coroutine. */
 void http_conn_linger_close(sp_server *s, conn *c);

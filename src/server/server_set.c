@@ -137,10 +137,22 @@ void server_set_listener_proxy(sp_server *s, int i) {
         s->listeners[i].proxy = 1;
 }
 
+/* What TLS listeners offer: the list set, else h2 (unless --http2 off)
+ * before http/1.1. */
+static const char *alpn_list(const sp_server *s) {
+    return s->alpn ? s->alpn : s->opt.http2_off ? "http/1.1" : "h2,http/1.1";
+}
+
+void server_refresh_alpn(sp_server *s) {
+    for (int i = 0; i < s->nlisteners; i++)
+        if (s->listeners[i].tls)
+            tls_ctx_set_alpn(s->listeners[i].tls, alpn_list(s));
+}
+
 int server_set_listener_tls(sp_server *s, int i, tls_ctx *t) {
     if (i < 0 || i >= s->nlisteners)
         return -EINVAL;
-    if (t && tls_ctx_set_alpn(t, s->alpn ? s->alpn : "http/1.1") < 0)
+    if (t && tls_ctx_set_alpn(t, alpn_list(s)) < 0)
         return -EINVAL;
     s->listeners[i].tls = t;
     return 0;

@@ -101,8 +101,11 @@ def test_min_version_13_refuses_12(tls, certs):  # noqa: F811
 
 
 def test_alpn_http11(tls, certs):  # noqa: F811
-    srv = tls()
+    # h2 is offered first unless --http2 off (test_h2_tls.py serves it)
+    srv = tls("--http2", "off")
     assert https_get(srv.port, certs.context(alpn=["h2", "http/1.1"]))[2]["alpn"] == "http/1.1"
+    srv = tls()
+    assert https_get(srv.port, certs.context(alpn=["http/1.1"]))[2]["alpn"] == "http/1.1"
     # a client offering nothing we speak gets no ALPN, not a failed handshake
     st, _, facts = https_get(srv.port, certs.context(alpn=["spdy/3"]))
     assert (st, facts["alpn"]) == (200, None)

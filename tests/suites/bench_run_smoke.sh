@@ -38,7 +38,7 @@ rm -rf "$R"
 start=$SECONDS
 # Bounded: smoke runs take about a minute; 600 s means it hung.
 if timeout 600 "$PY" bench/run --smoke --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
-  --workloads keepalive,close,latency,memory,wsgi,static,scaling,instructions,syscalls,sessions,parked,tls \
+  --workloads keepalive,close,latency,memory,wsgi,static,scaling,instructions,syscalls,sessions,parked,tls,h2 \
   --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c >"$log/out" 2>&1; then
   ok "bench/run --smoke ran ($((SECONDS - start)) s)"
 else
@@ -55,13 +55,13 @@ runs = list(csv.DictReader(open(R + "/runs.csv")))
 summ = list(csv.DictReader(open(R + "/summary.csv")))
 problems = []
 want = {"keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-        "parked", "tls"}
+        "parked", "tls", "h2", "h2memory"}
 seen = {r["workload"] for r in runs}
 if want - seen:
     problems.append("workloads missing from runs.csv: %s" % sorted(want - seen))
 for r in runs:
     wl, srv = r["workload"], r["server"]
-    if wl in ("keepalive", "close", "latency", "wsgi", "static", "scaling", "sessions"):
+    if wl in ("keepalive", "close", "latency", "wsgi", "static", "scaling", "sessions", "h2"):
         if not (float(r["requests"]) > 0 and float(r["requests_per_s"]) > 0 and float(r["server_cpu_us_per_request"]) > 0):
             problems.append("%s/%s/%s: no throughput figures: %s" % (wl, r["variant"], srv, r))
         # spindle's own runs fail bench/run; nginx is the reference the

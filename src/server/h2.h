@@ -1,0 +1,109 @@
+/* h2.h — HTTP/2 in the server core: the connection driver (h2_conn.c: one
+ * coroutine reads frames into nghttp2 and writes what it has to send) and
+ * its streams (h2_stream.c: each request in a coroutine of its own, through
+ * the same dispatch as HTTP/1.1, with an exchange_ops sink and source).
+ * nghttp2 frames and compresses; the socket I/O is ours, through conn_io. */
+#ifndef SPINDLE_H2_H
+#define SPINDLE_H2_H
+
+#include "base/list.h"
+#include "http/h2_head.h"
+#include "server/server.h"
+
+#include <nghttp2/nghttp2.h>
+
+#define H2_STREAM_WINDOW 65535     /* a stream's receive window: its body buffer */
+#define H2_CONN_WINDOW   (1 << 20) /* the connection's: all its streams' buffers */
+#define H2_OUT_MAX       65536     /* response bytes a stream holds before its handler waits */
+#define H2_KICK          (-EINTR)  /* the reader's read, interrupted: output is pending */
+#define H2_WBUF          (4 * 16393 + 64) /* the write buffer: four full DATA frames and more */
+
+typedef struct h2_conn h2_conn;
+
+typedef struct h2_bucket {
+    double tokens;
+    int64_t when; /* loop ms of the last refill; 0: full */
+} h2_bucket;
+
+typedef struct h2_stream {
+    list_node node;               /* in hc->streams */
+    struct h2_stream *spare_next; /* in hc->spares, once freed */
+    h2_conn *hc;
+    int32_t id;
+    task *waiter; /* its handler, parked for body bytes or output room */
+    /* the request head as decoded: fields and their bytes follow the struct */
+    http_request head;
+    h2_head hh;
+    char *hbuf;
+    size_t hcap; /* hbuf's size: --max-head-size when it was made */
+    size_t hlen, head_bytes;
+    int refuse; /* a status to answer instead of running the handler */
+    /* the body in: at most a window's worth, consumed as the handler reads */
+    char *in;
+    size_t in_len;
+    uint64_t in_total;
+    /* the response out: what the handler wrote and nghttp2 has not taken */
+    char *out;
+    size_t out_off, out_len, out_cap;
+    uint8_t in_eof, closed, running, spawned, out_eof, no_body;
+    uint8_t expect; /* "expect: 100-continue": a 100 goes out before the first wait */
+} h2_stream;
+
+struct h2_conn {
+    list_node node; /* in the server's h2_conns */
+    sp_server *s;
+    conn *c;
+    nghttp2_session *ng;
+    list_head streams;
+    int nstreams;             /* stream objects */
+    int nlive;                /* handlers running */
+    task *reader;             /* the driver, parked in teardown until nlive is 0 */
+    char *wb;                 /* frames gathered for one write (flush), while active */
+    struct h2_stream *spares; /* freed streams kept for the next ones, while active */
+    int nspares;
+    uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
+    uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
+    uint8_t dead;         /* tearing down: handlers' calls fail */
+    uint8_t goaway;       /* a graceful GOAWAY is out */
+    uint8_t peer_gone;    /* the client closed (or the socket failed) */
+    int64_t progress;     /* loop ms of the last byte read or written */
+    int32_t last_id;      /* the highest stream id a HEADERS named */
+    int32_t last_refused; /* the last stream refused (REFUSED_STREAM) */
+    h2_bucket ctl;        /* PING, SETTINGS, PRIORITY, empty DATA frames */
+    h2_bucket resets;     /* RST_STREAM frames */
+};
+
+/* h2_conn.c: serves c as HTTP/2 from its read buffer (the preface at
+ * c->buf_off, or nothing yet after ALPN) until it closes, or, with no
+ * stream open and nothing to send, until it goes idle (server_conn_idle:
+ * no coroutine, no buffer); the driver's coroutine calls it again when
+ * bytes come (c->h2 set), at the keep-alive timeout (GOAWAY, close) and at
+ * stop. The one entry point: prior knowledge on a plain listener and ALPN
+ * "h2" on TLS both end here. */
+void h2_serve(sp_server *s, conn *c);
+/* Frees the session of a connection closed without its driver. */
+void h2_conn_drop(conn *c);
+/* 1 if the buffered bytes begin an HTTP/2 preface ("PRI * HTTP/2.0"). */
+int h2_is_preface(const conn *c);
+/* The server stops: every HTTP/2 connection sends GOAWAY, lets its streams
+ * finish, and closes. */
+void h2_server_stop(sp_server *s);
+/* Wakes the driver to send what the streams queued. */
+void h2_kick(h2_conn *hc);
+/* Tells the observer (--stats) of a stream, a reset or a GOAWAY. */
+void h2_event(h2_conn *hc, int what);
+
+/* h2_stream.c */
+h2_stream *h2_stream_new(h2_conn *hc, int32_t id);
+void h2_stream_free(h2_stream *st);
+/* Frees the streams kept for reuse (the connection goes idle or ends). */
+void h2_stream_spares_free(h2_conn *hc);
+/* Starts the stream's handler coroutine once its head is whole. */
+int h2_stream_start(h2_stream *st);
+/* Wakes the stream's handler if it waits (body bytes, room, a reset). */
+void h2_stream_wake(h2_stream *st, int result);
+/* nghttp2's data source: copies the stream's pending response bytes. */
+ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                       nghttp2_data_source *src, void *ud);
+
+#endif

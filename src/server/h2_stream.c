@@ -1,0 +1,480 @@
+/* h2_stream.c — one HTTP/2 stream: its request runs in a coroutine of its
+ * own through the same steps as an HTTP/1.1 request (path normalisation,
+ * limits, router, stats, access log), with an exchange_ops that reads the
+ * body from the stream's window-bounded buffer and queues the response for
+ * nghttp2 (HEADERS, then DATA through a deferred data source). */
+#include "server/h2.h"
+
+#include "base/log.h"
+#include "server/stats.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PATH_STACK       2048 /* normalized paths longer than this are malloc'ed */
+#define NV(n, nl, v, vl) ((nghttp2_nv){(uint8_t *)(n), (uint8_t *)(v), (nl), (vl), 0})
+
+#define SPARES_KEPT 8 /* freed streams a busy connection keeps for its next ones */
+
+h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
+    const sp_server_options *o = &hc->s->opt;
+    size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
+    h2_stream *st = hc->spares;
+    char *out = NULL;
+    size_t out_cap = 0;
+    if (st && st->head.fields_cap == fcap && st->hcap == o->head_max) {
+        hc->spares = st->spare_next; /* one of this connection's, same limits */
+        hc->nspares--;
+        out = st->out;
+        out_cap = st->out_cap;
+    } else {
+        /* Only the struct is cleared: the fields and their bytes are written
+         * before they are read (a head is up to --max-head-size). */
+        st = malloc(sizeof *st + fcap * sizeof(http_field) + o->head_max);
+        if (!st)
+            return NULL;
+    }
+    memset(st, 0, sizeof *st);
+    st->out = out;
+    st->out_cap = out_cap;
+    st->hc = hc;
+    st->id = id;
+    st->hcap = o->head_max;
+    st->head.fields = (http_field *)(st + 1);
+    st->head.fields_cap = fcap;
+    st->hbuf = (char *)(st->head.fields + fcap);
+    h2_head_init(&st->hh, &st->head, o->target_max);
+    st->hh.chars_checked = 1; /* nghttp2 checked names and values (its HTTP messaging) */
+    list_push_back(&hc->streams, &st->node);
+    hc->nstreams++;
+    return st;
+}
+
+void h2_stream_free(h2_stream *st) {
+    h2_conn *hc = st->hc;
+    list_remove(&hc->streams, &st->node);
+    hc->nstreams--;
+    free(st->in);
+    st->in = NULL;
+    if (hc->nspares < SPARES_KEPT && !hc->dead) {
+        if (st->out_cap > 4096) { /* a small response buffer is kept, not a big one */
+            free(st->out);
+            st->out = NULL;
+            st->out_cap = 0;
+        }
+        st->spare_next = hc->spares;
+        hc->spares = st;
+        hc->nspares++;
+        return;
+    }
+    free(st->out);
+    free(st);
+}
+
+void h2_stream_spares_free(h2_conn *hc) {
+    while (hc->spares) {
+        h2_stream *st = hc->spares;
+        hc->spares = st->spare_next;
+        free(st->out);
+        free(st);
+    }
+    hc->nspares = 0;
+}
+
+void h2_stream_wake(h2_stream *st, int result) {
+    if (st->waiter)
+        loop_wake(st->hc->s->l, st->waiter, result);
+}
+
+/* Parks the handler until the driver wakes it or the deadline passes. */
+static int stream_wait(h2_stream *st, int timeout_ms) {
+    sp_server *s = st->hc->s;
+    st->waiter = loop_task(s->l);
+    int rc = loop_park(s->l, loop_now(s->l) + timeout_ms, &st->hc->c->w);
+    st->waiter = NULL;
+    return rc;
+}
+
+static int gone(const h2_stream *st) {
+    return st->closed || st->hc->dead;
+}
+
+static void reset(h2_stream *st, uint32_t code) {
+    if (!gone(st)) {
+        nghttp2_submit_rst_stream(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, code);
+        h2_kick(st->hc);
+    }
+}
+
+/* ---- the body in (exchange_ops.read) ---------------------------------- */
+
+static ssize_t body_fail(sp_req *r, int err, int status) {
+    r->body_errno = err;
+    r->body_error = status;
+    return err;
+}
+
+static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
+    h2_stream *st = r->xctx;
+    if (r->body_errno)
+        return r->body_errno;
+    if (r->body_done || len == 0)
+        return 0;
+    sp_server *s = st->hc->s;
+    for (;;) {
+        if (st->in_len) {
+            size_t n = len < st->in_len ? len : st->in_len;
+            memcpy(buf, st->in, n);
+            st->in_len -= n;
+            memmove(st->in, st->in + n, st->in_len);
+            if (!gone(st)) { /* the window reopens as the handler reads */
+                nghttp2_session_consume(st->hc->ng, st->id, n);
+                h2_kick(st->hc);
+            }
+            if (r->head.framing == HTTP_BODY_LENGTH)
+                r->body_left -= n < r->body_left ? n : r->body_left;
+            if (st->in_eof && st->in_len == 0)
+                r->body_done = 1;
+            loop_charge(s->l, n);
+            return (ssize_t)n;
+        }
+        if (st->in_eof) {
+            r->body_done = 1;
+            return 0;
+        }
+        if (s->opt.body_max && st->in_total > s->opt.body_max)
+            return body_fail(r, -EFBIG, 413);
+        if (gone(st))
+            return body_fail(r, -ECONNRESET, 400);
+        if (!wait)
+            return -EAGAIN;
+        if (st->expect) { /* the client waits for a 100 before it sends the body */
+            static const nghttp2_nv cont[] = {NV(":status", 7, "100", 3)};
+            st->expect = 0;
+            nghttp2_submit_headers(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, NULL, cont, 1, NULL);
+            h2_kick(st->hc);
+        }
+        int rc = stream_wait(st, s->opt.body_timeout_ms);
+        if (rc == -ETIMEDOUT) {
+            reset(st, NGHTTP2_CANCEL);
+            return body_fail(r, -ETIMEDOUT, 408);
+        }
+    }
+}
+
+/* ---- the response out (exchange_ops.send, sendfile, finish) ------------ */
+
+/* RFC 9113 §8.2.2: fields that mean something only on an HTTP/1.1 hop. */
+static int hop_field(const char *n, size_t nl) {
+    return (nl == 10 && (strncmp(n, "keep-alive", 10) == 0 || strncmp(n, "connection", 10) == 0)) ||
+           (nl == 16 && strncmp(n, "proxy-connection", 16) == 0) ||
+           (nl == 7 && strncmp(n, "upgrade", 7) == 0) ||
+           (nl == 17 && strncmp(n, "transfer-encoding", 17) == 0);
+}
+
+/* The response head as HEADERS: :status, the handler's fields (names in
+ * lower case, as HTTP/2 requires: they are the response's own copies),
+ * content-length when declared, date. body: DATA follow. */
+static int submit_head(h2_stream *st, sp_res *res, int body) {
+    nghttp2_nv nva[RES_MAX_FIELDS + 3];
+    size_t n = 0;
+    char status[4], clen[24];
+    if (res->status < 200 || res->status > 599)
+        res->status = 500;
+    status[0] = (char)('0' + res->status / 100);
+    status[1] = (char)('0' + res->status / 10 % 10);
+    status[2] = (char)('0' + res->status % 10);
+    nva[n++] = NV(":status", 7, status, 3);
+    for (size_t i = 0; i < res->nfields; i++) {
+        http_field *f = &res->fields[i];
+        char *name = (char *)f->name; /* in res->store (add_field) */
+        for (size_t k = 0; k < f->name_len; k++)
+            if (name[k] >= 'A' && name[k] <= 'Z')
+                name[k] = (char)(name[k] + 32);
+        if (!hop_field(name, f->name_len))
+            nva[n++] = NV(name, f->name_len, f->value, f->value_len);
+    }
+    if (res->declared >= 0 && res->status != 204 && res->status != 304) {
+        char *e = clen + sizeof clen, *d = e;
+        uint64_t v = (uint64_t)res->declared;
+        do
+            *--d = (char)('0' + v % 10);
+        while (v /= 10);
+        nva[n++] = NV("content-length", 14, d, (size_t)(e - d));
+    }
+    const char *date = server_date(st->hc->s);
+    nva[n++] = NV("date", 4, date, strlen(date));
+    nghttp2_data_provider prd = {.source.ptr = st, .read_callback = h2_stream_data};
+    res->head_sent = 1;
+    int rc = nghttp2_submit_response(st->hc->ng, st->id, nva, n, body ? &prd : NULL);
+    if (rc != 0) {
+        res->failed = 1;
+        return -EPIPE;
+    }
+    h2_kick(st->hc);
+    return 0;
+}
+
+/* Room for up to want more response bytes: a pointer into the stream's
+ * buffer and its size, waiting (up to the send timeout) while it is full,
+ * as a socket would make a writer wait. NULL when the stream is gone or the
+ * client stopped taking (its window stayed shut): rc says which. */
+static char *out_room(h2_stream *st, size_t want, size_t *room, int *rc) {
+    sp_server *s = st->hc->s;
+    for (;;) {
+        if (gone(st)) {
+            *rc = -EPIPE;
+            return NULL;
+        }
+        if (st->out_off) {
+            memmove(st->out, st->out + st->out_off, st->out_len);
+            st->out_off = 0;
+        }
+        if (st->out_len < H2_OUT_MAX) {
+            size_t need = st->out_len + want < H2_OUT_MAX ? st->out_len + want : H2_OUT_MAX;
+            if (need > st->out_cap) {
+                size_t cap = need < 4096 ? 4096 : need;
+                char *p = realloc(st->out, cap);
+                if (!p) {
+                    *rc = -ENOMEM;
+                    return NULL;
+                }
+                st->out = p;
+                st->out_cap = cap;
+            }
+            *room = st->out_cap - st->out_len;
+            return st->out + st->out_len;
+        }
+        if (stream_wait(st, s->opt.send_timeout_ms) == -ETIMEDOUT) {
+            reset(st, NGHTTP2_CANCEL); /* the client never opened its window */
+            *rc = -ETIMEDOUT;
+            return NULL;
+        }
+    }
+}
+
+/* The bytes are queued: nghttp2 takes them when the window allows. */
+static void out_queued(h2_stream *st, size_t n) {
+    st->out_len += n;
+    if (!gone(st)) {
+        nghttp2_session_resume_data(st->hc->ng, st->id);
+        h2_kick(st->hc);
+    }
+}
+
+static int h2_send(sp_res *res, const void *data, size_t len, int last) {
+    h2_stream *st = res->req->xctx;
+    if (gone(st)) {
+        res->failed = 1;
+        return -EPIPE;
+    }
+    if (!res->head_sent) {
+        st->no_body =
+            res->req->head.method_id == HTTP_M_HEAD || res->status == 204 || res->status == 304;
+        int body = !st->no_body && !(last && len == 0);
+        if (!body)
+            st->out_eof = 1;
+        int rc = submit_head(st, res, body);
+        if (rc < 0 || !body)
+            return rc;
+    }
+    if (st->no_body)
+        return 0;
+    const char *p = data;
+    while (len) {
+        size_t room;
+        int rc;
+        char *dst = out_room(st, len, &room, &rc);
+        if (!dst) {
+            res->failed = 1;
+            return rc;
+        }
+        size_t n = len < room ? len : room;
+        memcpy(dst, p, n);
+        p += n;
+        len -= n;
+        if (last && len == 0)
+            st->out_eof = 1;
+        out_queued(st, n);
+        loop_charge(st->hc->s->l, n);
+    }
+    if (last && !st->out_eof) {
+        st->out_eof = 1;
+        out_queued(st, 0);
+    }
+    return 0;
+}
+
+/* A file in pieces: pread into the stream's buffer, as the window drains. */
+static int h2_sendfile(sp_res *res, int fd, int64_t off, size_t count) {
+    h2_stream *st = res->req->xctx;
+    int rc = h2_send(res, NULL, 0, 0);
+    if (rc < 0)
+        return rc;
+    for (size_t left = count; left && !st->no_body;) {
+        size_t room;
+        char *dst = out_room(st, left, &room, &rc);
+        if (!dst) {
+            res->failed = 1;
+            return rc;
+        }
+        ssize_t n = pread(fd, dst, left < room ? left : room, (off_t)off);
+        if (n <= 0) {
+            reset(st, NGHTTP2_INTERNAL_ERROR); /* the file shrank under us */
+            res->failed = 1;
+            return n < 0 ? -errno : -EIO;
+        }
+        off += n;
+        left -= (size_t)n;
+        out_queued(st, (size_t)n);
+        loop_charge(st->hc->s->l, (size_t)n);
+    }
+    res->written += count;
+    return 0;
+}
+
+static int h2_finish(sp_res *res) {
+    h2_stream *st = res->req->xctx;
+    int rc = 0;
+    if (!res->head_sent) {
+        if (res->declared < 0)
+            res->declared = 0; /* nothing was written: an empty body */
+        rc = h2_send(res, NULL, 0, 1);
+    } else if (!st->no_body && res->declared >= 0 && res->written < (uint64_t)res->declared) {
+        reset(st, NGHTTP2_INTERNAL_ERROR); /* fewer bytes than promised: say it was cut */
+    } else if (!st->out_eof) {
+        st->out_eof = 1;
+        out_queued(st, 0);
+    }
+    res->finished = 1;
+    return rc;
+}
+
+/* 103 Early Hints: a HEADERS frame before the response's own. */
+static int h2_interim(sp_res *res, int status, const http_field *f, size_t n) {
+    h2_stream *st = res->req->xctx;
+    nghttp2_nv nva[17];
+    char code[4];
+    if (gone(st) || n > 16)
+        return gone(st) ? -EPIPE : -EINVAL;
+    snprintf(code, sizeof code, "%d", status);
+    nva[0] = NV(":status", 7, code, 3);
+    for (size_t i = 0; i < n; i++)
+        nva[i + 1] = NV("link", 4, f[i].value, f[i].value_len);
+    if (nghttp2_submit_headers(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, NULL, nva, n + 1, NULL) < 0)
+        return -EPIPE;
+    h2_kick(st->hc);
+    return 0;
+}
+
+static const exchange_ops h2_ops = {
+    .send = h2_send,
+    .sendfile = h2_sendfile,
+    .finish = h2_finish,
+    .interim = h2_interim,
+    .read = h2_read,
+    .proto = "HTTP/2.0",
+};
+
+ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                       nghttp2_data_source *src, void *ud) {
+    h2_stream *st = src->ptr;
+    size_t n = len < st->out_len ? len : st->out_len;
+    memcpy(buf, st->out + st->out_off, n);
+    st->out_off += n;
+    st->out_len -= n;
+    if (st->out_len == 0)
+        st->out_off = 0;
+    if (n && st->waiter)
+        h2_stream_wake(st, 0); /* room again */
+    if (st->out_len == 0 && st->out_eof) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        return (ssize_t)n;
+    }
+    return n ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;
+}
+
+/* ---- the stream's coroutine -------------------------------------------- */
+
+/* After the handler returned rc: an error answer if nothing was sent, a
+ * reset if the response cannot be completed, else its end. */
+static void end_stream(h2_stream *st, sp_req *req, sp_res *res, int rc) {
+    const http_request *h = &req->head;
+    if (rc < 0 && !res->head_sent && !res->failed && !gone(st)) {
+        if (!req->body_error && !res->status_refused && rc != -ECONNRESET)
+            log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
+                    h->method, (int)h->target_len, h->target, strerror(-rc));
+        res_send_error(res, req->body_error ? req->body_error : 500, 0, NULL);
+    } else if ((rc < 0 || res->taken_over) && !res->failed) {
+        reset(st, NGHTTP2_INTERNAL_ERROR); /* a cut body must not look complete */
+        res->failed = 1;
+    }
+    if (!res->finished && !res->failed)
+        sp_res_finish(res);
+}
+
+static void serve_stream(h2_stream *st) {
+    sp_server *s = st->hc->s;
+    sp_req req;
+    req_init(&req, s, st->hc->c);
+    req.head = st->head;
+    req.xops = &h2_ops;
+    req.xctx = st;
+    uint64_t t0 = s->timed ? stats_clock_ns() : 0;
+    char pathbuf[PATH_STACK];
+    char *pb = pathbuf;
+    int status = st->refuse;
+    if (!status && req.head.target_len >= sizeof pathbuf && !(pb = malloc(req.head.target_len + 1)))
+        status = 503;
+    if (!status)
+        status = server_prepare_request(s, &req, pb);
+    if (req.head.framing == HTTP_BODY_CHUNKED)
+        req.body_done = st->in_eof && !st->in_len;
+    sp_res res;
+    res_init(&res, &req, st->hc->c);
+    int rc = status ? res_send_error(&res, status, 0, NULL) : server_dispatch(s, &req, &res);
+    end_stream(st, &req, &res, rc);
+    stats_record(s, &req, &res, res.head_sent ? res.status : 0, st->head_bytes + st->in_total,
+                 res.written, t0);
+    req_run_deferred(&req);
+    if (pb != pathbuf)
+        free(pb);
+}
+
+static void stream_main(void *arg) {
+    h2_stream *st = arg;
+    h2_conn *hc = st->hc;
+    sp_server *s = hc->s;
+    loop_task_set_hup_watch(loop_task(s->l), &hc->c->w);
+    if (!gone(st))
+        serve_stream(st);
+    if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
+        log_msg(LOG_INFO, "served %llu requests (--max-requests): stopping to be replaced",
+                (unsigned long long)s->served);
+        sp_server_stop(s);
+    }
+    st->running = 0;
+    hc->nlive--;
+    if (st->closed)
+        h2_stream_free(st);
+    else if (!st->in_eof && !hc->dead &&
+             nghttp2_session_get_stream_local_close(hc->ng, st->id) == 1)
+        reset(st, NGHTTP2_NO_ERROR); /* answered; the rest of the body is not wanted */
+    if (hc->dead && hc->nlive == 0 && hc->reader)
+        loop_wake(s->l, hc->reader, 0);
+    h2_kick(hc);
+}
+
+int h2_stream_start(h2_stream *st) {
+    st->running = st->spawned = 1;
+    st->hc->nlive++;
+    if (loop_spawn(st->hc->s->l, stream_main, st) < 0) {
+        st->running = 0;
+        st->hc->nlive--;
+        return -ENOMEM;
+    }
+    return 0;
+}

@@ -1,0 +1,233 @@
+"""test_h2_attacks.py — the known HTTP/2 floods and limits, each shown
+ending the attacker's stream or connection with the right code while the
+server keeps serving another client: concurrent streams, rapid reset
+(CVE-2023-44487), CONTINUATION flood (CVE-2024-27316), HPACK bomb, PING /
+SETTINGS / empty-DATA floods, a window never opened (--send-timeout), the
+HTTP/1.1 head limits applied to HTTP/2 heads, and --http2 off.
+"""
+import socket
+import time
+
+import pytest
+from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame
+
+from h2util import (CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS, PING,
+                    PREFACE, REFUSED_STREAM, RST_STREAM, SETTINGS, Raw, h2_get, raw_frame, start)
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory):
+    srv, stop = start(tmp_path_factory, "--http2-max-streams", "4", "--max-body-size", "100000")
+    yield srv.port
+    stop()
+
+
+def served(port):
+    """Another client is answered, over HTTP/2 and over HTTP/1.1."""
+    status, _, body = h2_get(port, timeout=3)
+    s = socket.create_connection(("127.0.0.1", port), timeout=3)
+    s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    h1 = s.recv(4096)
+    s.close()
+    return status == 200 and body == b"Hello world!" and h1.startswith(b"HTTP/1.1 200")
+
+
+def calmed(r, timeout=3.0):
+    g = r.goaway(timeout)
+    return g is not None and g.error_code == ENHANCE_YOUR_CALM
+
+
+class TestConcurrentStreams:
+    def test_settings_say_the_limit(self, port):
+        r = Raw(port)
+        f = r.recv()
+        assert f.settings[SettingsFrame.MAX_CONCURRENT_STREAMS] == 4
+
+    def test_beyond_the_limit_refused(self, port):
+        r = Raw(port)
+        ids = [r.headers(path="/sleep?ms=400") for _ in range(5)]
+        assert r.reset_code(ids[4], timeout=2) == REFUSED_STREAM
+        assert served(port)  # the attacker's streams do not block others
+        done = 0
+        for f in r.until(lambda f: False, timeout=1.0):
+            if isinstance(f, DataFrame) and "END_STREAM" in f.flags:
+                done += 1
+        assert done == 4
+        h, body, _ = r.response(r.headers())  # room again once they ended
+        assert body == b"Hello world!"
+
+
+class TestRapidReset:
+    def test_reset_flood_gets_enhance_your_calm(self, port):
+        r = Raw(port)
+        blob = b""
+        for i in range(1100):  # past the budget of 1000
+            sid = 1 + 2 * i
+            blob += raw_frame(HEADERS, END_STREAM | END_HEADERS, sid, r.block(r.req_headers(path="/sleep?ms=50")))
+            blob += raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08")
+            if i == 500:
+                r.send(blob)
+                blob = b""
+                assert served(port)
+        r.send(blob)
+        assert calmed(r)
+        assert served(port)
+
+    def test_reset_streams_still_count_while_their_handlers_run(self, port):
+        # HEADERS then RST at once: the stream is closed for nghttp2, but its
+        # handler sleeps on; the fifth such stream is refused.
+        r = Raw(port)
+        for i in range(4):
+            sid = r.headers(path="/sleep?ms=800")
+            time.sleep(0.05)  # its handler is asleep when the reset comes
+            r.send(raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08"))
+        sid = r.headers(path="/")
+        assert r.reset_code(sid) == REFUSED_STREAM
+
+
+class TestContinuationFlood:
+    def test_endless_continuation_closes(self, port):  # CVE-2024-27316
+        r = Raw(port)
+        r.send(raw_frame(HEADERS, END_STREAM, 1, r.block(r.req_headers())))
+        for i in range(50):
+            r.send(raw_frame(CONTINUATION, 0, 1, r.block([("x-c%d" % i, "v")])))
+        assert r.closed(timeout=3)
+        assert served(port)
+
+    def test_huge_header_block_in_few_frames(self, port):
+        # 8 CONTINUATIONs of 16 KiB of literal header: past 4 x --max-head-size decoded
+        r = Raw(port)
+        first = r.block(r.req_headers())
+        r.send(raw_frame(HEADERS, END_STREAM, 1, first))
+        for i in range(7):
+            r.send(raw_frame(CONTINUATION, 0, 1, r.block([("x-big%d" % i, "b" * 16000)])))
+        r.send(raw_frame(CONTINUATION, END_HEADERS, 1, r.block([("x-end", "1")])))
+        g = r.goaway()
+        assert g is not None and g.error_code == ENHANCE_YOUR_CALM
+        assert served(port)
+
+
+class TestHpackBomb:
+    def test_indexed_references_past_the_limit(self, port):
+        r = Raw(port)
+        # one 4000-byte header into the dynamic table (index 62), then a block
+        # of 2000 one-byte references to it: 8 MB decoded from 2 KB
+        h, body, _ = r.response(r.headers(extra=[("x-bomb", "B" * 4000)]))
+        assert h[":status"] == "200"
+        block = r.block(r.req_headers()) + b"\xbe" * 2000
+        r.send(raw_frame(HEADERS, END_STREAM | END_HEADERS, 3, block))
+        assert calmed(r)
+        assert served(port)
+
+    def test_head_over_max_head_size_is_431(self, port):
+        r = Raw(port)
+        extra = [("x-h%d" % i, "v" * 1000) for i in range(10)]  # 10 KB > 8192
+        h, _, _ = r.response(r.headers(extra=extra))
+        assert h[":status"] == "431"
+        h, body, _ = r.response(r.headers())  # the connection goes on
+        assert body == b"Hello world!"
+
+    def test_more_fields_than_max_header_count_is_431(self, port):
+        r = Raw(port)
+        h, _, _ = r.response(r.headers(extra=[("x-f%d" % i, "1") for i in range(120)]))
+        assert h[":status"] == "431"
+
+    def test_path_over_max_target_is_414(self, port):
+        r = Raw(port)
+        h, _, _ = r.response(r.headers(path="/" + "a" * 8100))
+        assert h[":status"] == "414"
+
+
+class TestControlFloods:
+    def test_ping_flood(self, port):
+        r = Raw(port)
+        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(300)))  # within the budget
+        assert served(port)
+        r.send(b"".join(raw_frame(PING, 0, 0, b"%08d" % i) for i in range(400)))  # past its 500
+        assert calmed(r)
+        assert served(port)
+
+    def test_ping_flood_without_reading(self, port):
+        # The ACKs pile up unread: nghttp2's outbound limit, or our budget, ends it.
+        r = Raw(port)
+        try:
+            for _ in range(20):
+                r.sock.sendall(b"".join(raw_frame(PING, 0, 0, b"\0" * 8) for _ in range(500)))
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert r.closed(timeout=3)
+        assert served(port)
+
+    def test_settings_flood(self, port):
+        r = Raw(port)
+        r.send(b"".join(raw_frame(SETTINGS, 0, 0, b"\0\x03\0\0\0\x64") for _ in range(700)))
+        assert calmed(r)
+        assert served(port)
+
+    def test_empty_data_flood(self, port):
+        r = Raw(port)
+        sid = r.headers(method="POST", path="/echo", end_stream=False)
+        r.send(b"".join(raw_frame(0, 0, sid, b"") for _ in range(700)))
+        assert calmed(r)
+        assert served(port)
+
+    def test_priority_flood(self, port):
+        r = Raw(port)
+        r.send(b"".join(raw_frame(2, 0, 1 + 2 * i, b"\0\0\0\0\x10") for i in range(700)))
+        assert calmed(r)
+
+
+class TestWindowNeverOpened:
+    def test_send_timeout_applies(self, port):
+        # The client's window is 0: not one byte of the body can go; after
+        # --send-timeout (1 s here) the stream or connection is ended.
+        r = Raw(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+        sid = r.headers()
+        fs = r.until(lambda f: isinstance(f, (RstStreamFrame, GoAwayFrame)), timeout=4)
+        assert served(port)
+        assert isinstance(fs[-1], GoAwayFrame) or fs[-1].stream_id == sid
+        assert fs and isinstance(fs[-1], (RstStreamFrame, GoAwayFrame))
+        assert not [f for f in fs if isinstance(f, DataFrame) and f.data]
+
+    def test_big_response_to_a_stalled_reader(self, port):
+        # the handler blocks once its buffer is full and gives up at the send timeout
+        r = Raw(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+        sid = r.headers(method="POST", path="/echo", end_stream=False, extra=[("content-length", "90000")])
+        for i in range(0, 65535, 16383):
+            r.data(sid, b"x" * min(16383, 65535 - i))
+        fs = r.until(lambda f: isinstance(f, (RstStreamFrame, GoAwayFrame)), timeout=4)
+        assert fs and isinstance(fs[-1], (RstStreamFrame, GoAwayFrame))
+        assert served(port)
+
+
+class TestBodyLimit:
+    def test_declared_body_over_max_body_size_is_413(self, port):
+        r = Raw(port)
+        sid = r.headers(method="POST", path="/echo", end_stream=False, extra=[("content-length", "200000")])
+        h, _, _ = r.response(sid)
+        assert h[":status"] == "413"
+
+    def test_undeclared_body_over_max_body_size(self, port):
+        r = Raw(port)
+        sid = r.headers(method="POST", path="/echo", end_stream=False)
+        got_status = None
+        sent = 0
+        while sent < 150000:
+            r.data(sid, b"y" * 16000)
+            sent += 16000
+            for f in r.until(lambda f: False, timeout=0.05):
+                if isinstance(f, HeadersFrame) and f.stream_id == sid:
+                    got_status = f
+                if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+                    sent = 1 << 30
+        assert sent == 1 << 30 or got_status is not None  # cut off, not read to the end
+
+
+def test_http2_off_answers_the_preface_505(tmp_path_factory):
+    srv, stop = start(tmp_path_factory, "--http2", "off")
+    try:
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=3)
+        s.sendall(PREFACE)
+        assert s.recv(4096).startswith(b"HTTP/1.1 505")
+    finally:
+        stop()

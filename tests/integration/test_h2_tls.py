@@ -1,0 +1,94 @@
+"""test_h2_tls.py — HTTP/2 by ALPN on TLS listeners: "h2" offered before
+"http/1.1" (unless --http2 off), the same driver as h2c behind it
+(python3-h2 over ssl, curl and nghttp over https://), HTTP/1.1 still
+chosen by clients that ask for it.
+"""
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import CURL
+from h2util import h2_requests
+from tlsutil import certs  # noqa: F401 (the session fixture)
+
+
+def ctx(certs, alpn):  # noqa: F811
+    return certs.context(alpn=alpn)
+
+
+@pytest.fixture
+def tls(spindle, certs):  # noqa: F811
+    def start(*flags):
+        return spindle(*(certs.flags("localhost") + list(flags)))
+    return start
+
+
+def test_alpn_h2_streams(tls, certs):  # noqa: F811
+    srv = tls()
+    body = os.urandom(300000)
+    out = h2_requests(srv.port, [("GET", "/", (), b""), ("POST", "/echo", (), body),
+                                 ("GET", "/nope", (), b"")], tls=ctx(certs, ["h2", "http/1.1"]))
+    assert out[0][0] == 200 and out[0][2] == b"Hello world!"
+    assert out[1][0] == 200 and out[1][2] == body
+    assert out[2][0] == 404
+
+
+def test_curl_and_nghttp_over_https(tls, certs):  # noqa: F811
+    srv = tls()
+    url = "https://localhost:%d/" % srv.port
+    r = subprocess.run([CURL, "-sS", "--max-time", "5", "--http2", "--cacert", certs.ca, "--resolve",
+                        "localhost:%d:127.0.0.1" % srv.port, "-w", " %{http_version}", url],
+                       capture_output=True, timeout=10)
+    assert r.stdout == b"Hello world! 2", r.stderr
+    r = subprocess.run(["nghttp", "-n", "--stat", url], capture_output=True, timeout=10,
+                       env=dict(os.environ, SSL_CERT_FILE=str(certs.ca)))
+    assert r.returncode == 0 and b" 200 " in r.stdout, r.stderr
+
+
+def test_http11_when_asked_or_http2_off(tls, certs):  # noqa: F811
+    srv = tls()
+    s = ctx(certs, ["http/1.1"]).wrap_socket(socket.create_connection(
+        ("127.0.0.1", srv.port), timeout=5), server_hostname="localhost")
+    assert s.selected_alpn_protocol() == "http/1.1"
+    s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+    assert s.recv(4096).startswith(b"HTTP/1.1 200")
+    s.close()
+    off = tls("--http2", "off")
+    s = ctx(certs, ["h2", "http/1.1"]).wrap_socket(socket.create_connection(
+        ("127.0.0.1", off.port), timeout=5), server_hostname="localhost")
+    assert s.selected_alpn_protocol() == "http/1.1"
+    s.close()
+
+
+def test_idle_h2_over_tls_wakes_for_the_next_request(tls, certs):  # noqa: F811
+    # between requests the connection is idle (no coroutine; OpenSSL's
+    # buffers given back); the next request's record wakes it
+    import time
+    import h2.connection
+    import h2.config
+    import h2.events
+    srv = tls()
+    s = ctx(certs, ["h2"]).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=5),
+                                       server_hostname="localhost")
+    c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True, header_encoding="utf-8"))
+    c.initiate_connection()
+    bodies = []
+    for i in range(3):
+        sid = c.get_next_available_stream_id()
+        c.send_headers(sid, [(":method", "GET"), (":scheme", "https"), (":path", "/"),
+                             (":authority", "localhost")], end_stream=True)
+        s.sendall(c.data_to_send())
+        body, done = b"", False
+        while not done:
+            for ev in c.receive_data(s.recv(65536)):
+                if isinstance(ev, h2.events.DataReceived):
+                    body += ev.data
+                elif isinstance(ev, h2.events.StreamEnded):
+                    done = True
+            s.sendall(c.data_to_send())
+        bodies.append(body)
+        time.sleep(0.3)
+    assert bodies == [b"Hello world!"] * 3
+    s.close()
