@@ -18,8 +18,8 @@
 static PyObject *k_type, *k_asgi, *k_http_version, *k_method, *k_scheme, *k_path, *k_raw_path,
     *k_query, *k_root_path, *k_headers, *k_client, *k_server, *k_state, *k_extensions,
     *k_subprotocols;
-static PyObject *v_http, *v_websocket, *v_asgi, *v_10, *v_11, *v_http_s, *v_https, *v_ws, *v_wss,
-    *v_ext_http, *v_ext_ws, *v_empty_bytes;
+static PyObject *v_http, *v_websocket, *v_asgi, *v_10, *v_11, *v_2, *v_http_s, *v_https, *v_ws,
+    *v_wss, *v_ext_http, *v_ext_ws, *v_empty_bytes;
 static PyObject *methods[HTTP_M_OTHER + 16];
 
 PyObject *asgi_str(const char *s) {
@@ -48,6 +48,7 @@ int asgi_scope_init(void) {
     v_websocket = asgi_str("websocket");
     v_10 = asgi_str("1.0");
     v_11 = asgi_str("1.1");
+    v_2 = asgi_str("2");
     v_http_s = v_http;
     v_https = asgi_str("https");
     v_ws = asgi_str("ws");
@@ -348,6 +349,7 @@ PyObject *asgi_scope(acycle *c) {
     PyObject *path = NULL, *raw = NULL;
     int bad =
         (!h->minor_version && PyDict_SetItem(s, k_http_version, v_10) < 0) ||
+        (r->xops && PyDict_SetItem(s, k_http_version, v_2) < 0) || /* an HTTP/2 stream */
         (https && PyDict_SetItem(s, k_scheme, c->is_ws ? v_wss : v_https) < 0) ||
         path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
         PyDict_SetItem(s, k_raw_path, raw) < 0 ||
