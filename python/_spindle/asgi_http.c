@@ -417,12 +417,18 @@ static void app_over(acycle *c) {
 }
 
 /* _failed(exc): the app raised. Logged with its traceback; a 500 if nothing
- * was started, else the connection is cut. */
+ * was started, the connection cut if the response was not finished, and a
+ * finished response stands. */
 static PyObject *cycle_failed(acycle *c, PyObject *exc) {
     app_over(c);
     if (c->is_ws) {
         asgi_ws_app_done(c, 1);
         log_failure(c, "failed");
+    } else if (!c->gone && !c->disconnected && c->finished) {
+        /* The response is whole (its last body went with more_body False):
+         * it stands, as in uvicorn, and the error is the log's. Starlette's
+         * error middleware sends its 500 page, then re-raises. */
+        log_failure(c, "raised after its response was complete (the response stands)");
     } else if (!c->gone && !c->disconnected) {
         log_failure(c, c->started ? "failed after starting its response (the connection is cut)"
                                   : "failed; answered 500");

@@ -136,6 +136,11 @@ async def http(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"partial", "more_body": True})
         raise ValueError("boom after start")
+    elif path == "/raise_after_complete":  # Starlette's error middleware does this
+        await send({"type": "http.response.start", "status": 500,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"error":"mine"}'})
+        raise ValueError("boom after the response")
     elif path == "/no_response":
         return
     elif path == "/unfinished":

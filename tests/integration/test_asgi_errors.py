@@ -27,6 +27,15 @@ def test_exception_after_start_cuts_the_body(shared_asgi):
     assert "failed after starting its response (the connection is cut)" in shared_asgi.stderr()
 
 
+def test_exception_after_a_complete_response_keeps_it(shared_asgi):
+    # The app's own 500 page went out whole before it raised (Starlette's
+    # ServerErrorMiddleware, FastAPI's exception handlers): it stood in
+    # uvicorn, spindle replaced it by its own 500.
+    r = shared_asgi.get("/raise_after_complete")
+    assert r.status == 500 and r.body == b'{"error":"mine"}', r
+    assert "raised after its response was complete (the response stands)" in shared_asgi.stderr()
+
+
 def test_returning_without_response_is_500(shared_asgi):
     r = shared_asgi.get("/no_response")
     assert r.status == 500

@@ -261,12 +261,9 @@ ROWS = [
 ]
 
 
-# Rows spindle gets wrong today, each a bug reported to the ASGI server's
-# author: strict, so the fix turns them into failures until the mark goes.
-APP_500_LOST = ("spindle bug: the app sends its complete 500 (Starlette's ServerErrorMiddleware, FastAPI's "
-                "exception handler), then re-raises; spindle logs 'failed after starting its response' but "
-                "answers its own '500 Internal Server Error' page instead of the app's response")
-KNOWN_BUGS = {"starlette-exception-500": APP_500_LOST, "fastapi-exception-500": APP_500_LOST}
+# Rows spindle is known to get wrong, each an xfail(strict=True) with its
+# reason (none now: the lost app 500 was fixed in asgi_http.c's cycle_failed).
+KNOWN_BUGS = {}
 
 
 def row_params(rows):

@@ -16,7 +16,7 @@ from opsutil import Conn, http_get, ops_spindle, pid_alive, wait_for  # noqa: F4
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
-LINE = re.compile(r'^([a-z_]+)(\{[^}]*\})? ([0-9.eE+-]+)$')
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([0-9.eE+-]+)$')  # Prometheus names may hold digits (http2)
 
 
 def scrape(srv, path="/metrics"):
