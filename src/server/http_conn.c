@@ -340,7 +340,13 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
     }
     if (res->out.framing == HTTP_OUT_LENGTH && res->written < (uint64_t)res->declared)
         res->force_close = 1;
-    int keep = res->out.keep_alive && !res->force_close && !s->stopping;
+    /* A response that went out promising keep-alive keeps its promise even
+     * if the stop came meanwhile (the handler yielded after its head): the
+     * client may already be sending its next request on it. The connection
+     * is then like any idle one at a stop: answered once more, with
+     * Connection: close, or closed at its keep-alive timeout. Closing it
+     * here cost a reload under wrk one request in 100,000. */
+    int keep = res->out.keep_alive && !res->force_close;
     if (keep && !req->body_done)
         keep = !req->expect_pending && req_drain(req, s->opt.drain_max);
     if (!keep)
