@@ -139,11 +139,6 @@ typedef struct sp_server_options {
                                         port then stand as the peer's; a connection
                                         without one, or from another peer, is closed
                                         unanswered; 0: off */
-    int http2_off;                   /* 1: no HTTP/2 (the h2c preface gets 505, TLS
-                                        offers only http/1.1); 0: on */
-    int http2_max_streams;           /* concurrent streams per HTTP/2 connection
-                                        (SETTINGS_MAX_CONCURRENT_STREAMS); 100; more
-                                        are refused (RST_STREAM REFUSED_STREAM) */
 } sp_server_options;
 
 /* forwarded_header: X-Forwarded-For (with X-Forwarded-Proto), the default,

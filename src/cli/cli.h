@@ -34,6 +34,7 @@ typedef struct cli_config {
     char **argv;
     const char *config_file;
     sp_server_options o;
+    int http2_off, http2_max_streams; /* server_set_http2: not in o, whose size is ABI */
     const char *binds[MAX_BINDS];
     int nbinds;
     const char *app;

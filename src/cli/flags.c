@@ -107,10 +107,10 @@ const flag cli_flags[] = {
      "0: no limit; bodies are streamed, never held in memory", "request body; then 413"},
     {"drain-limit", "BYTES", K_SIZE, B, HUP, U64(o.drain_max), "262144",
      "unread body discarded to keep a connection; beyond it the connection closes"},
-    {"http2", "on|off", K_STR, B, HUP, INT_WORDS(o.http2_off, set_http2), "on",
+    {"http2", "on|off", K_STR, B, HUP, INT_WORDS(http2_off, set_http2), "on",
      "HTTP/2: h2c by prior knowledge on plain listeners (h2 by ALPN on TLS ones), beside "
      "HTTP/1.1 on the same listeners; off: the h2c preface gets 505"},
-    {"http2-max-streams", "N", K_INT, B, HUP, INT(o.http2_max_streams), "100",
+    {"http2-max-streams", "N", K_INT, B, HUP, INT(http2_max_streams), "100",
      "concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are "
      "refused with RST_STREAM REFUSED_STREAM"},
     {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
@@ -489,9 +489,9 @@ static int set_log_level(cli_config *c, const char *text) {
 
 static int set_http2(cli_config *c, const char *text) {
     if (strcmp(text, "on") == 0)
-        c->o.http2_off = 0;
+        c->http2_off = 0;
     else if (strcmp(text, "off") == 0)
-        c->o.http2_off = 1;
+        c->http2_off = 1;
     else {
         fprintf(stderr, "spindle: --http2 is on or off, not '%s'\n", text);
         return -1;

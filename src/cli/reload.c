@@ -64,6 +64,7 @@ int cli_reload(sp_server *s, master_options *mo, void *ud) {
         tls_ctx_free(tls);
         goto fail;
     }
+    server_set_http2(s, next->http2_off, next->http2_max_streams);
     cli_tls_reload_install(c, fresh, s, tls);
     /* Into the running configuration, field by field: what the master holds
      * pointers into (mo.board, the reload hook, the pid file) stays. */

@@ -404,6 +404,8 @@ int cli_serve(cli_config *c, const cli_app *app) {
         return 1;
     }
     sp_server *s = sp_server_new(&c->o);
+    if (s)
+        server_set_http2(s, c->http2_off, c->http2_max_streams);
     if (!s) {
         fprintf(stderr, "spindle: %s\n",
                 errno == EINVAL ? "--forwarded-allow-ips: not a list of IPs, CIDRs, unix or *"

@@ -112,7 +112,7 @@ static int on_begin_headers(nghttp2_session *ng, const nghttp2_frame *f, void *u
     /* Streams whose handlers still run count too: a reset does not free
      * the coroutine it started (the rapid-reset attack's lever). */
     h2_stream *st = NULL;
-    if (hc->nstreams < hc->s->opt.http2_max_streams && !hc->goaway)
+    if (hc->nstreams < hc->s->http2_max_streams && !hc->goaway)
         st = h2_stream_new(hc, f->hd.stream_id);
     if (!st) {
         nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, f->hd.stream_id, NGHTTP2_REFUSED_STREAM);
@@ -324,7 +324,7 @@ static nghttp2_session *session_new(h2_conn *hc) {
         return NULL;
     const sp_server_options *o = &hc->s->opt;
     nghttp2_settings_entry iv[] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)o->http2_max_streams},
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)hc->s->http2_max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)o->head_max},
     };

@@ -389,7 +389,7 @@ static int serve_one(sp_server *s, conn *c) {
     }
     if (rc < 0) {
         if (c->nreq == 0 && h2_is_preface(c)) {
-            if (!s->opt.http2_off) {
+            if (!s->http2_off) {
                 h2_serve(s, c); /* the HTTP/2 preface: the connection is h2c now */
                 keep = -1;
                 goto out;
@@ -437,7 +437,7 @@ void http_conn_main(void *arg) {
             return;
         unsigned alen;
         const char *proto = server_conn_alpn(c, &alen);
-        h2 = !s->opt.http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
+        h2 = !s->http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
     }
     if (!c->buf) {
         c->buf = buf_pool_get(&s->bufs);

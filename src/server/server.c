@@ -37,7 +37,6 @@ void sp_server_options_init(sp_server_options *o) {
         .backlog = 4096,
         .pipeline_burst = 16,
         .stack_size = 65536,
-        .http2_max_streams = 100,
     };
 }
 
@@ -81,8 +80,6 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
         n.pipeline_burst = d.pipeline_burst;
     if (!n.stack_size)
         n.stack_size = d.stack_size;
-    if (n.http2_max_streams <= 0)
-        n.http2_max_streams = d.http2_max_streams;
     if (n.fields_max > 1000)
         n.fields_max = 1000;
     /* Parsed aside: a refused list (a failed reload) leaves the old one. */
@@ -103,6 +100,8 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
 
 sp_server *sp_server_new(const sp_server_options *o) {
     sp_server *s = calloc(1, sizeof *s);
+    if (s)
+        s->http2_max_streams = 100;
     if (!s)
         return NULL;
     if (server_set_options(s, o) < 0) {

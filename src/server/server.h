@@ -78,6 +78,9 @@ struct sp_server {
     int nconns_cap;
     int nconns;
     int stopping;
+    /* HTTP/2 (server_set_http2; not in sp_server_options, whose size is ABI):
+     * off, and the concurrent streams per connection (100) */
+    int http2_off, http2_max_streams;
     loop_timer tick; /* once a second: date, buffer trim */
     buf_pool bufs;
     http_date_cache date;
@@ -181,6 +184,10 @@ void server_refresh_alpn(sp_server *s);
 const char *server_conn_alpn(const conn *c, unsigned *len);
 /* Adds an inherited listening socket (socket activation, upgrade). */
 int server_adopt_listener(sp_server *s, int fd);
+/* --http2 and --http2-max-streams: off (1: the h2c preface gets 505, TLS
+ * offers only http/1.1) and the concurrent streams per HTTP/2 connection
+ * (SETTINGS_MAX_CONCURRENT_STREAMS; more are refused; <= 0: 100). */
+void server_set_http2(sp_server *s, int off, int max_streams);
 /* Closes this process's listening sockets (a stopping server). */
 void server_close_listeners(sp_server *s);
 int server_nconns(const sp_server *s);

@@ -140,7 +140,7 @@ void server_set_listener_proxy(sp_server *s, int i) {
 /* What TLS listeners offer: the list set, else h2 (unless --http2 off)
  * before http/1.1. */
 static const char *alpn_list(const sp_server *s) {
-    return s->alpn ? s->alpn : s->opt.http2_off ? "http/1.1" : "h2,http/1.1";
+    return s->alpn ? s->alpn : s->http2_off ? "http/1.1" : "h2,http/1.1";
 }
 
 void server_refresh_alpn(sp_server *s) {
@@ -172,4 +172,9 @@ int server_set_alpn(sp_server *s, const char *list) {
             return -EINVAL;
     s->alpn = list;
     return 0;
+}
+
+void server_set_http2(sp_server *s, int off, int max_streams) {
+    s->http2_off = off;
+    s->http2_max_streams = max_streams > 0 ? max_streams : 100;
 }
