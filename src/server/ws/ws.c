@@ -14,6 +14,7 @@
 #include "server/ws/ws_frame.h"
 #include "server/ws/ws_keepalive.h"
 #include "server/ws/ws_limits.h"
+#include "server/ws/ws_registry.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -52,48 +53,17 @@ struct sp_ws {
     struct ws_registry *reg; /* that registry, or NULL */
 };
 
-/* ---- the server's WebSockets, told when it stops -----------------------
- * Each server keeps its open WebSockets in a list in its feature slot; when
- * it begins to stop, their receivers are woken with -ESHUTDOWN. */
+/* ---- the server's WebSockets, told when it stops (ws_registry.c) -------- */
 
-typedef struct ws_registry {
-    list_head open; /* the server's open WebSockets */
-} ws_registry;
-
-static const char registry_key; /* this module's slot in the server */
-
-static void on_server_stop(sp_server *s, void *ud) {
-    ws_registry *reg = ud;
-    for (list_node *n = reg->open.head; n; n = n->next) {
-        sp_ws *ws = container_of(n, sp_ws, reg_node);
-        if (ws->recv_task)
-            loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
-    }
-}
-
-static ws_registry *registry_of(sp_server *s) {
-    ws_registry *reg = server_ext_get(s, &registry_key);
-    if (reg)
-        return reg;
-    if (!(reg = calloc(1, sizeof *reg)))
-        return NULL;
-    if (server_ext_set(s, &registry_key, reg, free) < 0 ||
-        server_on_stop(s, on_server_stop, reg) < 0) {
-        server_ext_set(s, &registry_key, NULL, NULL);
-        free(reg);
-        return NULL;
-    }
-    return reg;
-}
-
-static void reg_add(ws_registry *reg, sp_ws *ws) {
-    ws->reg = reg;
-    list_push_back(&reg->open, &ws->reg_node);
+static void on_stop(list_node *member) {
+    sp_ws *ws = container_of(member, sp_ws, reg_node);
+    if (ws->recv_task)
+        loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
 }
 
 static void reg_remove(sp_ws *ws) {
     if (ws->reg)
-        list_remove(&ws->reg->open, &ws->reg_node);
+        ws_registry_remove(ws->reg, &ws->reg_node);
     ws->reg = NULL;
 }
 
@@ -551,7 +521,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         sp_res_header(res, "Sec-WebSocket-Version", "13");
         return upgrade_fail(EINVAL);
     }
-    ws_registry *reg = registry_of(req->srv);
+    ws_registry *reg = ws_registry_of(req->srv, on_stop);
     sp_ws *ws = reg ? calloc(1, sizeof *ws) : NULL;
     if (!ws)
         return upgrade_fail(ENOMEM);
@@ -592,7 +562,8 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
 
     res_take_over(res, release, ws);
     res->status = 101; /* what the access log and the stats say it was */
-    reg_add(reg, ws);
+    ws->reg = reg;
+    ws_registry_add(reg, &ws->reg_node);
     ssize_t w = conn_write(ws->l, ws->c, head, len, send_deadline(ws));
     if (w < 0) {
         ws->state = WS_DONE; /* freed by release when the handler returns */
