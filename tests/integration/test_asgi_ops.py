@@ -27,7 +27,12 @@ def test_idle_worker_sleeps_in_epoll(asgi):
     calls = [ln for ln in p.stderr.decode().splitlines() if re.match(r"^\w+\(", ln)]
     waits = [ln for ln in calls if ln.startswith("epoll_wait(")]
     assert calls, p.stderr
-    assert not [ln for ln in waits if re.search(r", 0\)\s+= 0$", ln)], "a busy poll:\n" + "\n".join(waits)
+    # A timer due within the millisecond the clock rounds to gives one
+    # epoll_wait(..., 0) before it runs (seen once in a loaded make test);
+    # busy polling is such polls back to back, or many of them.
+    zero = [bool(re.search(r", 0\)\s+= 0$", ln)) for ln in waits]
+    back_to_back = any(a and b for a, b in zip(zero, zero[1:]))
+    assert not back_to_back and sum(zero) <= 3, "a busy poll:\n" + "\n".join(waits)
     # the worker's heartbeat (250 ms) and the Date/keep-alive timers: no more
     assert len(waits) <= 14, "\n".join(calls)
     assert all(ln.startswith(("epoll_wait(", "openat(", "read(", "close(", "lseek(", "pread64("))
