@@ -6,9 +6,7 @@ each, the connection kept open). The TLS variant ("h2" by ALPN) comes with
 TLS listeners."""
 import os
 import re
-import selectors
 import shutil
-import socket
 import struct
 import time
 
@@ -116,54 +114,11 @@ def _answered(data):
 
 
 def hold_idle_h2(port, count, settle=1.0, timeout=60):
-    """COUNT h2c connections, each with GET / answered, kept open."""
+    """COUNT h2c connections, each with GET / answered (its SETTINGS ACKed,
+    as a client does), kept open: load.hold_idle with HTTP/2's bytes."""
     hello = PREFACE + frame(4, 0, 0) + frame(1, 0x5, 1, GET_BLOCK)
-    sel = selectors.DefaultSelector()
-    socks, pending, started = [], {}, 0
-    deadline = time.monotonic() + timeout
-    while (started < count or pending) and time.monotonic() < deadline:
-        while started < count and len(pending) < 64:
-            s = socket.socket()
-            s.setblocking(False)
-            try:
-                s.connect(("127.0.0.1", port))
-            except BlockingIOError:
-                pass
-            started += 1
-            pending[s] = [b"", False]
-            sel.register(s, selectors.EVENT_WRITE)
-        for key, _ in sel.select(0.5):
-            s = key.fileobj
-            st = pending[s]
-            try:
-                if not st[1]:
-                    s.send(hello)
-                    st[1] = True
-                    sel.modify(s, selectors.EVENT_READ)
-                    continue
-                data = s.recv(65536)
-            except OSError:
-                data = b""
-            st[0] += data
-            if not data or _answered(st[0]):
-                if data:
-                    s.send(frame(4, 1, 0))  # ACK the server's SETTINGS, as a client does
-                sel.unregister(s)
-                del pending[s]
-                socks.append(s)
-    for s in list(pending):
-        sel.unregister(s)
-        s.close()
-    time.sleep(settle)
-    still = 0
-    for s in socks:
-        try:
-            if s.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) != b"":
-                still += 1
-        except BlockingIOError:
-            still += 1
-        except OSError:
-            pass
+    socks, still, _ = load.hold_idle(port, count, settle, timeout, request=hello, answered=_answered,
+                                     on_answer=lambda s: s.send(frame(4, 1, 0)))
     return socks, still
 
 

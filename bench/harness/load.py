@@ -168,10 +168,20 @@ def warm_up(server, lg_cpus, requests=500):
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60)
 
 
-def hold_idle(port, count, settle=1.0, timeout=60):
-    """Open COUNT connections, send GET / on each and read the whole answer,
-    keep them open. Returns (socks, still_open_count, note)."""
-    req = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+def _http_answered(data):
+    """True once data holds a whole HTTP/1.1 response (Content-Length or chunked)."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    m = re.search(rb"(?i)content-length:\s*(\d+)", head)
+    return bool(sep and (not m or len(body) >= int(m.group(1))) and (m or b"chunked" not in head.lower()
+                                                                    or body.endswith(b"0\r\n\r\n")))
+
+
+def hold_idle(port, count, settle=1.0, timeout=60, request=b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+              answered=_http_answered, on_answer=None):
+    """Open COUNT connections, send REQUEST on each and read until ANSWERED(bytes)
+    (by default a whole HTTP/1.1 GET / answer), then call ON_ANSWER(sock) if
+    given, keep them open. Returns (socks, still_open_count, note)."""
+    req = request
     sel = selectors.DefaultSelector()
     socks, pending, started = [], {}, 0
     deadline = time.monotonic() + timeout
@@ -206,10 +216,12 @@ def hold_idle(port, count, settle=1.0, timeout=60):
                 note = "connection failed: %s" % e
                 data = b""
             st[0] += data
-            head, sep, body = st[0].partition(b"\r\n\r\n")
-            m = re.search(rb"(?i)content-length:\s*(\d+)", head)
-            complete = sep and (not m or len(body) >= int(m.group(1))) and (m or b"chunked" not in head.lower()
-                                                                       or body.endswith(b"0\r\n\r\n"))
+            complete = bool(data) and answered(st[0])
+            if complete and on_answer:
+                try:
+                    on_answer(s)
+                except OSError:
+                    pass
             if complete or not data:
                 sel.unregister(s)
                 del pending[s]
