@@ -509,6 +509,83 @@ TEST(browser_request) {
     CHECK_EQ(verdict(s), strlen(s));
 }
 
+/* Every octet of a field line that straddles the 16- and 32-octet steps of
+ * the scanners, replaced in turn by each kind of bad octet, is refused;
+ * the line is placed at every offset from 0 to 63 (the target's length
+ * moves it), before a short and a long line, so each bad octet lands in
+ * every lane of a step, in the last 32 octets of the buffer and out of
+ * them. The good line is accepted at every offset with its exact slices. */
+static void bad_octet_everywhere(const char *line, const char *next) {
+    static const char bad[] = {'\0', '\x01', '\x1f', '\x7f', '\n', '\r'};
+    static char head[512];
+    static const char pad[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    size_t ll = strlen(line), colon = (size_t)(strchr(line, ':') - line);
+    for (int shift = 0; shift < 64; shift++) {
+        int n = snprintf(head, sizeof head, "GET /%.*s HTTP/1.1\r\nHost: h\r\n%s\r\n%s%s\r\n",
+                         shift, pad, line, next, *next ? "\r\n" : "");
+        size_t at = (size_t)(strstr(head, line) - head);
+        http_request r;
+        if (parse_n(head, (size_t)n, 0, &r, NULL) != n || r.nfields != (*next ? 3u : 2u) ||
+            r.fields[1].name_len != colon ||
+            r.fields[1].value != guarded(head, (size_t)n) + at + colon + 2 ||
+            r.fields[1].value_len != ll - colon - 2) {
+            fprintf(stderr, "  shift %d: good line \"%s\" misread\n", shift, line);
+            CHECK(0);
+            return;
+        }
+        for (size_t i = 0; i < ll; i++) {
+            if (i == colon + 1)
+                continue; /* the OWS after the colon: a control there is tested below */
+            for (size_t b = 0; b < sizeof bad; b++) {
+                char keep = head[at + i];
+                head[at + i] = bad[b];
+                int v = parse_n(head, (size_t)n, 0, &r, NULL);
+                head[at + i] = keep;
+                if (v != -400) {
+                    fprintf(stderr, "  shift %d: octet %zu of \"%s\" = 0x%02x: got %d\n", shift, i,
+                            line, (unsigned char)bad[b], v);
+                    CHECK(0);
+                    return;
+                }
+            }
+        }
+        /* In the name, a space, a separator or obs-text is refused too. */
+        for (size_t i = 0; i < colon; i++) {
+            for (const char *b = " (\"\x80"; *b; b++) {
+                char keep = head[at + i];
+                head[at + i] = *b;
+                int v = parse_n(head, (size_t)n, 0, &r, NULL);
+                head[at + i] = keep;
+                if (v != -400) {
+                    fprintf(stderr, "  shift %d: name octet %zu = 0x%02x: got %d\n", shift, i,
+                            (unsigned char)*b, v);
+                    CHECK(0);
+                    return;
+                }
+            }
+        }
+        head[at + colon + 1] = '\x01'; /* a control where the OWS is */
+        if (parse_n(head, (size_t)n, 0, &r, NULL) != -400) {
+            fprintf(stderr, "  shift %d: control after the colon accepted\n", shift);
+            CHECK(0);
+        }
+    }
+}
+
+TEST_T(bad_octet_at_every_offset, 30) {
+    static const char *const lines[] = {
+        "X: v",
+        "Accept-Encoding: gzip,deflate",
+        "User-Agent: Mozilla/5.0 (Macintosh; U; Intel Mac OS X 10.6; ja-JP-mac; rv:1.9.2.3)",
+        "Sec-Fetch-Site-Sec-Fetch-Mode-Sec-Fetch-Dest: a-name-past-32-octets",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        bad_octet_everywhere(lines[i], "");
+        bad_octet_everywhere(lines[i], "K: 1");
+        bad_octet_everywhere(lines[i], "Cookie: a=xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    }
+}
+
 #ifndef HTTP_PARSE_TEST_BASELINE
 #define HTTP_PARSE_TEST_BASELINE 0
 #endif
