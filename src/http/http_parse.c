@@ -10,6 +10,11 @@
 #include "http/http_chars.h"
 #include "http/http_scan.h"
 
+#if defined(HTTP_SCAN_SSE2) && defined(__x86_64__)
+#define HTTP_PARSE_AVX2 1
+#include "http/http_scan_avx2.h"
+#endif
+
 /* The helpers of the one pass, inlined into both copies of it (parse_base,
  * parse_avx2) as they were into the single function before: called from
  * two places, the compiler would otherwise keep them out of line. */
@@ -236,9 +241,10 @@ static int content_length(head_state *st, http_request *r, const char *v, size_t
  * passes this filter in a few instructions; only a match is compared whole. */
 static const char special_first[32] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
 
-/* Records what the driver needs from the fields that carry it; lo is the
- * start of the buffer, for the scanners. 0 or -400. */
-INLINE static int note_field(head_state *st, http_request *r, const http_field *f, const char *lo) {
+/* Records what the driver needs from the fields that carry it. 0, -400,
+ * or 1 for a Host field whose octets the caller checks, with its copy's
+ * scanner (HOST_OK). */
+INLINE static int note_field(head_state *st, http_request *r, const http_field *f) {
     const char *v = f->value;
     size_t n = f->value_len;
     switch (f->name_len) {
@@ -250,13 +256,11 @@ INLINE static int note_field(head_state *st, http_request *r, const http_field *
          * and an http(s) URI always has one (§3.3, RFC 9110 §4.2.1). */
         if (++st->hosts > 1 || n == 0)
             return -400;
-        if (http_scan_host_in(lo, v, v + n) != v + n)
-            return -400;
         if (!r->host_from_target) { /* §3.2.2: else the target's authority wins */
             r->host = v;
             r->host_len = n;
         }
-        return 0;
+        return 1;
     case 6:
         if (!ieq_lit(f->name, "expect", 6))
             return 0;
@@ -390,6 +394,7 @@ INLINE static int crlf(const char *p, const char *end) {
 #define SCAN_FIELD           http_scan_field
 #define SCAN_TARGET(l, p, e) http_scan_target_in(l, p, e, ' ')
 #define SCAN_SETUP           /* nothing */
+#define HOST_OK(lo, v, n)    (http_scan_host_in(lo, v, (v) + (n)) == (v) + (n))
 #define FIELD_RUN(p, nf, rc) (p)
 #include "http/http_parse_head.h"
 #undef PARSE_FN
@@ -397,45 +402,40 @@ INLINE static int crlf(const char *p, const char *end) {
 #undef SCAN_FIELD
 #undef SCAN_TARGET
 #undef SCAN_SETUP
+#undef HOST_OK
 #undef FIELD_RUN
 
-#if defined(HTTP_SCAN_SSE2) && defined(__x86_64__)
-#include "http/http_scan_avx2.h"
-
-/* One usual field line at p: a name of letters and '-', ':', at most one
- * SP, a value of visible octets and SP with no OWS left at either end,
- * CRLF. Read from the 32 octets at w: p itself, or (tail) the buffer's last
- * 32 octets, w <= p. Returns the CR, or NULL when the line is of another
- * shape or cut short, for the general loop to decide; *cp is the name's
- * length, *vsp the value's start. */
+#ifdef HTTP_PARSE_AVX2
+/* One usual field line at p: a name of letters and '-', ':', one SP, a
+ * value of visible octets and SP (no OWS left to trim, not empty), CRLF.
+ * Read from the 32 octets at w = p - s: p itself (s 0), or at the tail the
+ * buffer's last 32 octets. The window's last octet is never taken for the
+ * colon nor for the CR, so p[c], p[c + 2] and the CR's LF lie inside it (a
+ * value running on past it is scanned, from there, to its CR). Returns the
+ * CR, or NULL when the line is of another shape or cut short: the general
+ * loop then decides; *cp is the name's length. */
 HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
-                                 const char *end, const char *last_cr, const char *w,
-                                 const int tail, size_t *cp, const char **vsp) {
+                                 const char *end, const char *w, size_t s, size_t *cp) {
     __m256i v = http_load32(w);
-    unsigned s = tail ? (unsigned)(p - w) : 0; /* bit i of a shifted mask is p[i] */
-    /* The colon is the first octet neither a letter nor '-'; the window's
-     * last octet is marked so c stays inside it (that octet is then no colon
-     * or the value runs out of the window: either way no usual line here). */
-    size_t c = (size_t)__builtin_ctzll((http_token_misses32(k, v) >> s) | (0x80000000u >> s));
-    if (c == 0 || p[c] != ':')
+    size_t c = _tzcnt_u64((http_token_misses32(k, v) | 0x80000000u) >> s);
+    if (p[c] != ':' || c == 0)
         return NULL;
     /* Bit 0 of the shifted mask is the colon, never a miss. */
-    uint32_t vm = http_value_misses32(k, v) >> (s + c);
+    uint64_t vm = ((uint64_t)(http_value_misses32(k, v) & 0x7fffffffu) >> s) >> c;
     const char *q;
-    if (vm)
-        q = p + c + __builtin_ctzll(vm);
-    else if (!tail)
-        q = http_scan_avx2(k, buf, p + 32, end, HTTP_C_VALUE, '\r');
-    else
-        return NULL; /* the value runs to the end: cut short */
-    if (q > last_cr || load2(q) != load2("\r\n"))
-        return NULL; /* HTAB, a control, or cut short */
-    const char *vs = p + c + 1;
-    vs += *vs == ' ';
-    if (vs < q && ((unsigned char)*vs <= ' ' || (unsigned char)q[-1] <= ' '))
-        return NULL; /* more OWS to trim */
+    if (vm) {
+        q = p + c + _tzcnt_u64(vm);
+    } else {
+        if (s)
+            return NULL; /* the value runs to the end: cut short */
+        q = http_value_cr_avx2(k, p + 31, end);
+        if (!q || q > end - 2)
+            return NULL;
+    }
+    if (load2(q) != load2("\r\n") || p[c + 1] != ' ' || (unsigned char)p[c + 2] <= ' ' ||
+        (unsigned char)q[-1] <= ' ')
+        return NULL; /* HTAB, a control, other OWS, an empty value */
     *cp = c;
-    *vsp = vs;
     return q;
 }
 
@@ -454,28 +454,31 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     *rc = 0;
     if (end - buf < 32 || f == fend)
         return p;
-    /* The last 32-octet window, the last CR with its LF. */
-    const char *const last = end - 32, *const last_cr = end - 2;
+    const char *const last = end - 32; /* the last 32-octet window */
     size_t c;
-    const char *q, *vs;
+    const char *q;
     /* The field limit is checked after each store: the general loop then
      * reads the next line, and answers 431 if it is a field. */
     for (; p <= last; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, last_cr, p, 0, &c, &vs)))
+        if (!(q = usual_line(k, buf, p, end, p, 0, &c)))
             goto out;
-        *f = (http_field){p, c, vs, (size_t)(q - vs)};
-        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
+        *f = (http_field){p, c, p + c + 2, (size_t)(q - p) - c - 2};
+        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
+            (*rc < 0 || (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
             return p;
         if (++f == fend) {
             p = q + 2;
             goto out;
         }
     }
-    for (; p < end; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, last_cr, last, 1, &c, &vs)))
+    /* The blank line that ends the head is the general loop's, without a
+     * look at the window. */
+    for (; p < end && *p != '\r'; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), &c)))
             break;
-        *f = (http_field){p, c, vs, (size_t)(q - vs)};
-        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f, buf)) < 0)
+        *f = (http_field){p, c, p + c + 2, (size_t)(q - p) - c - 2};
+        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
+            (*rc < 0 || (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
             return p;
         if (++f == fend) {
             p = q + 2;
@@ -488,8 +491,9 @@ out:
 }
 
 #define PARSE_FN             parse_avx2
-#define PARSE_ATTR           __attribute__((target("avx2"), noinline))
+#define PARSE_ATTR           HTTP_AVX2_TARGET __attribute__((noinline))
 #define SCAN_SETUP           const http_avx2_k kk = http_avx2_consts()
+#define HOST_OK(lo, v, n)    http_host_ok_avx2(&kk, lo, v, n)
 #define SCAN_FIELD           http_scan_field
 #define SCAN_TARGET(l, p, e) http_scan_target_avx2(&kk, l, p, e)
 #define FIELD_RUN(p, nf, rc) field_run(&kk, buf, p, end, r, &st, &nf, fields_max, &rc)
@@ -499,15 +503,21 @@ out:
  * hook), read on every call. */
 static int use_avx2;
 
+/* The AVX2 copy also uses BMI1 and BMI2 (tzcnt, shrx). */
+static int have_avx2(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+           __builtin_cpu_supports("bmi2");
+}
+
 __attribute__((constructor(101))) static void choose_scan(void) {
     __builtin_cpu_init();
     const char *off = getenv("SPINDLE_HTTP_NO_AVX2");
-    use_avx2 = __builtin_cpu_supports("avx2") && !(off && *off && strcmp(off, "0") != 0);
+    use_avx2 = have_avx2() && !(off && *off && strcmp(off, "0") != 0);
 }
 
 int http_parse_set_avx2(int on) {
     int was = use_avx2;
-    if (on && !__builtin_cpu_supports("avx2"))
+    if (on && !have_avx2())
         return -1;
     use_avx2 = on != 0;
     return was;

@@ -2,8 +2,9 @@
  * http_parse.c: once on the baseline scanners (SSE2, or the portable ones)
  * and once, on x86-64, inside target("avx2") with the 32-octet field and
  * target scans. PARSE_FN names the copy, PARSE_ATTR is its attribute, and
- * SCAN_SETUP, SCAN_FIELD, SCAN_TARGET and FIELD_RUN (a run of usual field
- * lines, or nothing) are its scanners; every rule is the same text. */
+ * SCAN_SETUP, SCAN_FIELD, SCAN_TARGET, HOST_OK (a Host value's octets)
+ * and FIELD_RUN (a run of usual field lines, or nothing) are its scanners;
+ * every rule is the same text. */
 
 PARSE_ATTR static int PARSE_FN(const char *buf, size_t len, size_t prev_checked, http_request *r,
                                const http_limits *lim) {
@@ -128,8 +129,8 @@ PARSE_ATTR static int PARSE_FN(const char *buf, size_t len, size_t prev_checked,
         http_field *f = &fields[nf++];
         *f = (http_field){name, name_len, v, (size_t)(ve - v)};
         if (name_len < sizeof special_first && special_first[name_len] == (name[0] | 0x20) &&
-            (k = note_field(&st, r, f, buf)) < 0)
-            return k;
+            (k = note_field(&st, r, f)) != 0 && (k < 0 || !HOST_OK(buf, f->value, f->value_len)))
+            return k < 0 ? k : -400;
     }
     if ((k = crlf(p, end)) <= 0)
         return k == 0 ? more : k;

@@ -651,9 +651,15 @@ TEST_T(copies_agree, 30) {
         return;
     srand(23);
     for (int round = 0; round < 20000; round++) {
-        size_t n = (size_t)sprintf(head, "GET /%.*s HTTP/1.1\r\nHost: h\r\n", rand() % 70,
+        /* Host values of each kind: usual, bad octets, past 32 octets, empty. */
+        static const char *const hosts[] = {
+            "h",        "a b",   "www.example.com:8080",
+            "[::1]:80", "a_b.c", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx.com",
+            "x\x7f",    ""};
+        size_t n = (size_t)sprintf(head, "GET /%.*s HTTP/1.1\r\nHost: %s\r\n", rand() % 70,
                                    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz0"
-                                   "123456789");
+                                   "123456789",
+                                   hosts[rand() % 8]);
         for (int l = rand() % 20; l > 0 && n < sizeof head - 256; l--)
             n += random_line(head + n);
         memcpy(head + n, "\r\n", 2);
