@@ -462,7 +462,7 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     for (; p <= last; p = q + 2) {
         if (!(q = usual_line(k, buf, p, end, p, 0, &c)))
             goto out;
-        *f = (http_field){p, c, p + c + 2, (size_t)(q - p) - c - 2};
+        *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
             (*rc < 0 || (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
             return p;
@@ -476,7 +476,7 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     for (; p < end && *p != '\r'; p = q + 2) {
         if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), &c)))
             break;
-        *f = (http_field){p, c, p + c + 2, (size_t)(q - p) - c - 2};
+        *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
             (*rc < 0 || (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
             return p;

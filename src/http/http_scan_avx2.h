@@ -100,7 +100,13 @@ HTTP_AVX2 const char *http_scan_avx2(const http_avx2_k *k, const char *lo, const
  * when that octet is no CR (HTAB or a control: the general loop decides)
  * or there is none before end. The caller guarantees p - 31 >= lo and
  * end - lo >= 32, so the last load stays inside [lo, end). */
-HTTP_AVX2 const char *http_value_cr_avx2(const http_avx2_k *k, const char *p, const char *end) {
+HTTP_AVX2 const char *http_value_cr_avx2(const http_avx2_k *kr, const char *p, const char *end) {
+    /* Its constants from memory, not kr's registers: sharing those made the
+     * compiler copy both at every field line, long or not. */
+    const __m256i *t = (const __m256i *)(const void *)http_avx2_kv;
+    __asm__("" : "+r"(t));
+    const http_avx2_k kk = {.x3f = t[0], .c94 = t[1]}, *k = &kk;
+    (void)kr;
     uint64_t m;
     for (const char *last64 = end - 64; p <= last64; p += 64) {
         __m256i a = http_load32(p), b = http_load32(p + 32);
