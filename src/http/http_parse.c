@@ -417,14 +417,14 @@ INLINE static int crlf(const char *p, const char *end) {
 HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
                                  const char *end, const char *w, size_t s, size_t *cp) {
     __m256i v = http_load32(w);
-    size_t c = _tzcnt_u64((http_token_misses32(k, v) | 0x80000000u) >> s);
+    size_t c = http_tz((http_token_misses32(k, v) | 0x80000000u) >> s);
     if (p[c] != ':' || c == 0)
         return NULL;
     /* Bit 0 of the shifted mask is the colon, never a miss. */
     uint64_t vm = ((uint64_t)(http_value_misses32(k, v) & 0x7fffffffu) >> s) >> c;
     const char *q;
     if (vm) {
-        q = p + c + _tzcnt_u64(vm);
+        q = p + c + http_tz(vm);
     } else {
         if (s)
             return NULL; /* the value runs to the end: cut short */

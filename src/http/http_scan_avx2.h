@@ -41,6 +41,15 @@ HTTP_AVX2 http_avx2_k http_avx2_consts(void) {
     return k;
 }
 
+/* tzcnt without the zeroing of its destination the compiler adds before
+ * each one (a false dependency on old CPUs): two instructions per field
+ * line saved; x is never 0 where this is used. */
+HTTP_AVX2 uint64_t http_tz(uint64_t x) {
+    uint64_t r;
+    __asm__("tzcnt %1, %0" : "=r"(r) : "r"(x) : "cc");
+    return r;
+}
+
 HTTP_AVX2 __m256i http_load32(const char *p) {
     return _mm256_loadu_si256((const __m256i *)(const void *)p);
 }
@@ -128,7 +137,7 @@ HTTP_AVX2 const char *http_value_cr_avx2(const http_avx2_k *kr, const char *p, c
     if (!m)
         return NULL;
 found:
-    p += _tzcnt_u64(m);
+    p += http_tz(m);
     return *p == '\r' ? p : NULL;
 }
 
