@@ -239,7 +239,9 @@ static int content_length(head_state *st, http_request *r, const char *v, size_t
 /* The field names the parser acts on have distinct lengths: here, by
  * length (up to 31), the first letter of the one of that length (0: none). A field
  * passes this filter in a few instructions; only a match is compared whole. */
-static const char special_first[32] = {[4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
+static const char special_first[32] = {
+    [0] = ':', /* an empty name: only the AVX2 run lets one through, to refuse it here */
+    [4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
 
 /* Records what the driver needs from the fields that carry it. 0, -400,
  * or 1 for a Host field whose octets the caller checks, with its copy's
@@ -248,6 +250,8 @@ INLINE static int note_field(head_state *st, http_request *r, const http_field *
     const char *v = f->value;
     size_t n = f->value_len;
     switch (f->name_len) {
+    case 0:
+        return -400; /* §5.1: a field-name is a token, never empty */
     case 4:
         if (!ieq_lit(f->name, "host", 4))
             return 0;
@@ -406,29 +410,31 @@ INLINE static int crlf(const char *p, const char *end) {
 #undef FIELD_RUN
 
 #ifdef HTTP_PARSE_AVX2
-/* One usual field line at p: a name of letters and '-', ':', one SP, a
- * value of visible octets and SP (no OWS left to trim, not empty), CRLF.
- * Read from the 32 octets at w = p - s: p itself (s 0), or at the tail the
- * buffer's last 32 octets. The window's last octet is never taken for the
- * colon nor for the CR, so p[c], p[c + 2] and the CR's LF lie inside it (a
- * value running on past it is scanned, from there, to its CR). Returns the
- * CR, or NULL when the line is of another shape or cut short: the general
- * loop then decides; *cp is the name's length. */
+/* One usual field line at p: a name of letters and '-' (or none: the
+ * caller's note_field refuses it), ':', one SP, a value of visible octets
+ * and SP (no OWS left to trim, not empty), CRLF. Read from the 32 octets
+ * at w = p - s: p itself (s 0; then 33 octets at least remain), or at the
+ * tail (tail 1) the buffer's last 32 octets, whose last octet is then
+ * never taken for the CR. So p[c], p[c + 2] and the CR's LF are all readable; a value
+ * running on past the window is scanned, from there, to its CR. Returns
+ * the CR, or NULL when the line is of another shape or cut short: the
+ * general loop then decides; *cp is the name's length. */
 HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
-                                 const char *end, const char *w, size_t s, size_t *cp) {
+                                 const char *end, const char *w, size_t s, int tail, size_t *cp) {
     __m256i v = http_load32(w);
     size_t c = http_tz((http_token_misses32(k, v) | 0x80000000u) >> s);
-    if (p[c] != ':' || c == 0)
+    if (p[c] != ':')
         return NULL;
     /* Bit 0 of the shifted mask is the colon, never a miss. */
-    uint64_t vm = ((uint64_t)(http_value_misses32(k, v) & 0x7fffffffu) >> s) >> c;
+    uint64_t vm = http_value_misses32(k, v);
+    vm = ((tail ? vm & 0x7fffffffu : vm) >> s) >> c;
     const char *q;
     if (vm) {
         q = p + c + http_tz(vm);
     } else {
-        if (s)
+        if (tail)
             return NULL; /* the value runs to the end: cut short */
-        q = http_value_cr_avx2(k, p + 31, end);
+        q = http_value_cr_avx2(k, p + 32, end);
         if (!q || q > end - 2)
             return NULL;
     }
@@ -459,8 +465,8 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     const char *q;
     /* The field limit is checked after each store: the general loop then
      * reads the next line, and answers 431 if it is a field. */
-    for (; p <= last; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, p, 0, &c)))
+    for (; p < last; p = q + 2) {
+        if (!(q = usual_line(k, buf, p, end, p, 0, 0, &c)))
             goto out;
         *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
@@ -474,7 +480,7 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     /* The blank line that ends the head is the general loop's, without a
      * look at the window. */
     for (; p < end && *p != '\r'; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), &c)))
+        if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), 1, &c)))
             break;
         *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&

@@ -103,12 +103,12 @@ HTTP_AVX2 const char *http_scan_avx2(const http_avx2_k *k, const char *lo, const
     }
 }
 
-/* The CR that ends a usual field value whose first 31 octets passed: the
+/* The CR that ends a usual field value whose first octets passed: the
  * first octet at or after p that fails the value test, 64 octets a step
  * (two tests, one mask), then 32, then the buffer's last 32 octets. NULL
  * when that octet is no CR (HTAB or a control: the general loop decides)
- * or there is none before end. The caller guarantees p - 31 >= lo and
- * end - lo >= 32, so the last load stays inside [lo, end). */
+ * or there is none before end. The caller guarantees end - lo >= 32, so
+ * the last load stays inside [lo, end). */
 HTTP_AVX2 const char *http_value_cr_avx2(const http_avx2_k *kr, const char *p, const char *end) {
     /* Its constants from memory, not kr's registers: sharing those made the
      * compiler copy both at every field line, long or not. */
