@@ -478,7 +478,9 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
         }
     }
     /* The blank line that ends the head is the general loop's, without a
-     * look at the window. */
+     * look at the window (tested before the loop, whose set-up costs). */
+    if (p >= end || *p == '\r')
+        goto out;
     for (; p < end && *p != '\r'; p = q + 2) {
         if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), 1, &c)))
             break;
