@@ -151,10 +151,11 @@ HTTP_AVX2 const char *http_scan_target_avx2(const http_avx2_k *k, const char *lo
 
 /* Host values: 1 when every octet of v[0..n) is of HTTP_C_HOST, reading
  * only [lo, v + n). Names of up to 32 octets with 32 readable octets
- * before their end take one step of the fast test (letters, digits, '.'),
- * its constants loaded where used; the rest go to the 16-octet scanner. */
+ * before their end take one step of the fast test (letters, '.', and the
+ * range '0'-':', digits and the port's colon), its constants loaded where
+ * used; the rest go to the 16-octet scanner. */
 static const char http_avx2_hostk[3][32] __attribute__((aligned(32))) = {
-    {[0 ... 31] = (char)(0x80 - '0')}, {[0 ... 31] = (char)(-128 + 10)}, {[0 ... 31] = '.'}};
+    {[0 ... 31] = (char)(0x80 - '0')}, {[0 ... 31] = (char)(-128 + 11)}, {[0 ... 31] = '.'}};
 
 HTTP_AVX2 int http_host_ok_avx2(const http_avx2_k *k, const char *lo, const char *v, size_t n) {
     if (n > 32 || v + n - lo < 32)
