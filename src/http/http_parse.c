@@ -415,12 +415,12 @@ INLINE static int crlf(const char *p, const char *end) {
  * and SP (no OWS left to trim, not empty), CRLF. Read from the 32 octets
  * at w = p - s: p itself (s 0; then 33 octets at least remain), or at the
  * tail (tail 1) the buffer's last 32 octets, whose last octet is then
- * never taken for the CR. So p[c], p[c + 2] and the CR's LF are all readable; a value
- * running on past the window is scanned, from there, to its CR. Returns
- * the CR, or NULL when the line is of another shape or cut short: the
- * general loop then decides; *cp is the name's length. */
-HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *buf, const char *p,
-                                 const char *end, const char *w, size_t s, int tail, size_t *cp) {
+ * never taken for the CR. So p[c], p[c + 2] and the CR's LF are all
+ * readable; a value running on past the window is scanned, from there, to
+ * its CR. Returns the CR, or NULL when the line is of another shape or cut
+ * short: the general loop then decides; *cp is the name's length. */
+HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char *end,
+                                 const char *w, size_t s, int tail, size_t *cp) {
     __m256i v = http_load32(w);
     size_t c = http_tz((http_token_misses32(k, v) | 0x80000000u) >> s);
     if (p[c] != ':')
@@ -466,7 +466,7 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     /* The field limit is checked after each store: the general loop then
      * reads the next line, and answers 431 if it is a field. */
     for (; p < last; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, p, 0, 0, &c)))
+        if (!(q = usual_line(k, p, end, p, 0, 0, &c)))
             goto out;
         *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
@@ -482,7 +482,7 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     if (p >= end || *p == '\r')
         goto out;
     for (; p < end && *p != '\r'; p = q + 2) {
-        if (!(q = usual_line(k, buf, p, end, last, (size_t)(p - last), 1, &c)))
+        if (!(q = usual_line(k, p, end, last, (size_t)(p - last), 1, &c)))
             break;
         *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
         if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
