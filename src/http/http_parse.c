@@ -463,19 +463,25 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
     const char *const last = end - 32; /* the last 32-octet window */
     size_t c;
     const char *q;
-    /* The field limit is checked after each store: the general loop then
-     * reads the next line, and answers 431 if it is a field. */
-    for (; p < last; p = q + 2) {
-        if (!(q = usual_line(k, p, end, p, 0, 0, &c)))
-            goto out;
-        *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
-        if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
-            (*rc < 0 || (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
-            return p;
-        if (++f == fend) {
-            p = q + 2;
-            goto out;
+    /* The field limit, without a test per line: a usual line has 6 octets
+     * at least ("N: v" CRLF), so lines starting before stop, 6 × (free
+     * slots − 1) octets on, fit the slots left; past it the slots are
+     * counted again. At the limit the general loop reads the next line,
+     * and answers 431 if it is a field. */
+    while (p < last) {
+        size_t span = 6 * (size_t)(fend - f - 1) + 1;
+        const char *const stop = span < (size_t)(last - p) ? p + span : last;
+        for (; p < stop; p = q + 2, f++) {
+            if (!(q = usual_line(k, p, end, p, 0, 0, &c)))
+                goto out;
+            *f = (http_field){p, c, p + c + 2, (size_t)(q - (p + c + 2))};
+            if (special_first[c] == (*p | 0x20) && (*rc = note_field(st, r, f)) != 0 &&
+                (*rc < 0 ||
+                 (*rc = http_host_ok_avx2(k, buf, f->value, f->value_len) ? 0 : -400) < 0))
+                return p;
         }
+        if (f == fend)
+            goto out;
     }
     /* The blank line that ends the head is the general loop's, without a
      * look at the window (tested before the loop, whose set-up costs). */

@@ -479,6 +479,29 @@ TEST_T(limits, 30) {
     CHECK_EQ(http_parse_request(big, n, 0, &r, NULL), n);
 }
 
+/* The field limit on runs of the shortest usual lines ("X: v", 6 octets
+ * with CRLF, the size the AVX2 run counts its free slots by): every limit
+ * from 1 to 40 with a field count one under, at, and up to 8 over it. */
+TEST(field_limit_on_shortest_lines) {
+    static char head[1024];
+    for (size_t max = 1; max <= 40; max++) {
+        for (size_t nf = max > 1 ? max - 1 : 1; nf <= max + 8; nf++) {
+            size_t n = (size_t)sprintf(head, "GET / HTTP/1.1\r\nHost: h\r\n");
+            for (size_t i = 1; i < nf; i++)
+                n += (size_t)sprintf(head + n, "%c: v\r\n", (char)('a' + i % 26));
+            n += (size_t)sprintf(head + n, "\r\n");
+            http_limits lim = {0, 0, max};
+            http_request r;
+            int want = nf <= max ? (int)n : -431;
+            int got = parse_n(head, n, 0, &r, &lim);
+            if (got != want || (got > 0 && r.nfields != nf)) {
+                fprintf(stderr, "  limit %zu, %zu fields: got %d, want %d\n", max, nf, got, want);
+                CHECK(0);
+            }
+        }
+    }
+}
+
 /* A pipelined second request is not part of the head. */
 TEST(pipelined_head_ends_at_blank_line) {
     const char *s = "GET /1 HTTP/1.1\r\nHost: h\r\n\r\nGET /2 HTTP/1.1\r\nHost: h\r\n\r\n";
