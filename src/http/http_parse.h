@@ -108,11 +108,11 @@ typedef struct http_request {
 int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_request *out,
                        const http_limits *lim);
 
-/* Which copy of the parser runs: on x86-64 CPUs with AVX2 one scanning 32
- * octets a step, chosen once at start-up unless SPINDLE_HTTP_NO_AVX2 is set
- * (non-empty, not "0") in the environment; else the baseline one (SSE2 on
- * x86-64, portable elsewhere). Both give the same verdict and fields on every
- * input. For tests and benchmarks: on != 0 selects AVX2, 0 the baseline.
+/* Which copy of the parser runs: on x86-64 CPUs with AVX2 (and BMI1/2, which
+ * come with it) one scanning 32 octets a step, chosen once at start-up
+ * unless SPINDLE_HTTP_NO_AVX2 is set (non-empty, not "0") in the
+ * environment; else the baseline one (SSE2 on x86-64, portable elsewhere).
+ * Both give the same verdict and fields on every input. For tests and benchmarks: on != 0 selects AVX2, 0 the baseline.
  * Returns the previous choice (1 or 0), or -1 (nothing changed) when AVX2
  * is asked for and absent. Not thread-safe: call before parsing starts. */
 int http_parse_set_avx2(int on);
