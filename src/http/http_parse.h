@@ -112,9 +112,10 @@ int http_parse_request(const char *buf, size_t len, size_t prev_checked, http_re
  * come with it) one scanning 32 octets a step, chosen once at start-up
  * unless SPINDLE_HTTP_NO_AVX2 is set (non-empty, not "0") in the
  * environment; else the baseline one (SSE2 on x86-64, portable elsewhere).
- * Both give the same verdict and fields on every input. For tests and benchmarks: on != 0 selects AVX2, 0 the baseline.
- * Returns the previous choice (1 or 0), or -1 (nothing changed) when AVX2
- * is asked for and absent. Not thread-safe: call before parsing starts. */
+ * Both give the same verdict and fields on every input. For tests and
+ * benchmarks: on != 0 selects AVX2, 0 the baseline. Returns the previous
+ * choice (1 or 0), or -1 (nothing changed) when AVX2 is asked for and
+ * absent. Not thread-safe: call before parsing starts. */
 int http_parse_set_avx2(int on);
 
 /* The method's id (HTTP_M_OTHER for one the parser does not name), for a
