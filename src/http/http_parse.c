@@ -434,8 +434,9 @@ HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char
     } else {
         if (tail)
             return NULL; /* the value runs to the end: cut short */
-        q = http_value_cr_avx2(k, p + 32, end);
-        if (!q || q > end - 2)
+        /* Not to the last octet: a CR there has no LF to read. */
+        q = http_value_cr_avx2(k, p + 32, end - 1);
+        if (!q)
             return NULL;
     }
     if (load2(q) != load2("\r\n") || p[c + 1] != ' ' || (unsigned char)p[c + 2] <= ' ' ||
