@@ -6,14 +6,14 @@ import os
 import time
 import urllib.request
 
-from . import databases, h2bench, load, peers, procs
+from . import databases, h2bench, load, peers, procs, progress
 
 
 T0 = time.monotonic()
 
 
 def log(msg):
-    print("# [%4.0f s] %s" % (time.monotonic() - T0, msg), flush=True)
+    progress.say("# [%4.0f s] %s" % (time.monotonic() - T0, msg))
 
 
 def fetch(port, path="/"):
@@ -81,6 +81,8 @@ def record(ctx, base, result):
     row = dict(base)
     row.update(result)
     ctx.rows.append(row)
+    if getattr(ctx, "progress", None):
+        ctx.progress.tick(len(ctx.rows))
     note = ("  [" + row["note"] + "]") if row.get("note") else ""
     head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
     if row["workload"] in ("memory", "h2memory"):
