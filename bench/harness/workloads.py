@@ -81,8 +81,12 @@ def record(ctx, base, result):
     row = dict(base)
     row.update(result)
     ctx.rows.append(row)
+    _log_row(row)
     if getattr(ctx, "progress", None):
-        ctx.progress.tick(len(ctx.rows))
+        ctx.progress.tick(len(ctx.rows))  # after the run's own line
+
+
+def _log_row(row):
     note = ("  [" + row["note"] + "]") if row.get("note") else ""
     head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
     if row["workload"] in ("memory", "h2memory"):
