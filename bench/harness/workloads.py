@@ -515,7 +515,9 @@ def parked(ctx):
 
 def syscalls(ctx):
     """Syscalls per request (strace -c -f on the server's processes), hello
-    world with keep-alive (wrk) and a connection per request (ab)."""
+    world with keep-alive (ab -k) and a connection per request (ab), the
+    same fixed number of requests (--syscall-requests) for every server: a
+    short run of its own, as strace slows the server (not the timed runs)."""
     import shutil
     opts = ctx.opts
     if not shutil.which("strace"):
@@ -529,12 +531,9 @@ def syscalls(ctx):
     for wl in ("keepalive", "close"):
         for label, srv, _ in up:
             url = "http://127.0.0.1:%d/" % srv.port
-            if wl == "keepalive":
-                def go(url=url, srv=srv):
-                    return load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
-            else:
-                def go(url=url, srv=srv):
-                    return load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
+
+            def go(url=url, srv=srv, wl=wl):
+                return load.ab_count(url, srv, conns, opts.syscall_requests, ctx.lg_cpus, wl == "keepalive")
             res = load.syscalls(srv, go, os.path.join(ctx.tmp, "strace-%s-%s.txt" % (label, wl)))
             record(ctx, {"workload": "syscalls", "variant": wl, "app": "hello", "server": label,
                          "workers": opts.workers, "connections": conns, "round": 1}, res)
