@@ -20,7 +20,7 @@ def produced(workloads):
 def from_bench_md(path, workloads):
     """Provenance of an older bench/latest without provenance.csv: its
     bench.md's header names the run."""
-    info = {"date": "", "command": "", "spindle": "", "machine": "", "took": ""}
+    info = {"date": "", "command": "", "spindle": "", "machine": "", "took": "", "report": "bench.md"}
     if os.path.exists(path):
         text = open(path).read()
         for key, pat in (("date", r"^# spindle benchmarks — (.+)$"), ("command", r"^Command: `(.+)`$"),
@@ -52,12 +52,22 @@ def publish(dest, out, ctx, charts, readme):
     summary = kept(old_summary) + readme_tables.read_csv(os.path.join(out, "summary.csv"))
     took = ctx.versions.get("run took", "")
     this = {"date": ctx.started, "command": ctx.command, "spindle": ctx.spindle_version.split(",")[0],
-            "machine": ctx.machine.split("; load average")[0], "took": took}
+            "machine": ctx.machine.split("; load average")[0], "took": took, "report": "bench.md"}
     prov = {w: p for w, p in old_prov.items() if w not in ran}
+    os.makedirs(dest, exist_ok=True)
+    # The older run's bench.md stays, renamed, while some of its rows do.
+    older = os.path.join(dest, "bench.md")
+    keep_as = ""
+    if os.path.exists(older) and any(p.get("report", "bench.md") in ("", "bench.md") for p in prov.values()):
+        date = next(p["date"] for p in prov.values() if p.get("report", "bench.md") in ("", "bench.md"))
+        keep_as = "bench-%s.md" % re.sub(r"[^0-9]", "", date)[:12]
+        os.replace(older, os.path.join(dest, keep_as))
+    for p in prov.values():
+        if p.get("report", "bench.md") in ("", "bench.md"):
+            p["report"] = keep_as
     for w in {r["workload"] for r in runs}:
         if w in ran:
             prov[w] = dict(this, workload=w)
-    os.makedirs(dest, exist_ok=True)
     # Files this run rewrites go; charts of workloads it did not run stay.
     mine = ["bench.md", "targets.csv"] + [os.path.basename(c) for cs in charts.values() for c in cs]
     for f in os.listdir(dest):

@@ -15,7 +15,7 @@ ORDER = ["spindle-c", "spindle", "nginx", "node", "gevent", "eventlet", "gunicor
 WSGI_ORDER = ["spindle", "uwsgi", "gunicorn-sync", "gunicorn-gevent", "gevent", "eventlet"]
 WSGI_APPS = [("hello", "hello"), ("ip", 'web.py "your IP"'), ("mako", "Mako template"),
              ("sqlite", "SQLAlchemy, SQLite"), ("pg", "SQLAlchemy, PostgreSQL"), ("mako-pg", "Mako + PostgreSQL")]
-PROVENANCE = ["workload", "date", "command", "spindle", "machine", "took"]
+PROVENANCE = ["workload", "date", "command", "spindle", "machine", "took", "report"]
 BLOCK = re.compile(r"(<!-- bench:([a-z0-9-]+) -->\n)(.*?)(<!-- /bench:\2 -->)", re.S)
 
 
@@ -223,9 +223,10 @@ def runs_line(prov):
     if not by_run:
         return None
     lines = []
-    for (date, cmd, rev, mach, took), ws in sorted(by_run.items()):
-        lines.append("- %s: `%s` (spindle %s), %s; %s. Workloads: %s." % (date, cmd, rev, took, mach,
-                                                                          ", ".join(sorted(ws))))
+    for (date, cmd, rev, mach, took, rep), ws in sorted(by_run.items()):
+        link = " Its report: [`bench/latest/%s`](bench/latest/%s)." % (rep, rep) if rep else ""
+        lines.append("- %s: `%s` (spindle %s), %s; %s. Workloads: %s.%s" % (date, cmd, rev, took, mach,
+                                                                            ", ".join(sorted(ws)), link))
     return lines
 
 

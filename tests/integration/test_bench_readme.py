@@ -82,6 +82,9 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert [x["rps_median"] for x in s if x["workload"] == "static"] == ["2000", "1000"]  # the old rows went
     assert any(x["workload"] == "keepalive" for x in r)  # the workloads not run stay
     assert (dest / "keepalive.png").exists() and (dest / "bench.md").read_text() == "this run\n"
+    # The older run's report stays beside it while some of its rows do.
+    assert (dest / "bench-202611300121.md").read_text() == open(os.path.join(LATEST, "bench.md")).read()
+    assert prov["keepalive"]["report"] == "bench-202611300121.md" and prov["static"]["report"] == "bench.md"
     text = readme.read_text()
     b = readme_tables.blocks(text)
     old = readme_tables.blocks(open(README).read())
@@ -93,4 +96,5 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert "the run of 2026-11-30 01:21 UTC" in b["nginx"] and "2026-12-01 16:00 UTC" in b["nginx"]
     assert "| syscalls per request, keep-alive (strace -c) | 2.01 | – | 2.30 |" in b["hello"]
     assert "2026-12-01 16:00 UTC: `bench/run --workloads static,syscalls`" in b["runs"]
+    assert "[`bench/latest/bench-202611300121.md`](bench/latest/bench-202611300121.md)" in b["runs"]
     assert readme_tables.check(text, str(dest)) == []
