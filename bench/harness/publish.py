@@ -68,10 +68,13 @@ def publish(dest, out, ctx, charts, readme):
     for w in {r["workload"] for r in runs}:
         if w in ran:
             prov[w] = dict(this, workload=w)
-    # Files this run rewrites go; charts of workloads it did not run stay.
+    # Files this run rewrites go, and older reports no row points to;
+    # charts of workloads it did not run stay.
     mine = ["bench.md", "targets.csv"] + [os.path.basename(c) for cs in charts.values() for c in cs]
+    reports = {p.get("report") for p in prov.values()}
     for f in os.listdir(dest):
-        if f in mine or f in ("runs.csv", "summary.csv", "provenance.csv"):
+        if f in mine or f in ("runs.csv", "summary.csv", "provenance.csv") or \
+                (re.match(r"bench-\d+\.md$", f) and f not in reports):
             os.unlink(os.path.join(dest, f))
     for f in mine:
         shutil.copy2(os.path.join(out, f), dest)

@@ -98,3 +98,9 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert "2026-12-01 16:00 UTC: `bench/run --workloads static,syscalls`" in b["runs"]
     assert "[`bench/latest/bench-202611300121.md`](bench/latest/bench-202611300121.md)" in b["runs"]
     assert readme_tables.check(text, str(dest)) == []
+    # A later run of everything the older one gave: its report goes.
+    ctx.opts.workloads = ["keepalive", "close", "latency", "memory", "wsgi", "scaling", "instructions"]
+    ctx.started = "2026-12-01 17:00 UTC"
+    publish.publish(str(dest), str(out), ctx, {}, str(readme))
+    assert not (dest / "bench-202611300121.md").exists()
+    assert {p["date"] for p in readme_tables.load(str(dest))[2].values()} == {"2026-12-01 17:00 UTC"}
