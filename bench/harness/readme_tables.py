@@ -33,7 +33,10 @@ def load(latest):
 
 
 def _conns(n):
-    return "{:,}".format(int(n))
+    try:
+        return "{:,}".format(int(n))
+    except (TypeError, ValueError):
+        return str(n or "?")
 
 
 def _find(summary, wl, variant, server):
@@ -148,8 +151,8 @@ def wsgi_table(runs, summary, prov):
     servers = [s for s in WSGI_ORDER if any(x["workload"] == "wsgi" and x["server"] == s for x in summary)]
     if not servers:
         return None
-    c = next((r["connections"] for r in runs if r["workload"] == "wsgi"), None) or \
-        next((r["connections"] for r in runs if r["workload"] == "keepalive"), "100")
+    c = next((r["connections"] for r in runs if r["workload"] in ("wsgi", "keepalive") and r.get("connections")),
+             "?")
     lines = [source_line(prov, ["wsgi"]), "",
              "| WSGI app (%s conns, 1 worker) | %s |" % (_conns(c), " | ".join(NAMES.get(s, s) for s in servers)),
              "|---|" + "---:|" * len(servers)]
@@ -181,7 +184,8 @@ def nginx_table(runs, summary, prov):
     for wl, label in (("keepalive", "keep-alive"), ("close", "no keep-alive")):
         a, b = _syscalls(runs, wl, "spindle-c"), _syscalls(runs, wl, "nginx")
         if a[0] is not None and b[0] is not None:
-            top = [", ".join("%s %.2f" % kv for kv in x[1][:4]) for x in (a, b)]
+            # The calls made at least once in 20 requests.
+            top = [", ".join("%s %.2f" % kv for kv in x[1] if kv[1] >= 0.05) for x in (a, b)]
             out.append("| syscalls per request, %s (strace -c) | %.2f (%s) | %.2f (%s) | %s |" % (
                 label, a[0], top[0], b[0], top[1], ratio(a[0], b[0])))
             used.append("syscalls")
