@@ -64,15 +64,17 @@ def plan(o, n_cpus):
     if "syscalls" in wl:
         out.append(("syscalls", 2 * len(o.syscall_servers), 10))
     if "sessions" in wl:
-        out.append(("sessions", 4 * r, d + 1))
+        # hello, memory store, SQLite store, ab: for the C demo and its WSGI twin
+        out.append(("sessions", 4 * r * len([x for x in o.servers if x in ("spindle-c", "spindle")]), d + 1))
     if "parked" in wl and "spindle-c" in o.servers:
         out.append(("parked", 2 if o.smoke else 6, o.parked_seconds + 15))
     if "tls" in wl:
-        out.append(("tls", 2 * 6 * r, d + 2))
+        # spindle-c and nginx: five timed variants, idle connections; one callgrind run
+        out.append(("tls", len([x for x in o.servers if x in ("spindle-c", "nginx")]) * (5 * r + 1) + 1, d + 2))
     if "asgi" in wl:
         out.append(("asgi", len(o.asgi_servers) * 4 * r, d + 2))
     if "h2" in wl:
-        out.append(("h2", len(o.h2_servers) * (r + 1), d + 2))
+        out.append(("h2", len(o.h2_servers) * (2 * r + 1), d + 2))  # h2c, h2 over TLS, idle
     return [p for p in out if p[1] > 0]
 
 
