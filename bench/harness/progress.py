@@ -72,7 +72,10 @@ def plan(o, n_cpus):
         # spindle-c and nginx: five timed variants, idle connections; one callgrind run
         out.append(("tls", len([x for x in o.servers if x in ("spindle-c", "nginx")]) * (5 * r + 1) + 1, d + 2))
     if "asgi" in wl:
-        out.append(("asgi", len(o.asgi_servers) * 4 * r, d + 2))
+        parts = getattr(o, "asgi_parts", ["throughput", "memory", "instructions"])
+        n = len(o.asgi_servers) * ((3 * r if "throughput" in parts else 0) + ("memory" in parts))
+        n += len(getattr(o, "asgi_instruction_servers", [])) if "instructions" in parts else 0
+        out.append(("asgi", n, d + 2))  # hello, FastAPI, WebSocket echo; idle WebSockets; callgrind
     if "h2" in wl:
         out.append(("h2", len(o.h2_servers) * (2 * r + 1), d + 2))  # h2c, h2 over TLS, idle
     return [p for p in out if p[1] > 0]
