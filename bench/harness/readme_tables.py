@@ -9,8 +9,9 @@ import re
 
 from .report import fmt, num, ratio
 
-NAMES = {"spindle-c": "spindle C", "spindle": "spindle WSGI", "gunicorn-sync": "gunicorn sync", "uwsgi": "uWSGI"}
-ORDER = ["spindle-c", "spindle", "nginx", "node", "gevent", "eventlet", "gunicorn-gevent", "gunicorn-sync", "uwsgi",
+NAMES = {"spindle-c": "spindle C", "spindle-c-uring": "spindle C (io_uring)", "spindle": "spindle WSGI",
+         "gunicorn-sync": "gunicorn sync", "uwsgi": "uWSGI"}
+ORDER = ["spindle-c", "spindle-c-uring", "spindle", "nginx", "node", "gevent", "eventlet", "gunicorn-gevent", "gunicorn-sync", "uwsgi",
          "tornado"]
 WSGI_ORDER = ["spindle", "uwsgi", "gunicorn-sync", "gunicorn-gevent", "gevent", "eventlet"]
 WSGI_APPS = [("hello", "hello"), ("ip", 'web.py "your IP"'), ("mako", "Mako template"),
