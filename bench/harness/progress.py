@@ -62,7 +62,7 @@ def plan(o, n_cpus):
     if "instructions" in wl:
         out.append(("instructions", len(o.instruction_servers), 30))
     if "syscalls" in wl:
-        out.append(("syscalls", 2 * len(o.syscall_servers), 10))
+        out.append(("syscalls", 2 * len(o.syscall_servers), 20))  # under strace: slow
     if "sessions" in wl:
         # hello, memory store, SQLite store, ab: for the C demo and its WSGI twin
         out.append(("sessions", 4 * r * len([x for x in o.servers if x in ("spindle-c", "spindle")]), d + 1))
