@@ -9,14 +9,6 @@ import shutil
 
 from . import readme_tables, report
 
-# The rows a --workloads name gives (the hello group's rows are its own).
-PRODUCES = {"h2": ["h2", "h2memory"]}
-
-
-def produced(workloads):
-    return {w for x in workloads for w in PRODUCES.get(x, [x])}
-
-
 def from_bench_md(path, workloads):
     """Provenance of an older bench/latest without provenance.csv: its
     bench.md's header names the run."""
@@ -43,7 +35,9 @@ def write_csv(path, columns, rows):
 def publish(dest, out, ctx, charts, readme):
     """Copies the run in OUT into DEST (bench/latest), merging the rows of
     workloads this run did not measure, then redraws README."""
-    ran = produced(ctx.opts.workloads) | {r["workload"] for r in ctx.rows}
+    # The workloads this run measured: one asked for that gave no row (its
+    # servers did not come up) keeps its older rows.
+    ran = {r["workload"] for r in ctx.rows}
     old_runs, old_summary, old_prov = readme_tables.load(dest)
     if old_runs and not old_prov:
         old_prov = from_bench_md(os.path.join(dest, "bench.md"), {r["workload"] for r in old_runs})
