@@ -146,6 +146,19 @@ def ab(url, server, conns, duration, lg_cpus):
     return _finish(r, f["complete"] - f["failed"], f["failed"], f["non2xx"], extra)
 
 
+def ab_count(url, server, conns, requests, lg_cpus, keepalive):
+    """ab for a fixed number of REQUESTS (-n), keep-alive (-k) or a
+    connection per request: the syscalls workload's load, so every server
+    answers the same requests."""
+    argv = ["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-r", "-q", "-n", str(requests), "-s", "10",
+            "-c", str(conns)] + (["-k"] if keepalive else []) + [url]
+    r = run_measured(argv, server, 300)
+    f = parse_ab(r["text"])
+    if f is None:
+        return _finish(r, 0, 0, 0, {"note": "ab printed no result: " + r["text"].strip()[-300:]})
+    return _finish(r, f["complete"] - f["failed"], f["failed"], f["non2xx"], {"duration_s": f["taken_s"] or r["wall_s"]})
+
+
 def parse_ab(text):
     """ab's report as {complete, failed, non2xx, taken_s, p50_ms, p99_ms,
     max_ms}; None if it printed none."""

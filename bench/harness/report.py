@@ -122,10 +122,13 @@ def reference(rows):
     return "spindle-c" if "spindle-c" in names else ("spindle" if "spindle" in names else None)
 
 
-def throughput_table(summary, wl):
+def throughput_table(summary, wl, syscalls=None):
+    """SYSCALLS: {server: syscalls per request} of the syscalls workload's
+    run of this WL (a column when given)."""
+    sc = " syscalls/req (strace, its own run) |" if syscalls else ""
     lines = ["| variant | server | req/s median (min–max) | CPU µs/req median (min–max) | req/s ÷ ref | CPU ÷ ref "
-             "| errors / non-2xx | load-gen CPU % | server CPUs busy otherwise % | notes |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "| errors / non-2xx | load-gen CPU % | server CPUs busy otherwise % |" + sc + " notes |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if syscalls else "") + "---|"]
     variants = []
     for s in summary:
         if s["workload"] == wl and s["variant"] not in variants:
@@ -137,15 +140,22 @@ def throughput_table(summary, wl):
         refrow = next((s for s in rows if s["server"] == ref), None)
         for s in rows:
             sat = " ⚠ saturated in %d of %d runs" % (s["saturated_runs"], s["runs"]) if s["saturated_runs"] else ""
-            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s | %s |" % (
+            lines.append("| %s | %s | %s (%s–%s) | %s (%s–%s) | %s | %s | %s / %s | %s%s | %s |%s %s |" % (
                 v, ("**%s**" % s["server"]) if s["server"] == ref else s["server"],
                 fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
                 fmt(s["cpu_us_median"], 1), fmt(s["cpu_us_min"], 1), fmt(s["cpu_us_max"], 1),
                 ratio(s["rps_median"], refrow["rps_median"]) if refrow else "–",
                 ratio(s["cpu_us_median"], refrow["cpu_us_median"]) if refrow else "–",
                 s["errors"], s["non2xx"], fmt(s["loadgen_cpu_pct_median"]), sat,
-                fmt(s.get("server_cpus_other_pct_median")), s["notes"]))
+                fmt(s.get("server_cpus_other_pct_median")),
+                (" %s |" % fmt(syscalls.get(s["server"]), 2)) if syscalls else "", s["notes"]))
     return lines
+
+
+def syscalls_of(rows_all, variant):
+    """{server: syscalls per request} of the syscalls workload's VARIANT."""
+    return {r["server"]: r["syscalls_per_request"] for r in rows_all
+            if r["workload"] == "syscalls" and r["variant"] == variant and num(r.get("syscalls_per_request"))}
 
 
 def latency_table(summary):
@@ -202,7 +212,7 @@ def sessions_table(summary):
 
 
 def syscalls_table(rows_all):
-    lines = ["| server | variant | requests | syscalls/request | by call, per request (≥ 0.005) | notes |",
+    lines = ["| server | variant | requests | syscalls/request | top calls, per request (≥ 0.005) | notes |",
              "|---|---|---:|---:|---|---|"]
     for r in rows_all:
         if r["workload"] == "syscalls":
@@ -303,8 +313,9 @@ def markdown(path, ctx, summary, charts, targets=None):
             out += sessions_table(summary)
         elif wl == "syscalls":
             out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "
-                    "`keepalive` is wrk -t1 keep-alive, `close` is ab (a connection per request, so per request "
-                    "is per connection). Every process of the server is traced (master and workers).", ""]
+                    "the same number of requests for every server (--syscall-requests), `keepalive` with ab -k, "
+                    "`close` with ab (a connection per request, so per request is per connection), in a run of "
+                    "their own after the timed ones. Every process of the server is traced (master and workers).", ""]
             out += syscalls_table(ctx.rows)
         elif wl == "parked":
             out += ["examples/chat, one process (one loop), 64 KiB coroutine stacks, pinned with the servers; "
@@ -326,6 +337,8 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "WebSockets: opened after a handshake each and left idle, RSS of the server's tree; instructions: "
                     "callgrind as for the instructions workload (ab -k -c 10 on the raw hello)." % 12, ""]
             out += section(ctx, summary)
+        elif wl in ("keepalive", "close"):
+            out += throughput_table(summary, wl, syscalls_of(ctx.rows, wl))
         else:
             out += throughput_table(summary, wl)
         out.append("")

@@ -6,14 +6,14 @@ import os
 import time
 import urllib.request
 
-from . import databases, h2bench, load, peers, procs
+from . import databases, h2bench, load, peers, procs, progress
 
 
 T0 = time.monotonic()
 
 
 def log(msg):
-    print("# [%4.0f s] %s" % (time.monotonic() - T0, msg), flush=True)
+    progress.say("# [%4.0f s] %s" % (time.monotonic() - T0, msg))
 
 
 def fetch(port, path="/"):
@@ -81,6 +81,12 @@ def record(ctx, base, result):
     row = dict(base)
     row.update(result)
     ctx.rows.append(row)
+    _log_row(row)
+    if getattr(ctx, "progress", None):
+        ctx.progress.tick(len(ctx.rows))  # after the run's own line
+
+
+def _log_row(row):
     note = ("  [" + row["note"] + "]") if row.get("note") else ""
     head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
     if row["workload"] in ("memory", "h2memory"):
@@ -509,7 +515,9 @@ def parked(ctx):
 
 def syscalls(ctx):
     """Syscalls per request (strace -c -f on the server's processes), hello
-    world with keep-alive (wrk) and a connection per request (ab)."""
+    world with keep-alive (ab -k) and a connection per request (ab), the
+    same fixed number of requests (--syscall-requests) for every server: a
+    short run of its own, as strace slows the server (not the timed runs)."""
     import shutil
     opts = ctx.opts
     if not shutil.which("strace"):
@@ -523,12 +531,9 @@ def syscalls(ctx):
     for wl in ("keepalive", "close"):
         for label, srv, _ in up:
             url = "http://127.0.0.1:%d/" % srv.port
-            if wl == "keepalive":
-                def go(url=url, srv=srv):
-                    return load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
-            else:
-                def go(url=url, srv=srv):
-                    return load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
+
+            def go(url=url, srv=srv, wl=wl):
+                return load.ab_count(url, srv, conns, opts.syscall_requests, ctx.lg_cpus, wl == "keepalive")
             res = load.syscalls(srv, go, os.path.join(ctx.tmp, "strace-%s-%s.txt" % (label, wl)))
             record(ctx, {"workload": "syscalls", "variant": wl, "app": "hello", "server": label,
                          "workers": opts.workers, "connections": conns, "round": 1}, res)

@@ -90,9 +90,9 @@ for r in runs:
     if wl == "syscalls":
         calls = dict(kv.split("=") for kv in r["syscalls"].split())
         # keep-alive: about one read and one sendmsg per request; close: an
-        # accept4 and a close per connection too.
+        # accept4 and a close per connection too; the smoke's fixed count.
         need = {"read", "sendmsg"} | ({"accept4", "close"} if r["variant"] == "close" else set())
-        if not (float(r["requests"]) > 0 and all(0.9 <= float(calls.get(c, 0)) <= 1.2 for c in need)):
+        if not (float(r["requests"]) == 2000 and all(0.9 <= float(calls.get(c, 0)) <= 1.2 for c in need)):
             problems.append("syscalls/%s/%s: %s" % (r["variant"], srv, r["syscalls"]))
     if wl == "instructions" and not float(r["instructions_per_request"]) > 100:
         problems.append("instructions/%s: %s" % (srv, r["instructions_per_request"]))
@@ -180,6 +180,19 @@ else
   bad "bench.md: the latency runs did not use build/bench/pace"
 fi
 if grep -q '^| c=50 | \*\*spindle-c\*\* | [0-9,]* (' "$md" 2>/dev/null; then ok "bench.md: keep-alive row for spindle-c"; else bad "bench.md: no keep-alive row for spindle-c"; fi
+# Syscalls per request (its own strace run) as a column of the hello-world
+# tables; the progress line in the log, one per run, ending at the total.
+if grep -q '^| variant | server | .* | syscalls/req (strace, its own run) | notes |$' "$md" &&
+  grep -qE '^\| c=50 \| \*\*spindle-c\*\* \|.* \| [0-9]+\.[0-9]{2} \| [^|]* \|$' "$md"; then
+  ok "bench.md: the keep-alive and close tables show syscalls per request"
+else
+  bad "bench.md: no syscalls/req column with a figure for spindle-c"
+fi
+if grep -qE '^# progress: 1/[0-9]+ runs, [0-9]+s elapsed, ~' "$log/out" && grep -qE '^# progress: ([0-9]+)/\1 runs' "$log/out"; then
+  ok "the log shows the progress, one plain line per run, up to the planned total"
+else
+  bad "no progress lines in the log: $(grep -m3 progress "$log/out")"
+fi
 for c in keepalive keepalive-cpu close close-cpu latency memory wsgi static static-cpu scaling instructions; do
   if [ "$(head -c 8 "$R/$c.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
     grep -q "($c.png)" "$md"; then
