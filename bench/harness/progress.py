@@ -40,9 +40,9 @@ def plan(o, n_cpus):
     wl = set(o.workloads)
     out = []
     hello = 0
-    for w in ("keepalive", "close"):
+    for w, per in (("keepalive", 1), ("close", 2)):  # close: ab and wrk with Connection: close
         if w in wl:
-            hello += s * len(o.connections) * r
+            hello += s * len(o.connections) * r * per
     cost = hello * (d + 1)
     if "latency" in wl:
         hello += s * r

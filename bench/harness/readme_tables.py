@@ -90,7 +90,8 @@ def hello_table(runs, summary, prov):
     if not servers:
         return None
     rows = []
-    ka, cl = _variants(summary, "keepalive"), _variants(summary, "close")
+    ka = _variants(summary, "keepalive")
+    cl = [v for v in _variants(summary, "close") if not v.startswith("wrk")]  # the ab runs
 
     def row(title, cell):
         rows.append("| %s | %s |" % (title, " | ".join(cell(s) for s in servers)))
@@ -179,8 +180,9 @@ def nginx_table(runs, summary, prov):
         for v in _variants(summary, wl):
             n = len(out)
             c = _conns(v.split("=")[-1])
-            pair("%s, %s conns: requests/s" % (label, c), wl, v, "rps_median")
-            pair("%s, %s conns: server CPU per request" % (label, c), wl, v, "cpu_us_median", 1, " µs")
+            lab = "no keep-alive (wrk, Connection: close)" if v.startswith("wrk") else label
+            pair("%s, %s conns: requests/s" % (lab, c), wl, v, "rps_median")
+            pair("%s, %s conns: server CPU per request" % (lab, c), wl, v, "cpu_us_median", 1, " µs")
             used += [wl] if len(out) > n else []
     for wl, label in (("keepalive", "keep-alive"), ("close", "no keep-alive")):
         a, b = _syscalls(runs, wl, "spindle-c"), _syscalls(runs, wl, "nginx")

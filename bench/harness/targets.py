@@ -95,6 +95,7 @@ def judge(ctx, summary):
     # Issue 9: sessions (bench/sessions.sh).
     out.append(_sessions(ctx, summary))
     _tls(out, ctx, summary)
+    _round2(out, ctx, summary)
     # Issue 17: ASGI against uvicorn (httptools, uvloop), the asgi workload.
     asgi = [("ASGI hello req/s ≥ 2.5× uvicorn", "hello " + c, "req/s", "≥", 2.5),
             ("ASGI hello CPU/req ≤ 0.4× uvicorn", "hello " + c, "CPU/req", "≤", 0.4),
@@ -111,6 +112,34 @@ def judge(ctx, summary):
         _ratio_target(out, ctx, summary, "%s CPU/req ≤ 0.9× nginx" % v, 21, "h2", variant, "spindle-c", "nginx",
                       "CPU/req", "≤", 0.9)
     return out
+
+
+def _round2(out, ctx, summary):
+    """Issue 23: below nginx's CPU per request (either loop backend), 1 MiB
+    files at no more CPU, the WSGI hello world under 8,000 instructions."""
+    for srv in ("spindle-c", "spindle-c-uring"):
+        for c in ctx.opts.connections:
+            for wl, variant, want in (("keepalive", "c=%d" % c, 0.8), ("close", "c=%d" % c, 0.9),
+                                      ("close", "wrk c=%d" % c, 0.9)):
+                how = {"keepalive": "keep-alive", "close": "no keep-alive"}[wl]
+                tool = " (wrk, Connection: close)" if variant.startswith("wrk") else (
+                    " (ab)" if wl == "close" else "")
+                _ratio_target(out, ctx, summary, "%s%s %s CPU/req ≤ %s× nginx, %s" % (how, tool, variant.split()[-1],
+                                                                                    want, srv),
+                              23, wl, variant, srv, "nginx", "CPU/req", "≤", want)
+    _ratio_target(out, ctx, summary, "static 1MiB CPU/req ≤ 1.0× nginx", 23, "static", "1MiB", "spindle-c", "nginx",
+                  "CPU/req", "≤", 1.0)
+    ins = _summary(summary, "instructions", "keep-alive", "spindle")
+    row = {"target": "WSGI hello world < 8,000 instructions/request", "issue": 23, "workload": "instructions",
+           "variant": "keep-alive", "server": "spindle", "versus": "", "metric": "instructions/req",
+           "want": "< 8000", "value": "", "paired": ""}
+    v = num(ins["instructions_per_request"]) if ins else None
+    if v is None:
+        row["verdict"] = "not run"
+    else:
+        row["value"] = v
+        row["verdict"] = _verdict(ctx, v, "≤", 7999)
+    out.append(row)
 
 
 def _tls(out, ctx, summary):

@@ -122,6 +122,7 @@ def hello_group(ctx, selected):
         variants += [("keepalive", "c=%d" % c, c) for c in opts.connections]
     if "close" in selected:
         variants += [("close", "c=%d" % c, c) for c in opts.connections]
+        variants += [("close", "wrk c=%d" % c, c) for c in opts.connections]
     if "latency" in selected:
         variants += [("latency", "%d req/s" % opts.rate, opts.latency_connections)]
     warm_up(ctx, up)
@@ -135,6 +136,8 @@ def hello_group(ctx, selected):
                     "workers": opts.workers, "connections": conns, "round": r}
             if wl == "keepalive":
                 res = load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus)
+            elif wl == "close" and variant.startswith("wrk"):
+                res = load.wrk(url, srv, conns, opts.duration, ctx.lg_cpus, close=True)
             elif wl == "close":
                 res = load.ab(url, srv, conns, opts.duration, ctx.lg_cpus)
             else:

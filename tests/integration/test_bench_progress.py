@@ -39,8 +39,8 @@ def opts(**kw):
 
 def test_plan_counts_every_run_from_the_options():
     p = {w: n for w, n, _ in progress.plan(opts(), 2)}
-    # hello: 3 servers x (2 keep-alive + 2 close variants) x 3 rounds
-    assert p == {"hello": 36, "static": 12, "syscalls": 4}
+    # hello: 3 servers x (2 keep-alive + 2 close with ab + 2 close with wrk) x 3 rounds
+    assert p == {"hello": 54, "static": 12, "syscalls": 4}
 
 
 class Clock:
