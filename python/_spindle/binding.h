@@ -98,6 +98,11 @@ typedef struct hub {
     pyjob *assign; /* the job handed to the greenlet being started */
     int busy, max_busy;
     int starting; /* run_python is starting the pending requests */
+    /* The call the hub greenlet runs itself (run_inline in hub.c), whether
+     * its app code runs now (not the hub's loop inside its wait), and
+     * whether that wait is over. */
+    pyjob *inline_job;
+    int inline_active, inline_woken;
     int workers;
     int forked;
     int reload; /* --reload: each worker reports its modules' files */
