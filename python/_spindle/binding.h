@@ -179,7 +179,20 @@ int wsgi_handler(sp_req *req, sp_res *res, void *ud);
 void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
-PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+/* *base_out: the env_cache base the environ was copied from (a new
+ * reference, or NULL), for environ_keep. */
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input, PyObject **base_out);
+/* The last call's environ, kept by environ_keep, when this request has the
+ * same base: made this request's (its wsgi.input, spindle.request and
+ * REMOTE_PORT; *input gets a new reference, *base_out the base's), else
+ * NULL (build one). */
+PyObject *environ_reuse(pyjob *j, PyObject **input, PyObject **base_out);
+/* At the call's end: takes env and base (1) if nobody else holds env and
+ * its version is still the one taken before the app ran (nothing changed
+ * it), else 0 (the caller drops them). */
+int environ_keep(pyjob *j, PyObject *env, PyObject *base, PyObject *input, PyObject *sess,
+                 uint64_t version);
+uint64_t environ_version(PyObject *env);
 /* env_cache.c: the environ base made from this request's head and peer
  * before (borrowed), or NULL; put keeps base (a dict never changed after). */
 PyObject *env_cache_get(const sp_req *r);
@@ -190,6 +203,10 @@ void env_cache_put(const sp_req *r, PyObject *base);
 ssize_t session_do(pyjob *j);
 /* From the greenlet: puts the request's handle in env (spindle.request). */
 int session_attach(pyjob *j, PyObject *env);
+/* environ_reuse: the handle o (held by a kept environ) serves j now. */
+void session_reattach(pyjob *j, PyObject *o);
+/* o is detached and held only by session_recycle's slot and one more. */
+int session_reusable(PyObject *o);
 /* From the greenlet, before the last op: the handle stops working. */
 void session_detach(pyjob *j);
 /* After the environ is dropped: keeps the last detached request object for
