@@ -179,19 +179,16 @@ int wsgi_handler(sp_req *req, sp_res *res, void *ud);
 void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
-/* *base_out: the env_cache base the environ was copied from (a new
- * reference, or NULL), for environ_keep. */
-PyObject *environ_build(hub *h, pyjob *j, PyObject *input, PyObject **base_out);
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
 /* The last call's environ, kept by environ_keep, when this request has the
  * same base: made this request's (its wsgi.input, spindle.request and
- * REMOTE_PORT; *input gets a new reference, *base_out the base's), else
- * NULL (build one). */
-PyObject *environ_reuse(pyjob *j, PyObject **input, PyObject **base_out);
-/* At the call's end: takes env and base (1) if nobody else holds env and
- * its version is still the one taken before the app ran (nothing changed
- * it), else 0 (the caller drops them). */
-int environ_keep(pyjob *j, PyObject *env, PyObject *base, PyObject *input, PyObject *sess,
-                 uint64_t version);
+ * REMOTE_PORT; *input gets a new reference), else NULL (build one). */
+PyObject *environ_reuse(pyjob *j, PyObject **input);
+/* At the call's end, before the coroutine runs again (its head is still
+ * in the buffer): takes env (1) if nobody else holds it and its version is
+ * still the one taken before the app ran (nothing changed it), else 0 (the
+ * caller drops it). */
+int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version);
 uint64_t environ_version(PyObject *env);
 /* env_cache.c: the environ base made from this request's head and peer
  * before (borrowed), or NULL; put keeps base (a dict never changed after). */

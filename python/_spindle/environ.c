@@ -339,11 +339,9 @@ fail:
 
 /* A fresh dict for each call (the app may change it): a copy of the base
  * (the cached one when the same head came from the same kind of peer
- * before), then the request's own entries. *base_out: the base it was
- * copied from (a new reference), or NULL when none is kept (HTTP/2). */
-PyObject *environ_build(hub *h, pyjob *j, PyObject *input, PyObject **base_out) {
+ * before), then the request's own entries. */
+PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
-    *base_out = NULL;
     /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
      * into fields of their own): env_cache keys on the bytes, so not there. */
     PyObject *base = r->xops ? NULL : env_cache_get(r), *env;
@@ -369,8 +367,6 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input, PyObject **base_out) 
         Py_DECREF(env);
         return NULL;
     }
-    Py_XINCREF(base);
-    *base_out = base;
     return env;
 }
 
@@ -380,7 +376,10 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input, PyObject **base_out) 
  * its base would: the next request from the same base gets it back with
  * its REMOTE_PORT, wsgi.input and spindle.request made that request's, and
  * no copy, no deallocation. Nothing can tell it from a new dict: no one
- * else holds it. Plain HTTP/1.1 only (TLS keys are set per call). */
+ * else holds it. Plain HTTP/1.1 only (TLS keys are set per call). The base
+ * is looked up again at the end, not held through the call (a parked
+ * WebSocket would keep it): any base of the same head and peer holds the
+ * same entries, environ_base being a function of exactly those. */
 #if PY_VERSION_HEX < 0x030C0000 /* ma_version_tag is deprecated from 3.12 */
 #define ENV_REUSE     1
 #define VERSION_OF(d) (((PyDictObject *)(d))->ma_version_tag)
@@ -399,7 +398,7 @@ uint64_t environ_version(PyObject *env) {
     return VERSION_OF(env);
 }
 
-PyObject *environ_reuse(pyjob *j, PyObject **input, PyObject **base_out) {
+PyObject *environ_reuse(pyjob *j, PyObject **input) {
     if (!spare_env.env)
         return NULL;
     const sp_req *r = j->req;
@@ -421,15 +420,20 @@ PyObject *environ_reuse(pyjob *j, PyObject **input, PyObject **base_out) {
     session_reattach(j, spare_env.sess);
     Py_INCREF(spare_env.input); /* the caller's reference, as input_new's */
     *input = spare_env.input;
-    *base_out = base;
+    Py_DECREF(base);
     return env;
 }
 
-int environ_keep(pyjob *j, PyObject *env, PyObject *base, PyObject *input, PyObject *sess,
-                 uint64_t version) {
-    if (!ENV_REUSE || spare_env.env || !env || !base || !sess || Py_REFCNT(env) != 1 ||
-        VERSION_OF(env) != version || !input_reusable(input) || !session_reusable(sess))
+int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
+    const sp_req *r = j->req;
+    if (!ENV_REUSE || spare_env.env || !env || !sess || r->xops || r->c->tls ||
+        Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
+        !session_reusable(sess))
         return 0;
+    PyObject *base = env_cache_get(r); /* the head is still in the buffer */
+    if (!base)
+        return 0;
+    Py_INCREF(base);
     spare_env.env = env;
     spare_env.base = base;
     spare_env.input = input;

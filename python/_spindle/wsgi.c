@@ -468,13 +468,12 @@ static void drop_sr(sr_obj *sr) {
 /* The environ and its wsgi.input: the last call's again (environ_reuse)
  * or new ones. *sess: the spindle.request handle. 0, or -1 on error (what
  * was made is in *env and *input for the caller to drop). */
-static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyObject **base,
-                        PyObject **sess) {
-    if ((*env = environ_reuse(j, input, base))) {
+static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyObject **sess) {
+    if ((*env = environ_reuse(j, input))) {
         *sess = j->sess_obj;
         return 0;
     }
-    if (!(*input = input_new(j)) || !(*env = environ_build(h, j, *input, base)) ||
+    if (!(*input = input_new(j)) || !(*env = environ_build(h, j, *input)) ||
         session_attach(j, *env) < 0)
         return -1;
     *sess = j->sess_obj;
@@ -482,7 +481,7 @@ static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyOb
 }
 
 void wsgi_run(hub *h, pyjob *j) {
-    PyObject *input = NULL, *env = NULL, *base = NULL, *sess = NULL, *result = NULL;
+    PyObject *input = NULL, *env = NULL, *sess = NULL, *result = NULL;
     sr_obj *sr = spare_sr;
     spare_sr = NULL;
     if (!sr && (sr = PyObject_New(sr_obj, &sr_type))) {
@@ -490,7 +489,7 @@ void wsgi_run(hub *h, pyjob *j) {
         sr->write_fn = NULL;
     }
     int single = 0;
-    if (call_environ(h, j, &env, &input, &base, &sess) < 0 || !sr)
+    if (call_environ(h, j, &env, &input, &sess) < 0 || !sr)
         goto error;
     sr->j = j;
     sr->status = sr->headers = NULL;
@@ -514,8 +513,8 @@ void wsgi_run(hub *h, pyjob *j) {
          * (lists have no close()). */
         hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
         Py_CLEAR(result);
-        if (environ_keep(j, env, base, input, sess, version))
-            env = base = NULL; /* kept for the next call */
+        if (environ_keep(j, env, input, sess, version))
+            env = NULL; /* kept for the next call */
         goto out;
     }
     if (send_iterable(h, sr, result) < 0)
@@ -533,8 +532,8 @@ void wsgi_run(hub *h, pyjob *j) {
     session_detach(j);
     hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
     Py_CLEAR(result);
-    if (environ_keep(j, env, base, input, sess, version))
-        env = base = NULL;
+    if (environ_keep(j, env, input, sess, version))
+        env = NULL;
     goto out;
 
 error:
@@ -542,7 +541,6 @@ error:
 out:
     Py_XDECREF(result);
     Py_XDECREF(env);
-    Py_XDECREF(base);
     session_recycle();
     input_release(input);
     drop_sr(sr);
