@@ -87,6 +87,7 @@ typedef struct hub {
     PyObject *app;
     PyObject *loader;      /* imports the app in each worker (None with --preload) */
     PyObject *hub_g;       /* the hub greenlet: the worker's main greenlet */
+    PyObject *driver;      /* the greenlet driving the loop: hub_g but in a nested_wait */
     unsigned long thread;  /* the thread driving the loop; others never switch */
     PyObject *worker_main; /* the run callable of pooled greenlets */
     PyObject **idle_g;     /* pooled greenlets waiting for a job */

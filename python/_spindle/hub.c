@@ -27,7 +27,7 @@ int hub_in_greenlet(const hub *h) {
     if (!h || !h->hub_g || PyThread_get_thread_ident() != h->thread)
         return 0;
     PyGreenlet *cur = PyGreenlet_GetCurrent();
-    int in = cur && ((PyObject *)cur != h->hub_g || h->inline_active);
+    int in = cur && ((PyObject *)cur != h->driver || h->inline_active);
     Py_XDECREF(cur);
     return in;
 }
@@ -92,9 +92,11 @@ static long nested_wait(hub *h, hub_wake *w);
 
 long hub_wait(hub_wake *w) {
     hub *h = the_hub;
-    if (w->greenlet == h->hub_g && h->inline_active)
+    /* While the hub runs an inline call's app code, nobody drives the loop:
+     * the waiting greenlet (the hub, or one the app switched to) does. */
+    if (h->inline_active)
         return nested_wait(h, w);
-    PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+    PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
     if (!r)
         return -1;
     Py_DECREF(r);
@@ -234,7 +236,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
             h->idle_cap = cap;
         }
         h->idle_g[h->nidle++] = me;
-        PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+        PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
         if (!r)
             return NULL; /* GreenletExit: the worker is stopping */
         Py_DECREF(r);
@@ -288,6 +290,24 @@ static void run_inline(hub *h, pyjob *j) {
     h->inline_job = NULL;
 }
 
+/* A spawned callable's body: fn(), then back to whoever drives the loop
+ * then (its parent, set last: the hub may be inside an inline call). */
+static PyObject *spawned_main(PyObject *fn, PyObject *unused) {
+    PyObject *r = PyObject_CallNoArgs(fn);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyGreenlet *cur = PyGreenlet_GetCurrent();
+    hub *h = the_hub;
+    if (cur && (PyObject *)cur != h->driver &&
+        PyGreenlet_SetParent(cur, (PyGreenlet *)h->driver) < 0)
+        PyErr_Clear(); /* keeps the hub: the parent it had */
+    Py_XDECREF(cur);
+    PyErr_Restore(et, ev, tb);
+    return r;
+}
+
+static PyMethodDef spawned_main_def = {"_spindle_spawned", spawned_main, METH_NOARGS, NULL};
+
 /* spindle.spawn: each callable starts in a new greenlet whose parent is
  * the hub, so it comes back here when it parks or ends. */
 static int start_spawned(hub *h) {
@@ -296,7 +316,9 @@ static int start_spawned(hub *h) {
     PyObject *todo = h->starts;
     h->starts = NULL; /* spawns made meanwhile go to a new list */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(todo); i++) {
-        PyObject *g = (PyObject *)PyGreenlet_New(PyList_GET_ITEM(todo, i), (PyGreenlet *)h->hub_g);
+        PyObject *run = PyCFunction_New(&spawned_main_def, PyList_GET_ITEM(todo, i));
+        PyObject *g = run ? (PyObject *)PyGreenlet_New(run, (PyGreenlet *)h->hub_g) : NULL;
+        Py_XDECREF(run); /* the greenlet holds it */
         PyObject *r = g ? PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL) : NULL;
         if (!r)
             PyErr_Print();
@@ -364,7 +386,7 @@ static int run_python(hub *h) {
         w->queued = 0;
         PyObject *g = w->greenlet;
         did = 1;
-        if (g == h->hub_g) { /* the inline call's wait is over (nested_wait) */
+        if (g == h->driver) { /* the inline call's wait is over (nested_wait) */
             h->inline_woken = 1;
             continue;
         }
@@ -384,7 +406,10 @@ static int run_python(hub *h) {
  * meanwhile get pooled greenlets, other waits are resumed as usual. */
 static long nested_wait(hub *h, hub_wake *w) {
     int starting = h->starting, rc = 0;
-    h->inline_active = 0; /* Python the hub runs meanwhile is not the request */
+    PyObject *driver = h->driver, *cur = (PyObject *)PyGreenlet_GetCurrent();
+    Py_XDECREF(cur);      /* alive: it runs this */
+    h->driver = cur;      /* greenlets that wait meanwhile come back here */
+    h->inline_active = 0; /* Python the loop runs meanwhile is not the request */
     h->inline_woken = 0;
     while (!h->inline_woken && rc >= 0) {
         if (run_python(h))
@@ -398,6 +423,7 @@ static long nested_wait(hub *h, hub_wake *w) {
     }
     h->inline_active = 1;
     h->starting = starting;
+    h->driver = driver;
     if (!h->inline_woken) {
         errno = -rc;
         PyErr_SetFromErrno(PyExc_OSError);
@@ -411,6 +437,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->l = loop_current();
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     h->hub_g = (PyObject *)cur; /* owned */
+    h->driver = h->hub_g;
     h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
     if (!h->worker_main)

@@ -3,7 +3,8 @@ it (python/_spindle/hub.c, run_inline) and drives the loop from inside
 that call's waits: calls waiting together each have a greenlet of their
 own and overlap; quick requests are served while such a call waits; a
 failure after a wait is a 500 and the next request is served; a stop with
-such a call still waiting ends within --graceful-timeout
+such a call still waiting ends within --graceful-timeout; a greenlet the
+app makes and waits in drives the loop meanwhile and returns its result
 (tests/wsgi_apps/inline_app.py)."""
 import json
 import threading
@@ -43,6 +44,21 @@ def test_calls_waiting_together_overlap_each_in_its_own_greenlet(srv):
     assert len({b["g"] for _, b in out}) == 3, out  # one greenlet each while they overlap
     assert all(b["same_after_wait"] and b["in_request"] for _, b in out), out
     assert took < 1.2, took  # they waited together, not one after another
+
+
+def test_a_wait_in_the_apps_own_greenlet_returns_through_switch(srv):
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(get(srv, "/raw?s=0.4"))) for _ in range(3)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    time.sleep(0.1)
+    st, body = get(srv, "/who")  # served while they wait
+    assert st == 200 and time.monotonic() - t0 < 0.4, body
+    for t in threads:
+        t.join(10)
+    assert out == [(200, {"got": "slept in my greenlet", "same_after_wait": True})] * 3, out
+    assert time.monotonic() - t0 < 1.0
 
 
 def test_quick_requests_are_served_while_a_call_waits(srv):
