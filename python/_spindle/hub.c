@@ -2,8 +2,9 @@
  * loop turns it runs the first new WSGI call itself (run_inline: no greenlet
  * switch for a call that never waits; if it waits, the hub drives the loop
  * from inside that wait), starts a pooled greenlet for each other one and
- * resumes greenlets whose wait is over; greenlets switch back to it whenever
- * they wait (for a coroutine's I/O, a timer, an fd). The GIL is released
+ * resumes greenlets whose wait is over; greenlets switch back to it (to
+ * hub->driver: whoever drives the loop) whenever they wait (for a
+ * coroutine's I/O, a timer, an fd). The GIL is released
  * while the loop waits. All greenlet calls live in this file (greenlet's C
  * API table is per translation unit; green_wait.c goes through hub_wait). */
 #include "binding.h"
@@ -401,9 +402,11 @@ static int run_python(hub *h) {
     return did;
 }
 
-/* While the inline call waits, the hub drives the loop from inside the wait
- * as hub_drive does, until that wait's wake comes; requests arriving
- * meanwhile get pooled greenlets, other waits are resumed as usual. */
+/* While the inline call waits, the waiting greenlet (the hub, or one its
+ * app switched to) drives the loop from inside the wait as hub_drive does,
+ * until that wait's wake comes; requests arriving meanwhile get pooled
+ * greenlets, other waits are resumed as usual and come back here
+ * (hub->driver). */
 static long nested_wait(hub *h, hub_wake *w) {
     int starting = h->starting, rc = 0;
     PyObject *driver = h->driver, *cur = (PyObject *)PyGreenlet_GetCurrent();
