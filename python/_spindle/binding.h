@@ -87,6 +87,7 @@ typedef struct hub {
     PyObject *app;
     PyObject *loader;      /* imports the app in each worker (None with --preload) */
     PyObject *hub_g;       /* the hub greenlet: the worker's main greenlet */
+    PyObject *driver;      /* the greenlet driving the loop: hub_g but in a nested_wait */
     unsigned long thread;  /* the thread driving the loop; others never switch */
     PyObject *worker_main; /* the run callable of pooled greenlets */
     PyObject **idle_g;     /* pooled greenlets waiting for a job */
@@ -98,6 +99,11 @@ typedef struct hub {
     pyjob *assign; /* the job handed to the greenlet being started */
     int busy, max_busy;
     int starting; /* run_python is starting the pending requests */
+    /* The call the hub greenlet runs itself (run_inline in hub.c), whether
+     * its app code runs now (not the hub's loop inside its wait), and
+     * whether that wait is over. */
+    pyjob *inline_job;
+    int inline_active, inline_woken;
     int workers;
     int forked;
     int reload; /* --reload: each worker reports its modules' files */
@@ -175,6 +181,16 @@ void wsgi_run(hub *h, pyjob *j);
 int wsgi_init_types(PyObject *module);
 int environ_init(hub *h);
 PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
+/* The last call's environ, kept by environ_keep, when this request has the
+ * same base: made this request's (its wsgi.input, spindle.request and
+ * REMOTE_PORT; *input gets a new reference), else NULL (build one). */
+PyObject *environ_reuse(pyjob *j, PyObject **input);
+/* At the call's end, before the coroutine runs again (its head is still
+ * in the buffer): takes env (1) if nobody else holds it and its version is
+ * still the one taken before the app ran (nothing changed it), else 0 (the
+ * caller drops it). */
+int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version);
+uint64_t environ_version(PyObject *env);
 /* env_cache.c: the environ base made from this request's head and peer
  * before (borrowed), or NULL; put keeps base (a dict never changed after). */
 PyObject *env_cache_get(const sp_req *r);
@@ -185,6 +201,10 @@ void env_cache_put(const sp_req *r, PyObject *base);
 ssize_t session_do(pyjob *j);
 /* From the greenlet: puts the request's handle in env (spindle.request). */
 int session_attach(pyjob *j, PyObject *env);
+/* environ_reuse: the handle o (held by a kept environ) serves j now. */
+void session_reattach(pyjob *j, PyObject *o);
+/* o is detached and held only by session_recycle's slot and one more. */
+int session_reusable(PyObject *o);
 /* From the greenlet, before the last op: the handle stops working. */
 void session_detach(pyjob *j);
 /* After the environ is dropped: keeps the last detached request object for

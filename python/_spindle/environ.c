@@ -5,7 +5,7 @@
  * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
  * pose as X-Forwarded-For). The keys come from header_keys.c; the part
  * the request's bytes decide is reused from env_cache.c when they repeat. */
-#include "binding.h"
+#include "wsgi.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"
@@ -368,4 +368,76 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
         return NULL;
     }
     return env;
+}
+
+/* ---- the last environ again -------------------------------------------
+ * A call's environ that nobody kept and nobody changed (the dict's version
+ * tag moves on every change, PEP 509) holds exactly what a fresh copy of
+ * its base would: the next request from the same base gets it back with
+ * its REMOTE_PORT, wsgi.input and spindle.request made that request's, and
+ * no copy, no deallocation. Nothing can tell it from a new dict: no one
+ * else holds it. Plain HTTP/1.1 only (TLS keys are set per call). The base
+ * is looked up again at the end, not held through the call (a parked
+ * WebSocket would keep it): any base of the same head and peer holds the
+ * same entries, environ_base being a function of exactly those. */
+#if PY_VERSION_HEX < 0x030C0000 /* ma_version_tag is deprecated from 3.12 */
+#define ENV_REUSE     1
+#define VERSION_OF(d) (((PyDictObject *)(d))->ma_version_tag)
+#else
+#define ENV_REUSE     0
+#define VERSION_OF(d) 0
+#endif
+
+static struct {
+    PyObject *env, *base;   /* owned */
+    PyObject *input, *sess; /* borrowed: env holds them */
+    unsigned port;
+} spare_env;
+
+uint64_t environ_version(PyObject *env) {
+    return VERSION_OF(env);
+}
+
+PyObject *environ_reuse(pyjob *j, PyObject **input) {
+    if (!spare_env.env)
+        return NULL;
+    const sp_req *r = j->req;
+    const conn *c = r->c;
+    PyObject *env = spare_env.env, *base = spare_env.base;
+    spare_env.env = spare_env.base = NULL;
+    if (r->xops || c->tls || env_cache_get(r) != base) {
+        Py_DECREF(env);
+        Py_DECREF(base);
+        return NULL;
+    }
+    if (c->peer_family != AF_UNIX && c->peer_port != spare_env.port &&
+        set_new(env, k_rport, port_str(c->peer_port)) < 0) {
+        Py_DECREF(env);
+        Py_DECREF(base);
+        return NULL;
+    }
+    input_reuse(spare_env.input, j);
+    session_reattach(j, spare_env.sess);
+    Py_INCREF(spare_env.input); /* the caller's reference, as input_new's */
+    *input = spare_env.input;
+    Py_DECREF(base);
+    return env;
+}
+
+int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
+    const sp_req *r = j->req;
+    if (!ENV_REUSE || spare_env.env || !env || !sess || r->xops || r->c->tls ||
+        Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
+        !session_reusable(sess))
+        return 0;
+    PyObject *base = env_cache_get(r); /* the head is still in the buffer */
+    if (!base)
+        return 0;
+    Py_INCREF(base);
+    spare_env.env = env;
+    spare_env.base = base;
+    spare_env.input = input;
+    spare_env.sess = sess;
+    spare_env.port = j->req->c->peer_port;
+    return 1;
 }

@@ -1,9 +1,12 @@
 /* hub.c — the hub: the worker's main greenlet drives the loop. Between
- * loop turns it starts a pooled greenlet for each new WSGI call and resumes
- * greenlets whose wait is over; greenlets switch back to it whenever they
- * wait (for a coroutine's I/O, a timer, an fd). The GIL is released while
- * the loop waits. All greenlet calls live in this file (greenlet's C API
- * table is per translation unit). */
+ * loop turns it runs the first new WSGI call itself (run_inline: no greenlet
+ * switch for a call that never waits; if it waits, the hub drives the loop
+ * from inside that wait), starts a pooled greenlet for each other one and
+ * resumes greenlets whose wait is over; greenlets switch back to it (to
+ * hub->driver: whoever drives the loop) whenever they wait (for a
+ * coroutine's I/O, a timer, an fd). The GIL is released
+ * while the loop waits. All greenlet calls live in this file (greenlet's C
+ * API table is per translation unit; green_wait.c goes through hub_wait). */
 #include "binding.h"
 
 #include "greenlet.h"
@@ -25,7 +28,7 @@ int hub_in_greenlet(const hub *h) {
     if (!h || !h->hub_g || PyThread_get_thread_ident() != h->thread)
         return 0;
     PyGreenlet *cur = PyGreenlet_GetCurrent();
-    int in = cur && (PyObject *)cur != h->hub_g;
+    int in = cur && ((PyObject *)cur != h->driver || h->inline_active);
     Py_XDECREF(cur);
     return in;
 }
@@ -77,7 +80,7 @@ pyjob *hub_current_job(void) {
     if (!hub_in_greenlet(h))
         return NULL;
     PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
-    pyjob *j = cur ? job_table_get(cur) : NULL;
+    pyjob *j = !cur ? NULL : cur == h->hub_g ? h->inline_job : job_table_get(cur);
     Py_XDECREF(cur);
     return j;
 }
@@ -86,9 +89,15 @@ PyObject *hub_current(void) {
     return (PyObject *)PyGreenlet_GetCurrent();
 }
 
+static long nested_wait(hub *h, hub_wake *w);
+
 long hub_wait(hub_wake *w) {
     hub *h = the_hub;
-    PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+    /* While the hub runs an inline call's app code, nobody drives the loop:
+     * the waiting greenlet (the hub, or one the app switched to) does. */
+    if (h->inline_active)
+        return nested_wait(h, w);
+    PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
     if (!r)
         return -1;
     Py_DECREF(r);
@@ -228,7 +237,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
             h->idle_cap = cap;
         }
         h->idle_g[h->nidle++] = me;
-        PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->hub_g, NULL, NULL);
+        PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
         if (!r)
             return NULL; /* GreenletExit: the worker is stopping */
         Py_DECREF(r);
@@ -267,6 +276,39 @@ static void start_job(hub *h, pyjob *j) {
     }
 }
 
+/* The first request of a turn runs on the hub greenlet itself: a call that
+ * never waits (a hello world) then costs no greenlet switch at all. If it
+ * waits, nested_wait drives the loop meanwhile. */
+static void run_inline(hub *h, pyjob *j) {
+    h->inline_job = j;
+    h->inline_active = 1;
+    h->busy++;
+    j->wake.greenlet = h->hub_g; /* borrowed: the hub outlives its calls */
+    wsgi_run(h, j);
+    j->wake.greenlet = NULL;
+    h->busy--;
+    h->inline_active = 0;
+    h->inline_job = NULL;
+}
+
+/* A spawned callable's body: fn(), then back to whoever drives the loop
+ * then (its parent, set last: the hub may be inside an inline call). */
+static PyObject *spawned_main(PyObject *fn, PyObject *unused) {
+    PyObject *r = PyObject_CallNoArgs(fn);
+    PyObject *et, *ev, *tb;
+    PyErr_Fetch(&et, &ev, &tb);
+    PyGreenlet *cur = PyGreenlet_GetCurrent();
+    hub *h = the_hub;
+    if (cur && (PyObject *)cur != h->driver &&
+        PyGreenlet_SetParent(cur, (PyGreenlet *)h->driver) < 0)
+        PyErr_Clear(); /* keeps the hub: the parent it had */
+    Py_XDECREF(cur);
+    PyErr_Restore(et, ev, tb);
+    return r;
+}
+
+static PyMethodDef spawned_main_def = {"_spindle_spawned", spawned_main, METH_NOARGS, NULL};
+
 /* spindle.spawn: each callable starts in a new greenlet whose parent is
  * the hub, so it comes back here when it parks or ends. */
 static int start_spawned(hub *h) {
@@ -275,7 +317,9 @@ static int start_spawned(hub *h) {
     PyObject *todo = h->starts;
     h->starts = NULL; /* spawns made meanwhile go to a new list */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(todo); i++) {
-        PyObject *g = (PyObject *)PyGreenlet_New(PyList_GET_ITEM(todo, i), (PyGreenlet *)h->hub_g);
+        PyObject *run = PyCFunction_New(&spawned_main_def, PyList_GET_ITEM(todo, i));
+        PyObject *g = run ? (PyObject *)PyGreenlet_New(run, (PyGreenlet *)h->hub_g) : NULL;
+        Py_XDECREF(run); /* the greenlet holds it */
         PyObject *r = g ? PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL) : NULL;
         if (!r)
             PyErr_Print();
@@ -328,7 +372,10 @@ static int run_python(hub *h) {
     pyjob *j;
     h->starting = 1; /* greenlet_main may take the next ones itself */
     while ((j = next_pending(h))) {
-        start_job(h, j);
+        if (h->inline_job)
+            start_job(h, j);
+        else
+            run_inline(h, j);
         did = 1;
     }
     h->starting = 0;
@@ -339,6 +386,11 @@ static int run_python(hub *h) {
             h->ready_tail = NULL;
         w->queued = 0;
         PyObject *g = w->greenlet;
+        did = 1;
+        if (g == h->driver) { /* the inline call's wait is over (nested_wait) */
+            h->inline_woken = 1;
+            continue;
+        }
         Py_INCREF(g);
         PyObject *r = PyGreenlet_Switch((PyGreenlet *)g, NULL, NULL);
         if (!r)
@@ -346,9 +398,41 @@ static int run_python(hub *h) {
         else
             Py_DECREF(r);
         Py_DECREF(g);
-        did = 1;
     }
     return did;
+}
+
+/* While the inline call waits, the waiting greenlet (the hub, or one its
+ * app switched to) drives the loop from inside the wait as hub_drive does,
+ * until that wait's wake comes; requests arriving meanwhile get pooled
+ * greenlets, other waits are resumed as usual and come back here
+ * (hub->driver). */
+static long nested_wait(hub *h, hub_wake *w) {
+    int starting = h->starting, rc = 0;
+    PyObject *driver = h->driver, *cur = (PyObject *)PyGreenlet_GetCurrent();
+    Py_XDECREF(cur);      /* alive: it runs this */
+    h->driver = cur;      /* greenlets that wait meanwhile come back here */
+    h->inline_active = 0; /* Python the loop runs meanwhile is not the request */
+    h->inline_woken = 0;
+    while (!h->inline_woken && rc >= 0) {
+        if (run_python(h))
+            continue;
+        if (loop_has_ready(h->l)) {
+            loop_run_pending(h->l);
+            continue;
+        }
+        Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
+        Py_END_ALLOW_THREADS
+    }
+    h->inline_active = 1;
+    h->starting = starting;
+    h->driver = driver;
+    if (!h->inline_woken) {
+        errno = -rc;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    return w->result;
 }
 
 int hub_drive(sp_server *s, void *ud) {
@@ -356,6 +440,7 @@ int hub_drive(sp_server *s, void *ud) {
     h->l = loop_current();
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     h->hub_g = (PyObject *)cur; /* owned */
+    h->driver = h->hub_g;
     h->thread = PyThread_get_thread_ident();
     h->worker_main = PyCFunction_New(&greenlet_main_def, NULL);
     if (!h->worker_main)
@@ -383,192 +468,4 @@ int hub_drive(sp_server *s, void *ud) {
     while (h->nidle)
         Py_DECREF(h->idle_g[--h->nidle]);
     return rc < 0 ? rc : 0;
-}
-
-/* ---- cooperative sleep and fd waits, for apps and spindle.patch() ------- */
-
-typedef struct gwait {
-    hub_wake wake;
-    loop_timer timer;
-    loop_watch watch;
-    int watching;
-} gwait;
-
-static void gwait_timeout(loop *l, loop_timer *t) {
-    gwait *g = t->data;
-    g->wake.result = 0;
-    hub_queue(the_hub, &g->wake);
-}
-
-static void gwait_ready(loop *l, loop_watch *w, uint32_t events) {
-    gwait *g = w->data;
-    g->wake.result = 1;
-    hub_queue(the_hub, &g->wake);
-}
-
-/* Parks the current greenlet until the fd is ready (if fd >= 0) or the
- * timeout passes (if ms >= 0). Returns 1 ready, 0 timed out, -1 error. */
-static long greenlet_wait(int fd, int write, double ms) {
-    hub *h = the_hub;
-    gwait *g = PyMem_Calloc(1, sizeof *g);
-    if (!g) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    PyGreenlet *cur = PyGreenlet_GetCurrent();
-    g->wake.greenlet = (PyObject *)cur;
-    if (fd >= 0) {
-        g->watch = (loop_watch){.fd = fd, .cb = gwait_ready, .data = g};
-        int rc = loop_watch_add(h->l, &g->watch, write ? BACKEND_WRITE_LEVEL : BACKEND_READ_LEVEL);
-        if (rc < 0) {
-            Py_XDECREF(cur);
-            PyMem_Free(g);
-            errno = -rc;
-            PyErr_SetFromErrno(PyExc_OSError);
-            return -1;
-        }
-        g->watching = 1;
-    }
-    if (ms >= 0)
-        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout, g);
-    long r = hub_wait(&g->wake);
-    loop_timer_cancel(h->l, &g->timer);
-    if (g->watching)
-        loop_watch_del(h->l, &g->watch);
-    hub_unqueue(h, &g->wake); /* woken for another reason (an exception thrown in) */
-    Py_XDECREF(cur);
-    PyMem_Free(g);
-    return r;
-}
-
-PyObject *py_sleep(PyObject *self, PyObject *args) {
-    double secs;
-    if (!PyArg_ParseTuple(args, "d:sleep", &secs))
-        return NULL;
-    if (secs < 0) {
-        PyErr_SetString(PyExc_ValueError, "sleep length must be non-negative");
-        return NULL;
-    }
-    if (!hub_in_greenlet(the_hub)) {
-        /* Not inside a request: plain blocking sleep (start-up code). */
-        PyObject *time = PyImport_ImportModule("time");
-        if (!time)
-            return NULL;
-        PyObject *r = PyObject_CallMethod(time, "_spindle_orig_sleep", "d", secs);
-        if (!r && PyErr_ExceptionMatches(PyExc_AttributeError)) {
-            PyErr_Clear();
-            r = PyObject_CallMethod(time, "sleep", "d", secs);
-        }
-        Py_DECREF(time);
-        return r;
-    }
-    if (greenlet_wait(-1, 0, secs * 1000.0) < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-/* Parks the current greenlet, findable by unpark through h->parked. */
-static long park_current(hub *h, double ms) {
-    gwait *g = PyMem_Calloc(1, sizeof *g);
-    if (!g) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (!h->parked && !(h->parked = PyDict_New())) {
-        PyMem_Free(g);
-        return -1;
-    }
-    PyObject *cur = (PyObject *)PyGreenlet_GetCurrent();
-    PyObject *ptr = PyLong_FromVoidPtr(g);
-    if (!ptr || PyDict_SetItem(h->parked, cur, ptr) < 0) {
-        Py_XDECREF(ptr);
-        Py_XDECREF(cur);
-        PyMem_Free(g);
-        return -1;
-    }
-    Py_DECREF(ptr);
-    g->wake.greenlet = cur;
-    if (ms >= 0)
-        loop_timer_arm(h->l, &g->timer, loop_clock_ms() + (int64_t)(ms + 0.999), gwait_timeout, g);
-    long r = hub_wait(&g->wake);
-    loop_timer_cancel(h->l, &g->timer);
-    hub_unqueue(h, &g->wake);
-    PyObject *et, *ev, *tb; /* keep an exception thrown in (GreenletExit) */
-    PyErr_Fetch(&et, &ev, &tb);
-    if (PyDict_DelItem(h->parked, cur) < 0)
-        PyErr_Clear();
-    PyErr_Restore(et, ev, tb);
-    Py_DECREF(cur);
-    PyMem_Free(g);
-    return r;
-}
-
-int hub_timeout_ms(PyObject *tobj, double *ms) {
-    *ms = -1;
-    if (tobj == Py_None)
-        return 0;
-    *ms = PyFloat_AsDouble(tobj) * 1000.0;
-    if (*ms < 0 && PyErr_Occurred())
-        return -1;
-    if (*ms < 0)
-        *ms = 0;
-    return 0;
-}
-
-PyObject *py_park(PyObject *self, PyObject *args) {
-    PyObject *tobj = Py_None;
-    if (!PyArg_ParseTuple(args, "|O:park", &tobj))
-        return NULL;
-    double ms;
-    if (hub_timeout_ms(tobj, &ms) < 0)
-        return NULL;
-    if (!hub_in_greenlet(the_hub)) {
-        PyErr_SetString(PyExc_RuntimeError, "spindle park works inside a request only");
-        return NULL;
-    }
-    long r = park_current(the_hub, ms);
-    if (r < 0)
-        return NULL;
-    return PyBool_FromLong(r);
-}
-
-PyObject *py_unpark(PyObject *self, PyObject *target) {
-    hub *h = the_hub;
-    /* Only the loop's thread touches the ready queue; other threads' wakes
-     * are caught by the waiter's bounded park. */
-    if (!h || !h->parked || PyThread_get_thread_ident() != h->thread)
-        Py_RETURN_FALSE;
-    PyObject *ptr = PyDict_GetItemWithError(h->parked, target);
-    if (!ptr) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_FALSE;
-    }
-    gwait *g = PyLong_AsVoidPtr(ptr);
-    g->wake.result = 1;
-    hub_queue(h, &g->wake);
-    Py_RETURN_TRUE;
-}
-
-PyObject *py_wait_fd(PyObject *self, PyObject *args, PyObject *kw, int write) {
-    static char *kwlist[] = {"fd", "timeout", NULL};
-    PyObject *fdobj, *tobj = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|O", kwlist, &fdobj, &tobj))
-        return NULL;
-    int fd = PyObject_AsFileDescriptor(fdobj);
-    if (fd < 0)
-        return NULL;
-    double ms;
-    if (hub_timeout_ms(tobj, &ms) < 0)
-        return NULL;
-    if (!hub_in_greenlet(the_hub)) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "spindle.wait_readable/wait_writable work inside a request served by "
-                        "spindle; outside one, use select");
-        return NULL;
-    }
-    long r = greenlet_wait(fd, write, ms);
-    if (r < 0)
-        return NULL;
-    return PyBool_FromLong(r);
 }

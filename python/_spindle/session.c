@@ -67,6 +67,16 @@ int session_attach(pyjob *j, PyObject *env) {
     return PyDict_SetItem(env, key, (PyObject *)o);
 }
 
+void session_reattach(pyjob *j, PyObject *o) {
+    ((sess_obj *)o)->j = j;
+    Py_INCREF(o); /* j's reference, as session_attach's: session_detach moves it */
+    j->sess_obj = o;
+}
+
+int session_reusable(PyObject *o) {
+    return Py_REFCNT(o) == 2 && (PyObject *)detached == o && !((sess_obj *)o)->j;
+}
+
 void session_detach(pyjob *j) {
     sess_obj *o = (sess_obj *)j->sess_obj;
     if (!o)

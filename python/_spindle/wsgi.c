@@ -465,26 +465,38 @@ static void drop_sr(sr_obj *sr) {
     Py_DECREF(sr);
 }
 
+/* The environ and its wsgi.input: the last call's again (environ_reuse)
+ * or new ones. *sess: the spindle.request handle. 0, or -1 on error (what
+ * was made is in *env and *input for the caller to drop). */
+static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyObject **sess) {
+    if ((*env = environ_reuse(j, input))) {
+        *sess = j->sess_obj;
+        return 0;
+    }
+    if (!(*input = input_new(j)) || !(*env = environ_build(h, j, *input)) ||
+        session_attach(j, *env) < 0)
+        return -1;
+    *sess = j->sess_obj;
+    return 0;
+}
+
 void wsgi_run(hub *h, pyjob *j) {
-    PyObject *input = input_new(j);
+    PyObject *input = NULL, *env = NULL, *sess = NULL, *result = NULL;
     sr_obj *sr = spare_sr;
     spare_sr = NULL;
     if (!sr && (sr = PyObject_New(sr_obj, &sr_type))) {
         sr->vectorcall = sr_vectorcall;
         sr->write_fn = NULL;
     }
-    PyObject *env = NULL, *result = NULL;
     int single = 0;
-    if (!input || !sr)
+    if (call_environ(h, j, &env, &input, &sess) < 0 || !sr)
         goto error;
     sr->j = j;
     sr->status = sr->headers = NULL;
     sr->called = 0;
     sr->content_length = -1;
     sr->sent = 0;
-    env = environ_build(h, j, input);
-    if (!env || session_attach(j, env) < 0)
-        goto error;
+    uint64_t version = environ_version(env); /* environ_keep: did anyone change it? */
     PyObject *args[2] = {env, (PyObject *)sr};
     result = PyObject_Vectorcall(h->app, args, 2, NULL);
     if (j->wsobj) {
@@ -500,6 +512,9 @@ void wsgi_run(hub *h, pyjob *j) {
         /* The bytes object stays alive until the coroutine has sent it
          * (lists have no close()). */
         hub_op_last(j, OP_WRITE, PySequence_Fast_GET_ITEM(result, 0));
+        Py_CLEAR(result);
+        if (environ_keep(j, env, input, sess, version))
+            env = NULL; /* kept for the next call */
         goto out;
     }
     if (send_iterable(h, sr, result) < 0)
@@ -516,6 +531,9 @@ void wsgi_run(hub *h, pyjob *j) {
     sr->j = NULL;
     session_detach(j);
     hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
+    Py_CLEAR(result);
+    if (environ_keep(j, env, input, sess, version))
+        env = NULL;
     goto out;
 
 error:

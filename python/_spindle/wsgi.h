@@ -12,6 +12,10 @@ void input_detach(PyObject *input);
  * else holds for the next request. */
 void input_release(PyObject *input);
 int input_init_type(void);
+/* environ_reuse: a kept environ's input serves j now. */
+void input_reuse(PyObject *input, pyjob *j);
+/* The input is detached and held by its caller and one more (the environ). */
+int input_reusable(PyObject *input);
 
 /* wsgi_check.c: start_response's checks. A private tuple of the headers (a
  * new reference) once status and headers are valid, else NULL with the

@@ -31,6 +31,16 @@ PyObject *input_new(pyjob *j) {
     return (PyObject *)o;
 }
 
+void input_reuse(PyObject *input, pyjob *j) {
+    input_obj *o = (input_obj *)input;
+    o->j = j;
+    Py_CLEAR(o->pushback);
+}
+
+int input_reusable(PyObject *input) {
+    return input && Py_REFCNT(input) == 2 && !((input_obj *)input)->j;
+}
+
 void input_detach(PyObject *input) {
     ((input_obj *)input)->j = NULL;
 }
