@@ -62,9 +62,15 @@ int loop_watch_ensure(loop *l, loop_watch *w);
  * -ECANCELED. 0 or -errno. */
 int loop_watch_del(loop *l, loop_watch *w);
 
-/* Forgets w without telling the backend: for an fd about to be closed,
- * which leaves epoll by itself. Wakes parked tasks with -ECANCELED. */
+/* Unregisters w for an fd its owner is about to close(2) (epoll: nothing
+ * to do, the close leaves epoll by itself). Wakes parked tasks with
+ * -ECANCELED. */
 void loop_watch_forget(loop *l, loop_watch *w);
+
+/* Closes w's fd through the backend (registered or not), waking parked
+ * tasks with -ECANCELED: epoll closes it at once; io_uring removes its poll
+ * (which holds the file open) and queues the close with the next submit. */
+void loop_watch_close(loop *l, loop_watch *w);
 
 /* ---- tasks and parking (only from inside a task's coroutine) ------------ */
 
@@ -148,6 +154,9 @@ typedef struct loop_stats {
     size_t stacks_mapped;
 } loop_stats;
 void loop_get_stats(const loop *l, loop_stats *out);
+
+/* The backend l runs on: "epoll" or "io_uring". */
+const char *loop_backend_name(const loop *l);
 
 /* Keeps sp_loop_run going while something outside tasks/timers/watches is
  * pending (the thread pool's jobs). */

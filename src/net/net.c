@@ -147,10 +147,10 @@ fail_close:
 void net_close(loop *l, loop_watch *w) {
     if (w->fd < 0)
         return;
-    /* Closing the fd takes it out of epoll (connection fds are never
-     * shared), so the EPOLL_CTL_DEL would be a wasted syscall. */
-    loop_watch_forget(l, w);
-    close(w->fd);
+    /* Through the backend: epoll closes at once (the close leaves epoll by
+     * itself); io_uring removes the poll that holds the file open and
+     * queues the close, so it costs no syscall of its own. */
+    loop_watch_close(l, w);
     w->fd = -1;
 }
 
