@@ -115,7 +115,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
   suite integration /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
   # The core suites once more on the io_uring backend (SPINDLE_IO_BACKEND
   # reaches every server the fixtures start): HTTP/1.1, keep-alive,
-  # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2.
+  # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2,
+  # and the Python binding's hubs (ASGI, WSGI), which drive the loop themselves.
   if /usr/bin/python3 -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
     SPINDLE_IO_BACKEND=uring suite integration-uring /usr/bin/python3 -m pytest -q -p no:cacheprovider \
       tests/integration/test_keepalive.py tests/integration/test_rejections.py \
@@ -125,7 +126,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       tests/integration/test_ops_reload.py tests/integration/test_tls.py \
       tests/integration/test_h2_clients.py tests/integration/test_h2_conformance.py \
       tests/integration/test_concurrency.py tests/integration/test_routes.py \
-      tests/integration/test_fairness.py tests/integration/test_signals.py
+      tests/integration/test_fairness.py tests/integration/test_signals.py \
+      tests/integration/test_asgi_http.py tests/integration/test_wsgi_concurrency.py
   else
     echo "== integration-uring: skipped: io_uring is unavailable here (io_uring_setup failed:"
     echo "   no kernel support, a seccomp filter or kernel.io_uring_disabled); epoll was tested"

@@ -124,7 +124,11 @@ static int ur_add(void *b, int fd, backend_mode mode, void *data) {
 }
 
 /* Queues the removal of fd's poll (by its tag, before the entry's
- * generation moves on: a later CQE of that poll is then stale). */
+ * generation moves on: a later CQE of that poll is then stale). A cancel,
+ * not POLL_REMOVE: while a wake-up of the poll waits to be run (bytes or an
+ * ACK arrived since the last turn) POLL_REMOVE fails with EALREADY and the
+ * poll stays armed, holding the socket open; a cancel marks it and the
+ * pending wake-up ends it. */
 static int ur_del(void *b, int fd) {
     uring_be *u = b;
     uint64_t tag;
@@ -134,7 +138,7 @@ static int ur_del(void *b, int fd) {
     struct io_uring_sqe *sqe = sqe_get(u);
     if (!sqe)
         return -EBUSY;
-    io_uring_prep_poll_remove(sqe, tag);
+    io_uring_prep_cancel64(sqe, tag, 0);
     io_uring_sqe_set_data64(sqe, URING_TAG_IGNORE);
     sqe->flags |= (uint8_t)u->sqe_flags;
     return 0;
