@@ -118,7 +118,7 @@ const flag cli_flags[] = {
     {"io-backend", "NAME", K_STR, B, RESTART, INT_WORDS(io_backend, set_io_backend), "epoll",
      "the event loop: epoll, uring (io_uring: polls, removals and closes batched into one "
      "io_uring_enter per loop turn; where the kernel lacks or forbids io_uring, each worker "
-     "logs one line and uses epoll) or auto (the faster on the measurements: epoll)"},
+     "logs one line and uses epoll) or auto (the faster on the measurements: io_uring, else epoll)"},
     {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
      "pipelined requests served before yielding"},
     {"stack-size", "BYTES", K_SIZE, B, HUP, SIZE(o.stack_size), "65536", "coroutine stack"},

@@ -232,3 +232,12 @@ def test_bogus_io_backend_exits_2():
     p = subprocess.run([BIN, "--bind", "127.0.0.1:1"], capture_output=True, text=True,
                        timeout=10, cwd=str(ROOT), env=env)
     assert p.returncode == 2 and "bogus" in p.stderr, (p.returncode, p.stderr)
+
+
+@needs_uring
+def test_auto_picks_io_uring_and_falls_back(ops_spindle):
+    srv = ops_spindle("--io-backend", "auto", workers=1)
+    assert wait_for(lambda: "event loop io_uring" in srv.stderr(), 3), srv.stderr()
+    fb = ops_spindle("--io-backend", "auto", workers=1, argv_prefix=[NO_URING])
+    assert wait_for(lambda: "event loop epoll" in fb.stderr(), 3), fb.stderr()
+    assert fb.stderr().count("io_uring unavailable") == 1, fb.stderr()
