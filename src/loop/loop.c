@@ -254,6 +254,31 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms) {
     return rc;
 }
 
+ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags,
+                  int64_t deadline_ms) {
+    task *t = l->current;
+    if (!t || !l->ops->send)
+        return -ENOSYS;
+    backend_op op = {.waiter = t};
+    int rc = l->ops->send(l->be, w->fd, msg, flags, &op);
+    if (rc < 0)
+        return rc;
+    loop_timer tm = {0};
+    if (deadline_ms != LOOP_NO_DEADLINE)
+        loop_timer_arm(l, &tm, deadline_ms, park_timeout, t);
+    int timed_out = 0;
+    /* The kernel reads msg and its buffers until the completion: never
+     * return before it, whatever woke the task. */
+    while (!op.done) {
+        if (park_current(l, t) == -ETIMEDOUT && !op.done && !timed_out) {
+            timed_out = 1;
+            l->ops->cancel(l->be, &op);
+        }
+    }
+    loop_timer_cancel(l, &tm);
+    return timed_out && op.res == -ECANCELED ? -ETIMEDOUT : op.res;
+}
+
 /* ---- watches ----------------------------------------------------------- */
 
 void loop_watch_lazy(loop_watch *w, backend_mode mode) {
@@ -377,8 +402,12 @@ static int loop_step(loop *l, int timeout_ms) {
     l->now = loop_clock_ms();
     if (n < 0)
         return n;
-    for (int i = 0; i < n; i++)
-        dispatch(l, l->events[i].data, l->events[i].events);
+    for (int i = 0; i < n; i++) {
+        if (l->events[i].events & LOOP_OP_DONE)
+            loop_wake(l, ((backend_op *)l->events[i].data)->waiter, 0);
+        else
+            dispatch(l, l->events[i].data, l->events[i].events);
+    }
     run_timers(l);
     ran += run_ready(l);
     l->turns++;
@@ -471,6 +500,8 @@ void sp_loop_free(loop *l) {
     /* Jobs write into structs on parked coroutines' stacks: finish them
      * before any stack goes away. */
     blocking_pool_destroy(l->pool);
+    /* Queued sends read parked tasks' stacks: the ring goes first. */
+    l->ops->free(l->be);
     list_node *n;
     while ((n = list_pop_front(&l->all))) {
         task *t = container_of(n, task, all_node);
@@ -483,7 +514,6 @@ void sp_loop_free(loop *l) {
         free(t);
     }
     timer_heap_free(&l->timers);
-    l->ops->free(l->be);
     coro_pool_destroy(l->stacks);
     if (tls_loop == l)
         tls_loop = NULL;

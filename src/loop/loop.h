@@ -11,6 +11,7 @@
 #include "spindle.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct sp_loop loop;
 typedef struct task task;
@@ -84,6 +85,15 @@ task *loop_task(loop *l);
  * that woke it (> 0), -ETIMEDOUT, -ECANCELED (watch removed), or -EAGAIN
  * when called outside a task (the caller cannot park). */
 int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms);
+
+/* Sends msg on w's fd through the backend's queue (io_uring: in the next
+ * submit, with every other send of this loop turn), parking the running
+ * task until it completes or deadline_ms passes. Returns the bytes sent
+ * (maybe fewer than asked), -errno (-EAGAIN: wait for writability and
+ * retry), -ETIMEDOUT, or -ENOSYS when the backend queues no sends or no
+ * task runs: then the caller calls sendmsg itself. */
+struct msghdr;
+ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags, int64_t deadline_ms);
 
 /* Parks the running task until woken with loop_wake or deadline_ms passes
  * (-ETIMEDOUT). If hup is non-NULL the task is also woken with -ECONNRESET

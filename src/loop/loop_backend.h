@@ -6,13 +6,25 @@
 
 #include <stdint.h>
 
+struct msghdr;
+
 /* Readiness bits the backend reports (and the loop hands to waiters). */
 enum {
-    LOOP_READ = 1u << 0,  /* readable (or a listener has connections) */
-    LOOP_WRITE = 1u << 1, /* writable */
-    LOOP_RDHUP = 1u << 2, /* the peer shut down its writing side */
-    LOOP_HUP = 1u << 3,   /* hang-up or error: both directions are done */
+    LOOP_READ = 1u << 0,    /* readable (or a listener has connections) */
+    LOOP_WRITE = 1u << 1,   /* writable */
+    LOOP_RDHUP = 1u << 2,   /* the peer shut down its writing side */
+    LOOP_HUP = 1u << 3,     /* hang-up or error: both directions are done */
+    LOOP_OP_DONE = 1u << 4, /* a queued operation (backend_op) completed */
 };
+
+/* An operation queued on the backend (io_uring's send), on its waiter's
+ * stack: the waiter stays parked until `done`, so the memory outlives the
+ * request. Its completion comes back as an event whose data is the op. */
+typedef struct backend_op {
+    void *waiter; /* the parked task */
+    int res;      /* the syscall's result: bytes or -errno */
+    int done;
+} backend_op;
 
 /* How an fd is watched. */
 typedef enum backend_mode {
@@ -46,6 +58,10 @@ typedef struct backend_ops {
     /* Waits up to timeout_ms (-1: forever) and fills at most max events.
      * Returns the count (0 on timeout or EINTR) or -errno. */
     int (*wait)(void *b, backend_event *out, int max, int timeout_ms);
+    /* Optional (NULL: not queued): queues sendmsg(fd, msg, flags) for the
+     * next submit (0 or -errno), and the cancel of one still in flight. */
+    int (*send)(void *b, int fd, const struct msghdr *msg, int flags, backend_op *op);
+    void (*cancel)(void *b, backend_op *op);
 } backend_ops;
 
 extern const backend_ops backend_epoll_ops;

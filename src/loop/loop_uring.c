@@ -9,6 +9,7 @@
 #include <liburing.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define URING_SQ_ENTRIES 1024
@@ -175,8 +176,39 @@ static uint32_t loop_bits(int res) {
     return bits;
 }
 
-/* One CQE: its event, if it belongs to a live registration (1), or 0. */
+/* Sends go in with the next submit (one io_uring_enter for every
+ * connection's answer of this turn) instead of a sendmsg each. */
+static int ur_send(void *b, int fd, const struct msghdr *msg, int flags, backend_op *op) {
+    uring_be *u = b;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (!sqe)
+        return -EBUSY;
+    io_uring_prep_sendmsg(sqe, fd, msg, (unsigned)flags);
+    io_uring_sqe_set_data64(sqe, (uint64_t)(uintptr_t)op | URING_TAG_OP);
+    return 0;
+}
+
+static void ur_cancel(void *b, backend_op *op) {
+    uring_be *u = b;
+    struct io_uring_sqe *sqe = sqe_get(u);
+    if (!sqe)
+        return; /* the send ends by itself: the peer's close or reading */
+    io_uring_prep_cancel64(sqe, (uint64_t)(uintptr_t)op | URING_TAG_OP, 0);
+    io_uring_sqe_set_data64(sqe, URING_TAG_IGNORE);
+    sqe->flags |= (uint8_t)u->sqe_flags;
+}
+
+/* One CQE: its event, if it belongs to a live registration or is an
+ * operation's completion (1), or 0. */
 static int reap(uring_be *u, const struct io_uring_cqe *cqe, backend_event *out) {
+    if (cqe->user_data != URING_TAG_IGNORE && (cqe->user_data & URING_TAG_OP)) {
+        backend_op *op = (backend_op *)(uintptr_t)(cqe->user_data & ~URING_TAG_OP);
+        op->res = cqe->res;
+        op->done = 1;
+        out->data = op;
+        out->events = LOOP_OP_DONE;
+        return 1;
+    }
     int fd;
     uring_entry *e = uring_reg_lookup(&u->reg, cqe->user_data, &fd);
     if (!e)
@@ -234,4 +266,6 @@ const backend_ops backend_uring_ops = {
     .close_fd = ur_close_fd,
     .forget = ur_forget,
     .wait = ur_wait,
+    .send = ur_send,
+    .cancel = ur_cancel,
 };

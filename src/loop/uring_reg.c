@@ -29,7 +29,7 @@ int uring_reg_add(uring_reg *r, int fd, uint8_t mode, void *data) {
     uring_entry *e = &r->e[fd];
     if (e->live)
         return -EEXIST;
-    e->gen++;
+    e->gen = (e->gen + 1) & URING_GEN_MASK;
     e->live = 1;
     e->mode = mode;
     e->rearm = 0;
@@ -53,7 +53,7 @@ int uring_reg_del_tag(uring_reg *r, int fd, uint64_t *tag) {
     e->live = 0;
     e->rearm = 0;
     e->data = NULL;
-    e->gen++; /* every CQE still in flight for the old poll is now stale */
+    e->gen = (e->gen + 1) & URING_GEN_MASK; /* every CQE in flight for the old poll is stale */
     return 0;
 }
 
@@ -64,7 +64,7 @@ int uring_reg_del(uring_reg *r, int fd) {
 
 uring_entry *uring_reg_lookup(uring_reg *r, uint64_t tag, int *fd) {
     uint32_t f = (uint32_t)tag, gen = (uint32_t)(tag >> 32);
-    if (tag == URING_TAG_IGNORE || f >= r->cap)
+    if (tag == URING_TAG_IGNORE || (tag & URING_TAG_OP) || f >= r->cap)
         return NULL;
     uring_entry *e = &r->e[f];
     if (!e->live || e->gen != gen)

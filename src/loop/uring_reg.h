@@ -11,6 +11,10 @@
 /* The user_data of requests whose completions carry nothing (removals,
  * closes): fd 0xffffffff is never a live entry. */
 #define URING_TAG_IGNORE UINT64_MAX
+/* Bit 63 marks a one-off operation's tag (a backend_op pointer); so a
+ * generation has 31 bits. */
+#define URING_TAG_OP   ((uint64_t)1 << 63)
+#define URING_GEN_MASK 0x7fffffffu
 
 typedef struct uring_entry {
     void *data;
