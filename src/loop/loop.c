@@ -254,31 +254,6 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms) {
     return rc;
 }
 
-ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags,
-                  int64_t deadline_ms) {
-    task *t = l->current;
-    if (!t || !l->ops->send)
-        return -ENOSYS;
-    backend_op op = {.waiter = t};
-    int rc = l->ops->send(l->be, w->fd, msg, flags, &op);
-    if (rc < 0)
-        return rc;
-    loop_timer tm = {0};
-    if (deadline_ms != LOOP_NO_DEADLINE)
-        loop_timer_arm(l, &tm, deadline_ms, park_timeout, t);
-    int timed_out = 0;
-    /* The kernel reads msg and its buffers until the completion: never
-     * return before it, whatever woke the task. */
-    while (!op.done) {
-        if (park_current(l, t) == -ETIMEDOUT && !op.done && !timed_out) {
-            timed_out = 1;
-            l->ops->cancel(l->be, &op);
-        }
-    }
-    loop_timer_cancel(l, &tm);
-    return timed_out && op.res == -ECANCELED ? -ETIMEDOUT : op.res;
-}
-
 /* ---- watches ----------------------------------------------------------- */
 
 void loop_watch_lazy(loop_watch *w, backend_mode mode) {
@@ -592,8 +567,9 @@ int sp_run_blocking(int (*fn)(void *arg), void *arg) {
     return job.result;
 }
 
-const char *loop_backend_name(const loop *l) {
-    return l->ops->name;
+const backend_ops *loop_backend(const loop *l, void **be) {
+    *be = l->be;
+    return l->ops;
 }
 
 void loop_get_stats(const loop *l, loop_stats *out) {

@@ -167,6 +167,8 @@ void loop_get_stats(const loop *l, loop_stats *out);
 
 /* The backend l runs on: "epoll" or "io_uring". */
 const char *loop_backend_name(const loop *l);
+/* Its ops and handle, for the loop's own files (loop_send.c). */
+const backend_ops *loop_backend(const loop *l, void **be);
 
 /* Keeps sp_loop_run going while something outside tasks/timers/watches is
  * pending (the thread pool's jobs). */
