@@ -116,7 +116,7 @@ const flag cli_flags[] = {
      "concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are "
      "refused with RST_STREAM REFUSED_STREAM"},
     {"io-backend", "NAME", K_STR, B, RESTART, INT_WORDS(io_backend, set_io_backend), "epoll",
-     "the event loop: epoll, uring (io_uring: polls, removals and closes batched into one "
+     "the event loop: epoll, uring (io_uring: polls, removals, sends and closes batched into one "
      "io_uring_enter per loop turn; where the kernel lacks or forbids io_uring, each worker "
      "logs one line and uses epoll) or auto (the faster on the measurements: io_uring, else epoll)"},
     {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
