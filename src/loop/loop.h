@@ -90,8 +90,9 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms);
  * submit, with every other send of this loop turn), parking the running
  * task until it completes or deadline_ms passes. Returns the bytes sent
  * (maybe fewer than asked), -errno (-EAGAIN: wait for writability and
- * retry), -ETIMEDOUT, or -ENOSYS when the backend queues no sends or no
- * task runs: then the caller calls sendmsg itself. */
+ * retry), -ETIMEDOUT, or -ENOSYS when the backend queues no sends, no
+ * task runs, or w is not the task's own connection (its hup watch): then
+ * the caller calls sendmsg itself. */
 struct msghdr;
 ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags, int64_t deadline_ms);
 

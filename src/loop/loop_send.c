@@ -15,7 +15,10 @@ ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags,
     void *be;
     const backend_ops *ops = loop_backend(l, &be);
     task *t = loop_task(l);
-    if (!t || !ops->send)
+    /* Only on the connection the task serves (its hup watch): a task that
+     * writes to many sockets (a WebSocket broadcast) would wait a loop
+     * turn for each; those sends stay plain syscalls. */
+    if (!t || !ops->send || loop_task_hup_watch(t) != w)
         return -ENOSYS;
     backend_op op = {.waiter = t};
     int rc = ops->send(be, w->fd, msg, flags, &op);

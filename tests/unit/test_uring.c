@@ -225,6 +225,7 @@ typedef struct sender {
 
 static void send_task(void *arg) {
     sender *s = arg;
+    loop_task_set_hup_watch(loop_task(loop_current()), s->w); /* its connection */
     static char big[1 << 22];
     memset(big, 'a', s->len);
     s->got = net_write(loop_current(), s->w, big, s->len, s->deadline);
