@@ -116,7 +116,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
   # The core suites once more on the io_uring backend (SPINDLE_IO_BACKEND
   # reaches every server the fixtures start): HTTP/1.1, keep-alive,
   # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2,
-  # and the Python binding's hubs (ASGI, WSGI), which drive the loop themselves.
+  # the Python binding's hubs (ASGI, WSGI), which drive the loop themselves,
+  # WebSocket broadcasts (chat), PROXY headers, resets. About 2 minutes.
   if /usr/bin/python3 -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
     SPINDLE_IO_BACKEND=uring suite integration-uring /usr/bin/python3 -m pytest -q -p no:cacheprovider \
       tests/integration/test_keepalive.py tests/integration/test_rejections.py \
@@ -127,7 +128,10 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       tests/integration/test_h2_clients.py tests/integration/test_h2_conformance.py \
       tests/integration/test_concurrency.py tests/integration/test_routes.py \
       tests/integration/test_fairness.py tests/integration/test_signals.py \
-      tests/integration/test_asgi_http.py tests/integration/test_wsgi_concurrency.py
+      tests/integration/test_asgi_http.py tests/integration/test_wsgi_concurrency.py \
+      tests/integration/test_asgi_ws.py tests/integration/test_chat.py \
+      tests/integration/test_proxy_protocol.py tests/integration/test_faults_reset.py \
+      tests/integration/test_h2_attacks.py
   else
     echo "== integration-uring: skipped: io_uring is unavailable here (io_uring_setup failed:"
     echo "   no kernel support, a seccomp filter or kernel.io_uring_disabled); epoll was tested"
