@@ -23,7 +23,7 @@ ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags,
     backend_op op = {.waiter = t};
     int rc = ops->send(be, w->fd, msg, flags, &op);
     if (rc < 0)
-        return rc;
+        return -ENOSYS; /* not queued (no SQE to be had): the plain syscall */
     int timed_out = 0;
     /* The kernel reads msg and its buffers until the completion (which
      * wakes the task with 0): never return before it, whatever woke us. */

@@ -1,7 +1,7 @@
 /* loop_uring.c — the io_uring backend behind loop_backend.h: readiness by
  * poll requests (multishot for connections, one-shot re-armed for the level
- * modes), removals and closes queued as SQEs, and one io_uring_enter per
- * loop turn that submits them all and waits. */
+ * modes), removals, sends and closes queued as SQEs, and one io_uring_enter
+ * per loop turn that submits them all and waits. */
 #include "loop/loop_backend.h"
 #include "loop/uring_reg.h"
 
@@ -59,7 +59,8 @@ static void *ur_open(int *err) {
 static struct io_uring_sqe *sqe_get(uring_be *u) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&u->ring);
     while (!sqe) {
-        if (io_uring_submit(&u->ring) < 0 && errno != EINTR)
+        int rc = io_uring_submit(&u->ring); /* liburing: -errno, errno untouched */
+        if (rc < 0 && rc != -EINTR)
             return NULL;
         sqe = io_uring_get_sqe(&u->ring);
     }
