@@ -53,7 +53,7 @@ VERSION_DEFS := -DSPINDLE_VERSION='"$(VERSION)"' -DSPINDLE_GIT_REV='"$(GIT_REV)"
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS_ALL := $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
-LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2
+LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2 -luring
 
 # ONLY='src/coro/%' limits the library to some sources (work on one module
 # while others are mid-change); BUILD=dir puts the tree elsewhere.
@@ -74,9 +74,11 @@ APP_MODULES := $(patsubst examples/%.c,$(B)/examples/%.so,$(wildcard examples/ap
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
+# Helpers the integration tests run (tests/tools/no_uring: io_uring forbidden).
+TOOL_BINS := $(patsubst tests/tools/%.c,$(B)/tests/tools/%,$(wildcard tests/tools/*.c))
 
 .PHONY: all lib unit test run format format-check clean fuzz-build cross-aarch64 deps
-all: lib $(BIN) $(EXAMPLES) $(APP_MODULES) unit $(BENCH_BINS)
+all: lib $(BIN) $(EXAMPLES) $(APP_MODULES) unit $(BENCH_BINS) $(TOOL_BINS)
 lib: $(LIB)
 unit: $(UNIT_BINS)
 
@@ -131,6 +133,9 @@ $(B)/tests/apps/%.so: tests/apps/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
 
+$(B)/tests/tools/%: tests/tools/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -o $@ $<
 $(B)/tests/unit_main.o: tests/unit/unit_main.c
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -Itests/unit -MMD -MP -c $< -o $@
@@ -204,7 +209,7 @@ bench: deps
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	/usr/bin/python3 bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
 
-FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/fuzz/*.c \
+FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
   tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
   python/_spindle/*.h)
 format:

@@ -151,7 +151,7 @@ ext = Extension(
         "-Wno-missing-field-initializers",
         "-Wno-cast-function-type",
     ],
-    libraries=["ssl", "crypto", "pthread", "dl", "m", "sqlite3", "hiredis", "nghttp2"],  # the Makefile's LDLIBS_ALL
+    libraries=["ssl", "crypto", "pthread", "dl", "m", "sqlite3", "hiredis", "nghttp2", "uring"],  # the Makefile's LDLIBS_ALL
     depends=sorted(glob.glob(rel("src", "**", "*.h"), recursive=True) + glob.glob(rel("include", "*.h"))
                    + glob.glob(rel("python", "_spindle", "*.h"))),
 )

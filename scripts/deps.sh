@@ -44,6 +44,7 @@ PKGS=(
   "libhiredis-dev:the Redis session store"
   "libssl-dev:OpenSSL 3, the TLS transport (-lssl -lcrypto)"
   "libnghttp2-dev:HTTP/2 framing and HPACK (src/server/h2_*.c)"
+  "liburing-dev:the io_uring loop backend (src/loop/loop_uring.c, --io-backend uring)"
   "nghttp2-client:h2load and nghttp, the HTTP/2 tests and bench workload"
   "python3-h2:HTTP/2 client of the conformance tests"
   "python3-hyperframe:raw HTTP/2 frames of the conformance tests"

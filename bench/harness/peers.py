@@ -120,6 +120,15 @@ class SpindleC(Peer):
         return argv, {}, workdir
 
 
+class SpindleCUring(SpindleC):
+    name, kind = "spindle-c-uring", "native"
+    doc = "build/spindle --io-backend uring (the io_uring loop backend; issue 23)"
+
+    def command(self, app, port, workers, workdir, root=None, tls=None):
+        argv, env, cwd = super().command(app, port, workers, workdir, root=root, tls=tls)
+        return argv + ["--io-backend", "uring"], env, cwd
+
+
 class SpindlePy(Peer):
     name, kind = "spindle", "wsgi"
     doc = "python3 -m spindle MODULE:app (the WSGI binding)"
@@ -370,7 +379,7 @@ class NginxTornado(Peer):
         return [script, os.path.join(PEER_DIR, "tornado_hello.py"), ",".join(map(str, ports))] + argv, {"PY": PY}, workdir
 
 
-ALL = [SpindleC, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
+ALL = [SpindleC, SpindleCUring, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
 EXTRA = [NginxTornado, Wsgiref, SpindlePatched]  # only when named
 BY_NAME = {p.name: p for p in ALL + EXTRA}
 BENCH_PACKAGES = ["nginx", "nodejs", "gunicorn", "uwsgi", "uwsgi-plugin-python3", "python3-gevent",

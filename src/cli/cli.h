@@ -35,6 +35,7 @@ typedef struct cli_config {
     const char *config_file;
     sp_server_options o;
     int http2_off, http2_max_streams; /* server_set_http2: not in o, whose size is ABI */
+    int io_backend;                   /* --io-backend: backend_kind (loop_set_default_backend) */
     const char *binds[MAX_BINDS];
     int nbinds;
     const char *app;

@@ -4,6 +4,7 @@
 #include "cli/flags.h"
 
 #include "base/log.h"
+#include "loop/loop_backend.h"
 #include "server/forwarded.h"
 
 #include <errno.h>
@@ -24,6 +25,7 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text);
 static int set_interface(cli_config *c, const char *text);
 static int set_lifespan(cli_config *c, const char *text);
 static int set_http2(cli_config *c, const char *text);
+static int set_io_backend(cli_config *c, const char *text);
 
 /* A field its own setter checks or parses from words: reloaded like a field. */
 #define INT_WORDS(field, fn)   T_INT, offsetof(cli_config, field), fn
@@ -113,6 +115,10 @@ const flag cli_flags[] = {
     {"http2-max-streams", "N", K_INT, B, HUP, INT(http2_max_streams), "100",
      "concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are "
      "refused with RST_STREAM REFUSED_STREAM"},
+    {"io-backend", "NAME", K_STR, B, RESTART, INT_WORDS(io_backend, set_io_backend), "epoll",
+     "the event loop: epoll, uring (io_uring: polls, removals, sends and closes batched into one "
+     "io_uring_enter per loop turn; where the kernel lacks or forbids io_uring, each worker "
+     "logs one line and uses epoll) or auto (the faster on the measurements: io_uring, else epoll)"},
     {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
      "pipelined requests served before yielding"},
     {"stack-size", "BYTES", K_SIZE, B, HUP, SIZE(o.stack_size), "65536", "coroutine stack"},
@@ -484,6 +490,16 @@ static int set_log_level(cli_config *c, const char *text) {
         return -1;
     }
     log_set_level((log_level)lv);
+    return 0;
+}
+
+static int set_io_backend(cli_config *c, const char *text) {
+    int k = backend_kind_parse(text);
+    if (k < 0) {
+        fprintf(stderr, "spindle: --io-backend is epoll, uring or auto, not '%s'\n", text);
+        return -1;
+    }
+    c->io_backend = k;
     return 0;
 }
 

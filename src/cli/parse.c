@@ -218,7 +218,10 @@ static void print_version(void) {
     printf("git revision: %s\n",
            SPINDLE_GIT_REV[0] ? SPINDLE_GIT_REV : "none (not built from git)");
     printf("coroutine switch: %s\n", coro_switch_name);
-    printf("event loop: %s\n", backend_name);
+    printf("event loop: %s (default), %s (--io-backend uring; falls back to epoll where "
+           "forbidden); auto = %s\n",
+           backend_epoll_ops.name, backend_uring_ops.name,
+           backend_kind_auto() == BACKEND_KIND_URING ? "io_uring" : "epoll");
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
     printf("TLS: %s (built against %s)\n", OpenSSL_version(OPENSSL_VERSION), OPENSSL_VERSION_TEXT);

@@ -6,6 +6,7 @@
 #include "cli/flags.h"
 
 #include "base/log.h"
+#include "loop/loop_select.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
 #include "server/server.h"
@@ -403,6 +404,7 @@ int cli_serve(cli_config *c, const cli_app *app) {
                 c->error_log, strerror(-lrc));
         return 1;
     }
+    loop_set_default_backend((backend_kind)c->io_backend); /* before any loop */
     sp_server *s = sp_server_new(&c->o);
     if (s)
         server_set_http2(s, c->http2_off, c->http2_max_streams);

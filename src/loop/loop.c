@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/list.h"
 #include "loop/blocking_pool.h"
+#include "loop/loop_select.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -31,7 +32,8 @@ struct task {
 struct sp_loop {
     loop_head head; /* first: loop_charge reads it through loop.h */
     int64_t now;
-    int bfd;
+    const backend_ops *ops; /* epoll or io_uring, chosen at sp_loop_new */
+    void *be;
     int stop;
     int yielded;       /* a task yielded since the last poll */
     uint32_t unpolled; /* tasks loop_run_pending ran since the last poll */
@@ -274,7 +276,7 @@ int loop_watch_add(loop *l, loop_watch *w, backend_mode mode) {
     w->lazy = 0;
     w->reader = w->writer = w->hup_waiter = NULL;
     w->hup = 0;
-    int rc = backend_add(l->bfd, w->fd, mode, w);
+    int rc = l->ops->add(l->be, w->fd, mode, w);
     if (rc < 0)
         return rc;
     w->registered = 1;
@@ -295,15 +297,25 @@ static void watch_drop(loop *l, loop_watch *w) {
 
 void loop_watch_forget(loop *l, loop_watch *w) {
     w->lazy = 0;
-    if (w->registered)
+    if (!w->registered)
+        return;
+    l->ops->forget(l->be, w->fd); /* io_uring: a poll would keep the file open */
+    watch_drop(l, w);
+}
+
+void loop_watch_close(loop *l, loop_watch *w) {
+    w->lazy = 0;
+    int registered = w->registered;
+    if (registered)
         watch_drop(l, w);
+    l->ops->close_fd(l->be, w->fd, registered);
 }
 
 int loop_watch_del(loop *l, loop_watch *w) {
     w->lazy = 0;
     if (!w->registered)
         return 0;
-    int rc = backend_del(l->bfd, w->fd);
+    int rc = l->ops->del(l->be, w->fd);
     watch_drop(l, w);
     return rc;
 }
@@ -361,12 +373,16 @@ static int loop_step(loop *l, int timeout_ms) {
     }
     l->yielded = 0;
     l->unpolled = 0;
-    int n = backend_wait(l->bfd, l->events, LOOP_MAX_EVENTS, timeout);
+    int n = l->ops->wait(l->be, l->events, LOOP_MAX_EVENTS, timeout);
     l->now = loop_clock_ms();
     if (n < 0)
         return n;
-    for (int i = 0; i < n; i++)
-        dispatch(l, l->events[i].data, l->events[i].events);
+    for (int i = 0; i < n; i++) {
+        if (l->events[i].events & LOOP_OP_DONE)
+            loop_wake(l, ((backend_op *)l->events[i].data)->waiter, 0);
+        else
+            dispatch(l, l->events[i].data, l->events[i].events);
+    }
     run_timers(l);
     ran += run_ready(l);
     l->turns++;
@@ -439,11 +455,9 @@ sp_loop *sp_loop_new(const sp_loop_options *opt) {
     l->stacks = coro_pool_create(&po);
     if (!l->stacks)
         goto fail_free;
-    l->bfd = backend_open();
-    if (l->bfd < 0) {
-        errno = -l->bfd;
-        goto fail_stacks;
-    }
+    l->ops = backend_open_chosen(&l->be);
+    if (!l->ops)
+        goto fail_stacks; /* errno says why */
     l->pool_threads = o.blocking_threads > 0 ? o.blocking_threads : 4;
     l->now = loop_clock_ms();
     tls_loop = l;
@@ -461,6 +475,8 @@ void sp_loop_free(loop *l) {
     /* Jobs write into structs on parked coroutines' stacks: finish them
      * before any stack goes away. */
     blocking_pool_destroy(l->pool);
+    /* Queued sends read parked tasks' stacks: the ring goes first. */
+    l->ops->free(l->be);
     list_node *n;
     while ((n = list_pop_front(&l->all))) {
         task *t = container_of(n, task, all_node);
@@ -473,7 +489,6 @@ void sp_loop_free(loop *l) {
         free(t);
     }
     timer_heap_free(&l->timers);
-    close(l->bfd);
     coro_pool_destroy(l->stacks);
     if (tls_loop == l)
         tls_loop = NULL;
@@ -534,7 +549,7 @@ int sp_run_blocking(int (*fn)(void *arg), void *arg) {
         if (!l->pool)
             return -EAGAIN;
         l->pool_watch = (loop_watch){.fd = efd, .cb = pool_done};
-        int rc = backend_add(l->bfd, efd, BACKEND_READ_LEVEL, &l->pool_watch);
+        int rc = l->ops->add(l->be, efd, BACKEND_READ_LEVEL, &l->pool_watch);
         if (rc < 0) {
             blocking_pool_destroy(l->pool);
             l->pool = NULL;
@@ -550,6 +565,11 @@ int sp_run_blocking(int (*fn)(void *arg), void *arg) {
     loop_ref(l);
     park_current(l, l->current);
     return job.result;
+}
+
+const backend_ops *loop_backend(const loop *l, void **be) {
+    *be = l->be;
+    return l->ops;
 }
 
 void loop_get_stats(const loop *l, loop_stats *out) {

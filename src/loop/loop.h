@@ -11,6 +11,7 @@
 #include "spindle.h"
 
 #include <stdint.h>
+#include <sys/types.h>
 
 typedef struct sp_loop loop;
 typedef struct task task;
@@ -62,9 +63,15 @@ int loop_watch_ensure(loop *l, loop_watch *w);
  * -ECANCELED. 0 or -errno. */
 int loop_watch_del(loop *l, loop_watch *w);
 
-/* Forgets w without telling the backend: for an fd about to be closed,
- * which leaves epoll by itself. Wakes parked tasks with -ECANCELED. */
+/* Unregisters w for an fd its owner is about to close(2) (epoll: nothing
+ * to do, the close leaves epoll by itself). Wakes parked tasks with
+ * -ECANCELED. */
 void loop_watch_forget(loop *l, loop_watch *w);
+
+/* Closes w's fd through the backend (registered or not), waking parked
+ * tasks with -ECANCELED: epoll closes it at once; io_uring removes its poll
+ * (which holds the file open) and queues the close with the next submit. */
+void loop_watch_close(loop *l, loop_watch *w);
 
 /* ---- tasks and parking (only from inside a task's coroutine) ------------ */
 
@@ -78,6 +85,16 @@ task *loop_task(loop *l);
  * that woke it (> 0), -ETIMEDOUT, -ECANCELED (watch removed), or -EAGAIN
  * when called outside a task (the caller cannot park). */
 int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms);
+
+/* Sends msg on w's fd through the backend's queue (io_uring: in the next
+ * submit, with every other send of this loop turn), parking the running
+ * task until it completes or deadline_ms passes. Returns the bytes sent
+ * (maybe fewer than asked), -errno (-EAGAIN: wait for writability and
+ * retry), -ETIMEDOUT, or -ENOSYS when the backend queues no sends, no
+ * task runs, or w is not the task's own connection (its hup watch): then
+ * the caller calls sendmsg itself. */
+struct msghdr;
+ssize_t loop_send(loop *l, loop_watch *w, const struct msghdr *msg, int flags, int64_t deadline_ms);
 
 /* Parks the running task until woken with loop_wake or deadline_ms passes
  * (-ETIMEDOUT). If hup is non-NULL the task is also woken with -ECONNRESET
@@ -148,6 +165,11 @@ typedef struct loop_stats {
     size_t stacks_mapped;
 } loop_stats;
 void loop_get_stats(const loop *l, loop_stats *out);
+
+/* The backend l runs on: "epoll" or "io_uring". */
+const char *loop_backend_name(const loop *l);
+/* Its ops and handle, for the loop's own files (loop_send.c). */
+const backend_ops *loop_backend(const loop *l, void **be);
 
 /* Keeps sp_loop_run going while something outside tasks/timers/watches is
  * pending (the thread pool's jobs). */

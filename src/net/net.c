@@ -59,7 +59,15 @@ ssize_t net_writev_flags(loop *l, loop_watch *w, struct iovec *iov, int iovcnt, 
     }
     while (iovcnt > 0) {
         struct msghdr msg = {.msg_iov = iov, .msg_iovlen = (size_t)iovcnt};
-        ssize_t n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | flags);
+        /* io_uring: queued with this turn's other sends (one enter for
+         * all); epoll, or outside a task: the syscall. */
+        ssize_t n = loop_send(l, w, &msg, MSG_NOSIGNAL | flags, deadline);
+        if (n == -ENOSYS)
+            n = sendmsg(w->fd, &msg, MSG_NOSIGNAL | flags);
+        else if (n < 0 && n != -EAGAIN && n != -EINTR)
+            return n;
+        else if (n < 0)
+            errno = (int)-n;
         if (n < 0) {
             int rc = wait_again(l, w, LOOP_WRITE, deadline, &hups);
             if (rc < 0)
@@ -147,10 +155,10 @@ fail_close:
 void net_close(loop *l, loop_watch *w) {
     if (w->fd < 0)
         return;
-    /* Closing the fd takes it out of epoll (connection fds are never
-     * shared), so the EPOLL_CTL_DEL would be a wasted syscall. */
-    loop_watch_forget(l, w);
-    close(w->fd);
+    /* Through the backend: epoll closes at once (the close leaves epoll by
+     * itself); io_uring removes the poll that holds the file open and
+     * queues the close, so it costs no syscall of its own. */
+    loop_watch_close(l, w);
     w->fd = -1;
 }
 

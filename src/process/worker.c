@@ -129,6 +129,7 @@ int worker_run(sp_server *s, worker_slot *slot, worker_board *board, int gracefu
         close(sfd);
         return 1;
     }
+    log_msg(LOG_INFO, "worker %d: event loop %s", (int)getpid(), loop_backend_name(l));
     w.sigw = (loop_watch){.fd = sfd, .cb = on_signal, .data = &w};
     loop_watch_add(l, &w.sigw, BACKEND_READ_LEVEL);
     /* --workers 0: a slot of our own, so --stats counts all the same. */

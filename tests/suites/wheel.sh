@@ -52,7 +52,7 @@ check "python -m spindle --help works from the installed package" \
 ver=$($vpy -m spindle --version)
 check "python -m spindle --version: 'spindle $V (API', the switch and the loop" \
   bash -c 'grep -q "^spindle $1 (API" <<<"$2" && grep -q "^coroutine switch: " <<<"$2" &&
-    grep -qx "event loop: epoll" <<<"$2"' _ "$V" "$ver"
+    grep -q "^event loop: epoll (default), io_uring " <<<"$2"' _ "$V" "$ver"
 $vpy -m spindle app:application --bind "127.0.0.1:$port" --workers 1 >"$work/serve.log" 2>&1 &
 pid=$!
 body=

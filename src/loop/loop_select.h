@@ -1,0 +1,18 @@
+/* loop_select.h — which backend new loops get (--io-backend), and opening
+ * it with the fallback to epoll where io_uring is missing or forbidden. */
+#ifndef SPINDLE_LOOP_SELECT_H
+#define SPINDLE_LOOP_SELECT_H
+
+#include "loop/loop_backend.h"
+
+/* Sets the backend of the loops made from now on (before sp_loop_new; the
+ * default is epoll). Not part of sp_loop_options: its size is ABI. */
+void loop_set_default_backend(backend_kind kind);
+backend_kind loop_default_backend(void);
+
+/* Opens the chosen backend into *b and returns its ops; io_uring failing
+ * to open (ENOSYS, EPERM from seccomp, kernel.io_uring_disabled) logs one
+ * line saying why and gives epoll. NULL (errno set) if epoll fails too. */
+const backend_ops *backend_open_chosen(void **b);
+
+#endif
