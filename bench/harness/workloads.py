@@ -362,7 +362,7 @@ def sessions(ctx):
     procs.stop_all([s for _, _, s in up])
 
 
-def _parked_phase(ctx, name, npoll, nws, guard, seconds):
+def _parked_phase(ctx, name, npoll, nws, no_guard, seconds):
     """One chat server, NPOLL long-polling clients and NWS WebSockets parked
     on it (bench/parked_client.py, one process per kind), a broadcast every
     second: memory before and with the clients, and each broadcast's time to
@@ -373,11 +373,11 @@ def _parked_phase(ctx, name, npoll, nws, guard, seconds):
     import subprocess
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     port = procs.free_port()
-    workdir = os.path.join(ctx.tmp, "parked-%s-%s" % (name, "noguard" if guard else "guard"))
+    workdir = os.path.join(ctx.tmp, "parked-%s-%s" % (name, "noguard" if no_guard else "guard"))
     os.makedirs(workdir, exist_ok=True)
     argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
             "--max-connections", str(nofile - 32), "--static", os.path.join(peers.ROOT, "examples", "chat", "static")]
-    argv += ["--no-guard-pages"] if guard else []
+    argv += ["--no-guard-pages"] if no_guard else []
     srv = procs.Server("spindle-c", argv, port, ctx.server_cpus, workdir)
     srv.start()
     ctx.servers.append(srv)
@@ -410,8 +410,13 @@ def _parked_phase(ctx, name, npoll, nws, guard, seconds):
         if n:
             out = open(os.path.join(workdir, "client-%s.out" % kind), "w+")
             err = open(os.path.join(workdir, "client-%s.err" % kind), "w")
+            # --go: every client process measures the same window, from
+            # the moment all of them are READY (each used to start its own
+            # at its own READY: polls ready in 2 s were gone before 10,000
+            # WebSockets were in, and no broadcast could reach all).
             p = subprocess.Popen([peers.PY, os.path.join(peers.BENCH, "parked_client.py"), "--port", str(port),
-                                  "--" + kind, str(n), "--seconds", str(seconds)], stdout=out, stderr=err)
+                                  "--" + kind, str(n), "--seconds", str(seconds), "--go"],
+                                 stdin=subprocess.PIPE, stdout=out, stderr=err)
             clients.append((kind, p, out))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -422,6 +427,12 @@ def _parked_phase(ctx, name, npoll, nws, guard, seconds):
         if ready >= len(clients):
             break
         time.sleep(0.1)
+    for _, p, _ in clients:
+        try:
+            p.stdin.write(b"go\n")
+            p.stdin.close()
+        except OSError:
+            pass  # it has ended: its summary says why
     # Parked pollers come and go around each broadcast: sample and keep the
     # sample with the most connections parked in handlers.
     best, after, mid = -1, before, {}
@@ -456,7 +467,7 @@ def _parked_phase(ctx, name, npoll, nws, guard, seconds):
     mx = [s["max"] for s in full]
     n = max(conns, 1)
     who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
-    return {"workload": "parked", "variant": "%s, %s" % (who, "no guard pages" if guard else "guard pages"),
+    return {"workload": "parked", "variant": "%s, %s" % (who, "no guard pages" if no_guard else "guard pages"),
             "app": "chat", "server": "spindle-c", "workers": 0, "round": 1, "connections": npoll + nws,
             "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),
             "rss_kb_before": before[0], "rss_kb_after": after[0], "pss_kb_before": before[1],
@@ -493,11 +504,11 @@ def parked(ctx):
     # phase takes what fits.
     m = min(n, (nofile - 64) // 2)
     phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
-    for guard in (False, True):
+    for no_guard in (False, True):
         for name, npoll, nws in phases:
             log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts"
-                % (npoll, nws, "no guard pages" if guard else "guard pages", seconds))
-            row = _parked_phase(ctx, name, npoll, nws, guard, seconds)
+                % (npoll, nws, "no guard pages" if no_guard else "guard pages", seconds))
+            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds)
             if row:
                 ctx.rows.append(row)
                 log("parked %-40s %d parked, %d client errors, RSS %d -> %d KiB (%s B/conn), broadcasts to all "
