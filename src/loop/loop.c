@@ -21,11 +21,15 @@ struct task {
     coro *co;
     coro_fn fn;
     void *arg;
-    task *next;            /* ready queue, or the free list */
-    list_node all_node;    /* in the loop's every live task, for sp_loop_free */
-    loop_watch *hup_watch; /* the connection this task serves, if any */
-    int wake;              /* value handed over by loop_wake */
-    uint8_t parked;        /* waiting: loop_wake may make it ready */
+    task *next;               /* ready queue, or the free list */
+    list_node all_node;       /* in the loop's every live task, for sp_loop_free */
+    loop_watch *hup_watch;    /* the connection this task serves, if any */
+    loop_park_hook park_hook; /* loop_long_wait_begin/_end call it */
+    void *park_arg;
+    int wake;          /* value handed over by loop_wake */
+    uint8_t parked;    /* waiting: loop_wake may make it ready */
+    uint8_t trimmable; /* its stack below the stack pointer is dead while it waits */
+    uint8_t trim;      /* trim its stack once it has parked (a long wait) */
 };
 
 struct sp_loop {
@@ -81,6 +85,37 @@ void loop_task_set_hup_watch(task *t, loop_watch *w) {
 
 loop_watch *loop_task_hup_watch(const task *t) {
     return t ? t->hup_watch : NULL;
+}
+
+void loop_task_set_park_hook(task *t, loop_park_hook hook, void *arg) {
+    t->park_hook = hook;
+    t->park_arg = arg;
+}
+
+void loop_task_set_trimmable(task *t, int on) {
+    t->trimmable = (uint8_t)(on != 0);
+}
+
+int loop_wait_is_long(const loop *l, int64_t deadline_ms) {
+    return deadline_ms == LOOP_NO_DEADLINE || deadline_ms - loop_clock_ms() >= LOOP_LONG_WAIT_MS;
+}
+
+void loop_long_wait_begin(loop *l) {
+    task *t = l->current;
+    if (!t)
+        return;
+    if (t->park_hook)
+        t->park_hook(t->park_arg, 1);
+    t->trim = t->trimmable; /* run_task trims once the task has parked */
+}
+
+void loop_long_wait_end(loop *l) {
+    task *t = l->current;
+    if (!t)
+        return;
+    t->trim = 0;
+    if (t->park_hook)
+        t->park_hook(t->park_arg, 0);
 }
 
 /* ---- timers ---------------------------------------------------------- */
@@ -175,8 +210,15 @@ static void run_task(loop *l, task *t) {
     l->head.spent = 0; /* a fresh budget each time a task is resumed */
     int alive = coro_resume(t->co);
     l->current = NULL;
-    if (!alive)
+    if (!alive) {
         task_release(l, t);
+    } else if (t->trim) {
+        /* Parked for a long wait (loop_long_wait_begin): what it touched
+         * below where it waits costs no memory while it waits. */
+        t->trim = 0;
+        if (t->parked)
+            (void)coro_trim_stack(t->co);
+    }
 }
 
 /* Runs the tasks that are ready now; tasks made ready meanwhile (sp_yield)

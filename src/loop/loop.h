@@ -92,6 +92,26 @@ void loop_task_set_hup_watch(task *t, loop_watch *w);
 /* That watch, or NULL (t may be NULL). */
 loop_watch *loop_task_hup_watch(const task *t);
 
+/* ---- long waits: what a parked task gives back ----------------------------
+ * A task about to wait for long (a WebSocket with nothing to read, a long
+ * poll on a condition) brackets the wait with loop_long_wait_begin/_end.
+ * Begin runs the task's park hook (the server's: the connection's read
+ * buffer goes back to the pool) and, if the task allows it, has the loop
+ * give back its stack pages below where it waits once it has parked
+ * (coro_trim_stack: one madvise, so never on a short wait). End runs the
+ * hook again, woken. Tasks with neither cost nothing. */
+#define LOOP_LONG_WAIT_MS 1000 /* a wait at least this long is worth a syscall */
+typedef void (*loop_park_hook)(void *arg, int parking);
+/* hook(arg, 1) before a long wait, hook(arg, 0) after it; NULL: none. */
+void loop_task_set_park_hook(task *t, loop_park_hook hook, void *arg);
+/* 1: nothing below the stack pointer of t is live while it waits (plain C
+ * frames; not a stack that greenlets copy slices of): it may be trimmed. */
+void loop_task_set_trimmable(task *t, int on);
+void loop_long_wait_begin(loop *l);
+void loop_long_wait_end(loop *l);
+/* Whether a wait until deadline_ms (LOOP_NO_DEADLINE: none) is long. */
+int loop_wait_is_long(const loop *l, int64_t deadline_ms);
+
 /* ---- fairness: the work budget -------------------------------------------
  * A coroutine gives the loop back only when it waits, and a client whose
  * reads and writes never block (tiny chunks, tiny WebSocket frames, a fast

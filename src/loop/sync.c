@@ -31,7 +31,14 @@ int waitq_wait(loop *l, waitq *q, waiter *w, int64_t deadline, loop_watch *hup) 
         return -EPERM;
     w->state = WAIT_PENDING;
     list_push_back(&q->waiters, &w->node);
+    /* A long wait (a long poll on a condition) gives back the connection's
+     * buffer and the deep stack pages meanwhile (loop.h). */
+    int long_wait = loop_wait_is_long(l, deadline);
+    if (long_wait)
+        loop_long_wait_begin(l);
     int rc = loop_park(l, deadline, hup);
+    if (long_wait)
+        loop_long_wait_end(l);
     if (w->state != WAIT_PENDING)
         return w->state; /* served: whatever else woke us came second */
     list_remove(&q->waiters, &w->node);

@@ -67,6 +67,8 @@ struct sp_req {
         void *arg;
     } defer[REQ_MAX_DEFER];
     int ndefer;
+    char *head_copy; /* the head's bytes while the buffer went back (req_park.c) */
+    char *park_copy; /* the buffer's bytes during a long wait */
 };
 
 struct sp_res {

@@ -414,7 +414,13 @@ static int serve_one(sp_server *s, conn *c) {
     }
     sp_res res;
     res_init(&res, &req, c);
+    /* A handler that waits for long gives the buffer back meanwhile
+     * (req_park.c); not under a binding that drives the loop itself. */
+    task *me = loop_task(s->l);
+    if (!s->drive)
+        loop_task_set_park_hook(me, req_park_hook, &req);
     rc = dispatch(s, &req, &res);
+    loop_task_set_park_hook(me, NULL, NULL);
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);
@@ -429,6 +435,9 @@ void http_conn_main(void *arg) {
     conn *c = arg;
     sp_server *s = c->w.data;
     loop_task_set_hup_watch(loop_task(s->l), &c->w);
+    /* Plain C frames: a long wait may give back the stack below it (loop.h);
+     * a binding's greenlets keep slices of other stacks there. */
+    loop_task_set_trimmable(loop_task(s->l), !s->drive);
     /* A TLS connection's first coroutine shakes hands, before it holds a
      * buffer: a client stalling there costs a stack, for a bounded time. */
     int h2 = 0;
@@ -463,6 +472,10 @@ void http_conn_main(void *arg) {
         }
         if (!kept)
             return;
+        if (!c->buf) { /* a long wait could not get a buffer back (req_park.c) */
+            server_conn_close(s, c);
+            return;
+        }
         c->nreq++;
         if (c->buf_off < c->buf_len) {
             /* Pipelined: parse the next one from the buffer, yielding now and
