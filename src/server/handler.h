@@ -98,6 +98,10 @@ loop *server_loop(const sp_server *s);
 int server_stopping(const sp_server *s);
 const sp_server_options *server_options(const sp_server *s);
 size_t server_buf_size(const sp_server *s);
+/* A read buffer of server_buf_size bytes from the pool (NULL: no memory),
+ * and back: for a feature that waits without holding the connection's. */
+char *server_buf_get(sp_server *s);
+void server_buf_put(sp_server *s, char *b);
 int64_t server_deadline(const sp_server *s, int timeout_ms);
 
 /* A feature's own per-server state, found by key (the address of a static
