@@ -71,11 +71,16 @@ struct sp_req {
     char *park_copy; /* the buffer's bytes during a long wait */
 };
 
+/* Laid out for a handler that parks (a long poll): the store first, filled
+ * from its top end (add_field), then the small members, then the fields
+ * from the bottom of their array. In serve_one the store's untouched part
+ * meets the request fields' untouched tail below it, so a parked handler's
+ * stack is touched only at the bottom (the request) and the top (this). */
 struct sp_res {
+    char store[RES_FIELD_BYTES]; /* the last field_bytes bytes are in use */
     sp_req *req;
     conn *c;
     int status;
-    http_field fields[RES_MAX_FIELDS];
     size_t nfields;
     size_t field_bytes;
     int64_t declared; /* Content-Length given, or -1 */
@@ -87,7 +92,7 @@ struct sp_res {
     void (*release)(void *arg);
     void *release_arg;
     http_out out;
-    char store[RES_FIELD_BYTES];
+    http_field fields[RES_MAX_FIELDS];
 };
 
 /* ---- the server, as a feature sees it (server.c) ------------------------ */
