@@ -87,13 +87,10 @@ loop_watch *loop_task_hup_watch(const task *t) {
     return t ? t->hup_watch : NULL;
 }
 
-void loop_task_set_park_hook(task *t, loop_park_hook hook, void *arg) {
+void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable) {
     t->park_hook = hook;
     t->park_arg = arg;
-}
-
-void loop_task_set_trimmable(task *t, int on) {
-    t->trimmable = (uint8_t)(on != 0);
+    t->trimmable = (uint8_t)(trimmable != 0);
 }
 
 int loop_wait_is_long(const loop *l, int64_t deadline_ms) {

@@ -102,11 +102,11 @@ loop_watch *loop_task_hup_watch(const task *t);
  * hook again, woken. Tasks with neither cost nothing. */
 #define LOOP_LONG_WAIT_MS 1000 /* a wait at least this long is worth a syscall */
 typedef void (*loop_park_hook)(void *arg, int parking);
-/* hook(arg, 1) before a long wait, hook(arg, 0) after it; NULL: none. */
-void loop_task_set_park_hook(task *t, loop_park_hook hook, void *arg);
-/* 1: nothing below the stack pointer of t is live while it waits (plain C
- * frames; not a stack that greenlets copy slices of): it may be trimmed. */
-void loop_task_set_trimmable(task *t, int on);
+/* Once per task: hook(arg, 1) before each long wait, hook(arg, 0) after it
+ * (NULL: none); trimmable 1 when nothing below the task's stack pointer is
+ * live while it waits (plain C frames; not a stack that greenlets copy
+ * slices of), so its stack may be trimmed. */
+void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable);
 void loop_long_wait_begin(loop *l);
 void loop_long_wait_end(loop *l);
 /* Whether a wait until deadline_ms (LOOP_NO_DEADLINE: none) is long. */

@@ -360,7 +360,7 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
  * to keep the connection, 0 when it has been closed after a request, -1
  * when no request came (the connection went back to idle, or closed). */
-static int serve_one(sp_server *s, conn *c) {
+static int serve_one(sp_server *s, conn *c, sp_req **parked) {
     /* One object, so that the order is ours: the request, its fields (used
      * from the bottom, the path just after them), the response (its store
      * fills from the top end). A handler that parks has touched only the
@@ -388,7 +388,7 @@ static int serve_one(sp_server *s, conn *c) {
     req.head.fields = fv;
     req.head.fields_cap = fcap;
     int keep = 0;
-    char *pb = NULL; /* the normalized path: in the fields' unused tail, or malloc'ed */
+    char *pb, *pb_heap = NULL; /* the normalized path: after the fields, or malloc'ed */
 
     int rc = read_head(s, c, &req.head);
     if (rc == 0) {
@@ -420,7 +420,7 @@ static int serve_one(sp_server *s, conn *c) {
     size_t room = (fcap - req.head.nfields) * sizeof *fv;
     if (req.head.target_len < room) {
         pb = (char *)(fv + req.head.nfields);
-    } else if (!(pb = malloc(req.head.target_len + 1))) {
+    } else if (!(pb = pb_heap = malloc(req.head.target_len + 1))) {
         refuse(s, c, &req, 503);
         goto out;
     }
@@ -431,18 +431,14 @@ static int serve_one(sp_server *s, conn *c) {
     }
 #define res (*resp)
     res_init(&res, &req, c);
-    /* A handler that waits for long gives the buffer back meanwhile
-     * (req_park.c); not under a binding that drives the loop itself. */
-    task *me = loop_task(s->l);
-    if (!s->drive)
-        loop_task_set_park_hook(me, req_park_hook, &req);
+    *parked = &req; /* a long wait in the handler gives the buffer back (req_park.c) */
     rc = dispatch(s, &req, &res);
-    loop_task_set_park_hook(me, NULL, NULL);
+    *parked = NULL;
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);
-    if (pb && (pb < (char *)fv || pb >= (char *)(fv + fcap)))
-        free(pb);
+    if (pb_heap)
+        free(pb_heap);
     if (fv != fields)
         free(fv);
     return keep;
@@ -453,10 +449,15 @@ out:
 void http_conn_main(void *arg) {
     conn *c = arg;
     sp_server *s = c->w.data;
-    loop_task_set_hup_watch(loop_task(s->l), &c->w);
-    /* Plain C frames: a long wait may give back the stack below it (loop.h);
-     * a binding's greenlets keep slices of other stacks there. */
-    loop_task_set_trimmable(loop_task(s->l), !s->drive);
+    task *me = loop_task(s->l);
+    loop_task_set_hup_watch(me, &c->w);
+    /* A long wait in a handler gives back the read buffer (req_park.c, the
+     * request serve_one names in parked) and the stack below it (loop.h);
+     * not under a binding that drives the loop (greenlets keep slices of
+     * other stacks below, its environ points into the buffer). */
+    sp_req *parked = NULL;
+    if (!s->drive)
+        loop_task_set_park(me, req_park_hook, &parked, 1);
     /* A TLS connection's first coroutine shakes hands, before it holds a
      * buffer: a client stalling there costs a stack, for a bounded time. */
     int h2 = 0;
@@ -481,7 +482,7 @@ void http_conn_main(void *arg) {
     }
     int burst = 0;
     for (;;) {
-        int kept = serve_one(s, c);
+        int kept = serve_one(s, c, &parked);
         if (kept < 0)
             return; /* idle: nothing was served */
         if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {

@@ -73,10 +73,13 @@ static void take_again(sp_req *r) {
 }
 
 void req_park_hook(void *arg, int parking) {
+    sp_req *r = *(sp_req **)arg; /* the request being served, or NULL */
+    if (!r)
+        return;
     if (parking)
-        give_back(arg);
+        give_back(r);
     else
-        take_again(arg);
+        take_again(r);
 }
 
 void req_park_done(sp_req *r) {

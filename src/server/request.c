@@ -368,7 +368,8 @@ void req_run_deferred(sp_req *r) {
         r->ndefer--;
         r->defer[r->ndefer].fn(r->defer[r->ndefer].arg);
     }
-    req_park_done(r);
+    if (r->head_copy || r->park_copy)
+        req_park_done(r); /* a long wait moved the head's bytes (req_park.c) */
 }
 
 int req_drain(sp_req *r, uint64_t max) {
