@@ -362,23 +362,51 @@ def sessions(ctx):
     procs.stop_all([s for _, _, s in up])
 
 
-def _parked_phase(ctx, name, npoll, nws, no_guard, seconds):
-    """One chat server, NPOLL long-polling clients and NWS WebSockets parked
-    on it (bench/parked_client.py, one process per kind), a broadcast every
+def _parked_node_modules(ctx):
+    """build/ws_node/node_modules with npm's ws, from tests/ws_node's lockfile
+    (what the WebSocket tests install), or None with a problem noted."""
+    import shutil
+    import subprocess
+    if not shutil.which("node"):
+        ctx.problem("parked: node missing (Debian: nodejs): no node ws peer")
+        return None
+    d = os.path.join(peers.ROOT, "build", "ws_node")
+    mods = os.path.join(d, "node_modules")
+    if not os.path.exists(os.path.join(mods, "ws", "package.json")):
+        try:
+            os.makedirs(d, exist_ok=True)
+            for f in ("package.json", "package-lock.json"):
+                shutil.copy(os.path.join(peers.ROOT, "tests", "ws_node", f), os.path.join(d, f))
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=d, check=True, timeout=180)
+        except (OSError, subprocess.SubprocessError) as e:
+            ctx.problem("parked: cannot install npm's ws for the node peer: %s" % e)
+            return None
+    return mods
+
+
+def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", mods=None):
+    """One chat server (examples/chat, or node's ws peer bench/peers/node_parked.js),
+    NPOLL long-polling clients and NWS WebSockets parked on it
+    (bench/parked_client.py, one process per kind), a broadcast every
     second: memory before and with the clients, and each broadcast's time to
-    reach every client. Returns a row (or None if the chat did not start)."""
+    reach every client. Returns a row (or None if the server did not start)."""
     import json
     import resource
     import statistics
     import subprocess
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     port = procs.free_port()
-    workdir = os.path.join(ctx.tmp, "parked-%s-%s" % (name, "noguard" if no_guard else "guard"))
+    workdir = os.path.join(ctx.tmp, "parked-%s-%s-%s" % (server, name, "noguard" if no_guard else "guard"))
     os.makedirs(workdir, exist_ok=True)
-    argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
-            "--max-connections", str(nofile - 32), "--static", os.path.join(peers.ROOT, "examples", "chat", "static")]
-    argv += ["--no-guard-pages"] if no_guard else []
-    srv = procs.Server("spindle-c", argv, port, ctx.server_cpus, workdir)
+    if server == "node":
+        argv = ["node", os.path.join(peers.BENCH, "peers", "node_parked.js"), "--port", str(port),
+                "--modules", mods, "--announce-ms", "1000"]
+    else:
+        argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
+                "--max-connections", str(nofile - 32), "--static",
+                os.path.join(peers.ROOT, "examples", "chat", "static")]
+        argv += ["--no-guard-pages"] if no_guard else []
+    srv = procs.Server(server, argv, port, ctx.server_cpus, workdir)
     srv.start()
     ctx.servers.append(srv)
 
@@ -400,7 +428,7 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds):
     try:
         srv.wait_listening()
     except RuntimeError as e:
-        ctx.problem("parked: the chat did not come up: %s" % e)
+        ctx.problem("parked: the %s server did not come up: %s" % (server, e))
         srv.stop()
         return None
     time.sleep(0.5)
@@ -467,8 +495,9 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds):
     mx = [s["max"] for s in full]
     n = max(conns, 1)
     who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
-    return {"workload": "parked", "variant": "%s, %s" % (who, "no guard pages" if no_guard else "guard pages"),
-            "app": "chat", "server": "spindle-c", "workers": 0, "round": 1, "connections": npoll + nws,
+    kind = "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages"
+    return {"workload": "parked", "variant": "%s, %s" % (who, kind),
+            "app": "chat", "server": server, "workers": 0, "round": 1, "connections": npoll + nws,
             "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),
             "rss_kb_before": before[0], "rss_kb_after": after[0], "pss_kb_before": before[1],
             "pss_kb_after": after[1], "mappings": after[2],
@@ -504,11 +533,16 @@ def parked(ctx):
     # phase takes what fits.
     m = min(n, (nofile - 64) // 2)
     phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
-    for no_guard in (False, True):
+    # spindle with and without guard pages, then node's ws beside it (the
+    # same clients, the same machine) unless this is a smoke run.
+    mods = None if opts.smoke else _parked_node_modules(ctx)
+    runs = [("spindle-c", False), ("spindle-c", True)] + ([("node", False)] if mods else [])
+    for server, no_guard in runs:
         for name, npoll, nws in phases:
-            log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts"
-                % (npoll, nws, "no guard pages" if no_guard else "guard pages", seconds))
-            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds)
+            log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts" % (
+                npoll, nws, "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages",
+                seconds))
+            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server, mods)
             if row:
                 ctx.rows.append(row)
                 log("parked %-40s %d parked, %d client errors, RSS %d -> %d KiB (%s B/conn), broadcasts to all "
