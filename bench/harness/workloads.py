@@ -483,6 +483,13 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", 
         out.close()
     end = stats()
     srv.stop()
+    for kind, c in results.items():
+        if c["errors"]:  # say why in bench.md: the workdir goes with the run
+            with open(os.path.join(workdir, "client-%s.err" % kind), errors="replace") as f:
+                why = " | ".join(line.strip() for line in f.readlines()[:3])
+            ctx.problem("parked %s %s: %d %s clients failed: %s; server log: %s" % (
+                server, name, c["errors"], kind, why or "(nothing on stderr)",
+                srv.log_tail(3).strip().replace("\n", " | ") or "(empty)"))
     conns = sum(c["ready"] for c in results.values())
     by_seq = {}
     for c in results.values():
