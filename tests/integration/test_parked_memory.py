@@ -219,3 +219,28 @@ def test_partial_frame_head_survives_the_buffer_going_back(chat):
     texts = [m.get("text") for m in msgs if m.get("type") == "msg"]
     assert texts == ["half a head, then the rest"], msgs
     s.close()
+
+
+def test_pipelined_request_survives_a_parked_poll(chat):
+    # The poll parks with the next request already in the buffer; the buffer
+    # goes back to the pool during the long wait (its bytes to a block of
+    # their own) and comes back with them: /me is still answered after it.
+    seq = stats(chat)["seq"]
+    s = socket.create_connection(("127.0.0.1", chat.port), timeout=5)
+    s.sendall(b"GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % seq)
+    wait_for(lambda: stats(chat)["parked"] == 1, "the poll parked")
+    time.sleep(1.2)  # longer than a long wait's second
+    post(chat, "wake the poll")
+    data = b""
+    end = time.monotonic() + 5
+    while time.monotonic() < end:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    first, _, rest = data.partition(b"\r\n\r\n")
+    assert first.startswith(b"HTTP/1.1 200"), data[:200]
+    assert b"wake the poll" in rest, data[:400]
+    assert rest.count(b"HTTP/1.1 200") == 1 and b'"nick":' in rest, data[-400:]
