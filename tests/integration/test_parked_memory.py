@@ -244,3 +244,47 @@ def test_pipelined_request_survives_a_parked_poll(chat):
     assert first.startswith(b"HTTP/1.1 200"), data[:200]
     assert b"wake the poll" in rest, data[:400]
     assert rest.count(b"HTTP/1.1 200") == 1 and b'"nick":' in rest, data[-400:]
+
+
+def test_parked_client_processes_measure_one_window(tmp_path):
+    # bench/parked.sh's mixed run: polls were in after 2 s, 10,000 WebSockets
+    # after 10, and each client process measured its own --seconds from its
+    # own READY, so no broadcast could reach all. With --go they measure
+    # from one start: the fast kind, ready long before, still hears them.
+    import subprocess
+    import sys
+    srv = ChatServer(tmp_path, "--announce-ms", "400")
+    client = os.path.join(os.path.dirname(CHAT_BIN), "..", "..", "bench", "parked_client.py")
+    procs = []
+    try:
+        def start(kind):
+            p = subprocess.Popen([sys.executable, client, "--port", str(srv.port), "--" + kind, "20",
+                                  "--seconds", "1.5", "--go"], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            procs.append(p)
+            assert p.stdout.readline().startswith(b"READY 20"), p.stderr.read()
+            return p
+        poll = start("poll")
+        time.sleep(2.0)  # the poll client's own window would be over by now
+        ws = start("ws")
+        for p in procs:
+            p.stdin.write(b"go\n")
+            p.stdin.close()
+        outs = []
+        for p in procs:
+            p.wait(20)
+            outs.append(json.loads(p.stdout.read().decode().strip().splitlines()[-1]))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        srv.stop()
+    by_seq = {}
+    for o in outs:
+        assert o["ready"] == 20 and o["errors"] == 0, o
+        for r in o["broadcasts"]:
+            by_seq[r["seq"]] = by_seq.get(r["seq"], 0) + r["clients"]
+    # Each process may cut its last broadcast at its end; the rest reached all.
+    full = [seq for seq, n in by_seq.items() if n == 40]
+    assert len(full) >= 2 and len(full) >= len(by_seq) - 1, (by_seq, outs)
