@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from chatutil import CHAT_BIN, ChatServer
+from chatutil import CHAT_BIN, ROOT, ChatServer
 
 N = 1000
 # Measured 8.6 KB (long poll) and 9.2 KB (WebSocket) per connection with
@@ -254,7 +254,7 @@ def test_parked_client_processes_measure_one_window(tmp_path):
     import subprocess
     import sys
     srv = ChatServer(tmp_path, "--announce-ms", "400")
-    client = os.path.join(os.path.dirname(CHAT_BIN), "..", "..", "bench", "parked_client.py")
+    client = str(ROOT / "bench" / "parked_client.py")
     procs = []
     try:
         def start(kind):
