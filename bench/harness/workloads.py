@@ -6,7 +6,7 @@ import os
 import time
 import urllib.request
 
-from . import databases, h2bench, load, peers, procs
+from . import databases, h2bench, load, parked_run, peers, procs
 
 
 T0 = time.monotonic()
@@ -362,28 +362,6 @@ def sessions(ctx):
     procs.stop_all([s for _, _, s in up])
 
 
-def _parked_node_modules(ctx):
-    """build/ws_node/node_modules with npm's ws, from tests/ws_node's lockfile
-    (what the WebSocket tests install), or None with a problem noted."""
-    import shutil
-    import subprocess
-    if not shutil.which("node"):
-        ctx.problem("parked: node missing (Debian: nodejs): no node ws peer")
-        return None
-    d = os.path.join(peers.ROOT, "build", "ws_node")
-    mods = os.path.join(d, "node_modules")
-    if not os.path.exists(os.path.join(mods, "ws", "package.json")):
-        try:
-            os.makedirs(d, exist_ok=True)
-            for f in ("package.json", "package-lock.json"):
-                shutil.copy(os.path.join(peers.ROOT, "tests", "ws_node", f), os.path.join(d, f))
-            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=d, check=True, timeout=180)
-        except (OSError, subprocess.SubprocessError) as e:
-            ctx.problem("parked: cannot install npm's ws for the node peer: %s" % e)
-            return None
-    return mods
-
-
 def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", mods=None):
     """One chat server (examples/chat, or node's ws peer bench/peers/node_parked.js),
     NPOLL long-polling clients and NWS WebSockets parked on it
@@ -392,20 +370,11 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", 
     reach every client. Returns a row (or None if the server did not start)."""
     import json
     import resource
-    import statistics
-    import subprocess
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     port = procs.free_port()
     workdir = os.path.join(ctx.tmp, "parked-%s-%s-%s" % (server, name, "noguard" if no_guard else "guard"))
     os.makedirs(workdir, exist_ok=True)
-    if server == "node":
-        argv = ["node", os.path.join(peers.BENCH, "peers", "node_parked.js"), "--port", str(port),
-                "--modules", mods, "--announce-ms", "1000"]
-    else:
-        argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
-                "--max-connections", str(nofile - 32), "--static",
-                os.path.join(peers.ROOT, "examples", "chat", "static")]
-        argv += ["--no-guard-pages"] if no_guard else []
+    argv = parked_run.server_argv(ctx, server, port, no_guard, mods, nofile)
     srv = procs.Server(server, argv, port, ctx.server_cpus, workdir)
     srv.start()
     ctx.servers.append(srv)
@@ -433,34 +402,7 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", 
         return None
     time.sleep(0.5)
     before = mem()
-    clients = []
-    for kind, n in (("poll", npoll), ("ws", nws)):
-        if n:
-            out = open(os.path.join(workdir, "client-%s.out" % kind), "w+")
-            err = open(os.path.join(workdir, "client-%s.err" % kind), "w")
-            # --go: every client process measures the same window, from
-            # the moment all of them are READY (each used to start its own
-            # at its own READY: polls ready in 2 s were gone before 10,000
-            # WebSockets were in, and no broadcast could reach all).
-            p = subprocess.Popen([peers.PY, os.path.join(peers.BENCH, "parked_client.py"), "--port", str(port),
-                                  "--" + kind, str(n), "--seconds", str(seconds), "--go"],
-                                 stdin=subprocess.PIPE, stdout=out, stderr=err)
-            clients.append((kind, p, out))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready = 0
-        for _, p, out in clients:
-            out.seek(0)
-            ready += any(line.startswith("READY") for line in out) or p.poll() is not None
-        if ready >= len(clients):
-            break
-        time.sleep(0.1)
-    for _, p, _ in clients:
-        try:
-            p.stdin.write(b"go\n")
-            p.stdin.close()
-        except OSError:
-            pass  # it has ended: its summary says why
+    clients = parked_run.start_clients(workdir, port, npoll, nws, seconds)
     # Parked pollers come and go around each broadcast: sample and keep the
     # sample with the most connections parked in handlers.
     best, after, mid = -1, before, {}
@@ -475,52 +417,11 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", 
         if k > best:
             best, after, mid = k, m, dict(st, ws=min(st0.get("ws", 0), st.get("ws", 0)),
                                           parked=min(st0.get("parked", 0), st.get("parked", 0)))
-    results = {}
-    for kind, p, out in clients:
-        try:
-            p.wait(seconds + 150)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        out.seek(0)
-        lines = [line for line in out if line.startswith("{")]
-        results[kind] = json.loads(lines[-1]) if lines else {"ready": 0, "errors": -1, "broadcasts": []}
-        out.close()
+    results = parked_run.collect(clients, seconds)
     end = stats()
     srv.stop()
-    for kind, c in results.items():
-        if c["errors"]:  # say why in bench.md: the workdir goes with the run
-            with open(os.path.join(workdir, "client-%s.err" % kind), errors="replace") as f:
-                why = " | ".join(line.strip() for line in f.readlines()[:3])
-            ctx.problem("parked %s %s: %d %s clients failed: %s; server log: %s" % (
-                server, name, c["errors"], kind, why or "(nothing on stderr)",
-                srv.log_tail(3).strip().replace("\n", " | ") or "(empty)"))
-    conns = sum(c["ready"] for c in results.values())
-    by_seq = {}
-    for c in results.values():
-        for r in c["broadcasts"]:
-            s = by_seq.setdefault(r["seq"], {"clients": 0, "max": 0, "p50": []})
-            s["clients"] += r["clients"]
-            s["max"] = max(s["max"], r["max_ms"])
-            s["p50"].append(r["p50_ms"])
-    full = [s for s in by_seq.values() if s["clients"] >= conns]
-    mx = [s["max"] for s in full]
-    n = max(conns, 1)
-    who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
-    kind = "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages"
-    return {"workload": "parked", "variant": "%s, %s" % (who, kind),
-            "app": "chat", "server": server, "workers": 0, "round": 1, "connections": npoll + nws,
-            "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),
-            "rss_kb_before": before[0], "rss_kb_after": after[0], "pss_kb_before": before[1],
-            "pss_kb_after": after[1], "mappings": after[2],
-            "bytes_per_connection": round((after[0] - before[0]) * 1024 / n),
-            "pss_bytes_per_connection": round((after[1] - before[1]) * 1024 / n),
-            "in_handlers": mid.get("ws", 0) + mid.get("parked", 0), "broadcasts": len(by_seq),
-            "delivered_to_all": len(full), "delivery_ms_median": statistics.median(mx) if mx else "",
-            "delivery_ms_worst": max(mx) if mx else "",
-            "client_p50_ms": statistics.median([statistics.median(s["p50"]) for s in full]) if full else "",
-            "ws_fanout_ms": end.get("fanout_max_us", 0) / 1000.0 if nws else "",
-            "connect_s": max([c.get("connect_s", 0) for c in results.values()] or [0])}
+    return parked_run.row(ctx, srv, workdir, server, name, npoll, nws, no_guard, results,
+                          before, after, mid, end)
 
 
 def parked(ctx):
@@ -547,7 +448,7 @@ def parked(ctx):
     phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
     # spindle with and without guard pages, then node's ws beside it (the
     # same clients, the same machine) unless this is a smoke run.
-    mods = None if opts.smoke else _parked_node_modules(ctx)
+    mods = None if opts.smoke else parked_run.node_modules(ctx)
     runs = [("spindle-c", False), ("spindle-c", True)] + ([("node", False)] if mods else [])
     for server, no_guard in runs:
         for name, npoll, nws in phases:
