@@ -99,19 +99,17 @@ int loop_wait_is_long(const loop *l, int64_t deadline_ms) {
 
 void loop_long_wait_begin(loop *l) {
     task *t = l->current;
-    if (!t)
-        return;
-    if (t->park_hook)
+    if (t && t->park_hook)
         t->park_hook(t->park_arg, 1);
-    t->trim = t->trimmable; /* run_task trims once the task has parked */
+    if (t)
+        t->trim = t->trimmable; /* run_task trims once the task has parked */
 }
 
 void loop_long_wait_end(loop *l) {
     task *t = l->current;
-    if (!t)
-        return;
-    t->trim = 0;
-    if (t->park_hook)
+    if (t)
+        t->trim = 0;
+    if (t && t->park_hook)
         t->park_hook(t->park_arg, 0);
 }
 
@@ -210,9 +208,7 @@ static void run_task(loop *l, task *t) {
     if (!alive) {
         task_release(l, t);
     } else if (t->trim) {
-        /* Parked for a long wait (loop_long_wait_begin): what it touched
-         * below where it waits costs no memory while it waits. */
-        t->trim = 0;
+        t->trim = 0; /* parked for a long wait: what lies below costs nothing */
         if (t->parked)
             (void)coro_trim_stack(t->co);
     }
