@@ -93,14 +93,14 @@ void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable) 
     t->trimmable = (uint8_t)(trimmable != 0);
 }
 
-int loop_wait_is_long(const loop *l, int64_t deadline_ms) {
-    return deadline_ms == LOOP_NO_DEADLINE || deadline_ms - loop_clock_ms() >= LOOP_LONG_WAIT_MS;
-}
-
 void loop_long_wait_begin(loop *l) {
     task *t = l->current;
     if (t && t->park_hook)
         t->park_hook(t->park_arg, 1);
+}
+
+void loop_trim_when_parked(loop *l) {
+    task *t = l->current;
     if (t)
         t->trim = t->trimmable; /* run_task trims once the task has parked */
 }

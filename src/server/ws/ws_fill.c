@@ -12,11 +12,10 @@
 /* Waits until the socket is readable without holding the connection's
  * buffer: what it still holds, at most a partial frame head (read_message
  * takes payload bytes out as they come), waits in ws->stash, the buffer in
- * the pool; a wait of a second or more is a long one (loop.h: the stack
- * below is trimmed too). Woken, the buffer is back with the same bytes.
+ * the pool. Woken, the buffer is back with the same bytes.
  * 0 when readable, 1 when the bytes do not fit the stash (the caller reads
  * holding the buffer), or a negative errno. */
-static int wait_unbuffered(sp_ws *ws, int64_t deadline) {
+static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
     conn *c = ws->c;
     if (c->buf_len > sizeof ws->stash)
         return 1;
@@ -24,14 +23,11 @@ static int wait_unbuffered(sp_ws *ws, int64_t deadline) {
     ws->stash_len = (uint8_t)c->buf_len;
     server_buf_put(ws->s, c->buf);
     c->buf = NULL;
-    int long_wait = loop_wait_is_long(ws->l, deadline);
-    if (long_wait)
-        loop_long_wait_begin(ws->l);
     ws->recv_task = loop_task(ws->l);
+    if (trim)
+        loop_trim_when_parked(ws->l);
     int rc = loop_wait_fd(ws->l, &c->w, LOOP_READ, deadline);
     ws->recv_task = NULL;
-    if (long_wait)
-        loop_long_wait_end(ws->l);
     c->buf = server_buf_get(ws->s);
     if (!c->buf) {
         c->buf_len = c->buf_off = 0; /* lost with the connection: no memory */
@@ -56,7 +52,7 @@ ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
     if (server_stopping(ws->s))
         return -ESHUTDOWN; /* the stop came while we yielded, not parked */
     ssize_t n;
-    int hups = 0;
+    int hups = 0, waited = 0;
     for (;;) {
         if (c->tls) {
             /* OpenSSL may want to write before it can read: its own read
@@ -74,7 +70,17 @@ ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
             continue;
         if (errno != EAGAIN)
             return -errno;
-        int rc = wait_unbuffered(ws, deadline);
+        /* Silent for LOOP_LONG_WAIT_MS, the rest is a long wait: the
+         * stack below is trimmed too (loop.h); a busy WebSocket pays no
+         * syscall. The socket is read again in between: a timeout may
+         * have won over the readiness that came with it. */
+        int64_t soon = loop_clock_ms() + LOOP_LONG_WAIT_MS;
+        int long_wait = waited && deadline > soon;
+        int rc = wait_unbuffered(ws, long_wait || deadline < soon ? deadline : soon, long_wait);
+        if (rc == -ETIMEDOUT && !waited && deadline > soon) {
+            waited = 1;
+            continue;
+        }
         if (rc == 1) {
             ws->recv_task = loop_task(ws->l);
             n = conn_read(ws->l, c, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
