@@ -101,7 +101,7 @@ loop_watch *loop_task_hup_watch(const task *t);
  * the loop gives back its stack pages below where it waits once it has
  * parked (coro_trim_stack: one madvise), so short waits pay no syscall.
  * Tasks with neither hook nor trimming cost nothing. */
-#define LOOP_LONG_WAIT_MS 250 /* a wait that has lasted this long is worth a syscall */
+#define LOOP_LONG_WAIT_MS 25 /* a wait that has lasted this long is worth a syscall */
 typedef void (*loop_park_hook)(void *arg, int parking);
 /* Once per task: hook(arg, 1) before each long wait, hook(arg, 0) after it
  * (NULL: none); trimmable 1 when nothing below the task's stack pointer is

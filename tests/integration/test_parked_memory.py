@@ -162,7 +162,7 @@ def test_parked_connection_costs_little_and_hears_the_broadcast(chat, kind):
     before = rss_kb(chat.pid)
     socks = park(chat, kind)
     try:
-        time.sleep(0.6)  # each wait gives back what it can once it has lasted 0.25 s
+        time.sleep(0.6)  # each wait gives back its stack pages once it has lasted 25 ms
         after = rss_kb(chat.pid)
         per_conn = (after - before) * 1024 / N
         assert per_conn <= PER_CONN, "%.0f bytes per parked %s (RSS %d -> %d KiB)" % (
