@@ -4,7 +4,8 @@
 # (the chat's "online" announcement) every second: resident memory per
 # connection (RSS and PSS, before and with the clients) and the time to
 # deliver one broadcast to all; polling only, WebSockets only and both at
-# once, with and without --no-guard-pages. A thin call of the harness,
+# once, with and without --no-guard-pages, and the same beside node's ws
+# (bench/peers/node_parked.js; not in smoke runs). A thin call of the harness,
 #
 #     bench/run --servers spindle-c --workloads parked --parked-clients 10000
 #

@@ -129,7 +129,11 @@ def main():
     ap.add_argument("--poll", type=int, default=0)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--batch", type=int, default=500)
+    ap.add_argument("--go", action="store_true", help="start the --seconds at a line on stdin")
     a = ap.parse_args()
+    if a.go:
+        os.set_blocking(sys.stdin.fileno(), False)
+        sel.register(sys.stdin.fileno(), selectors.EVENT_READ, None)
     addr = (a.host, a.port)
     todo = ["ws"] * a.ws + ["poll"] * a.poll
     total = len(todo)
@@ -138,6 +142,7 @@ def main():
     clients = []
     ready_at = None
     end = None
+    go = not a.go
     t_start = time.monotonic()
     while True:
         # open the next batch once the previous ones are mostly through
@@ -150,6 +155,11 @@ def main():
                     print("connect: %s" % e, file=sys.stderr)
         for key, ev in sel.select(0.05):
             c = key.data
+            if c is None:  # --go: the harness says every client process is ready
+                os.read(sys.stdin.fileno(), 4096)  # a line, or end of file: go either way
+                sel.unregister(sys.stdin.fileno())
+                go = True
+                continue
             try:
                 if ev & selectors.EVENT_WRITE and c.out:
                     n = c.s.send(c.out)
@@ -174,10 +184,14 @@ def main():
                 c.s.close()
         if ready_at is None and counts["ready"] + counts["errors"] >= total:
             ready_at = time.monotonic()
-            end = ready_at + a.seconds
-            first_seq = max(stats) if stats else 0
             print("READY %d %.1f" % (counts["ready"], ready_at - t_start), flush=True)
+        if ready_at is not None and end is None and go:
+            end = time.monotonic() + a.seconds
+            first_seq = max(stats) if stats else 0
         if end and time.monotonic() >= end:
+            break
+        if ready_at is not None and end is None and time.monotonic() - ready_at > 180:
+            print("no go line on stdin 180 s after READY", file=sys.stderr)
             break
         if ready_at is None and time.monotonic() - t_start > 120:
             print("not all clients ready after 120 s", file=sys.stderr)
@@ -185,7 +199,7 @@ def main():
     # broadcasts that started after everyone was parked and had time to arrive
     rows = []
     for seq in sorted(stats):
-        if ready_at is None or seq <= first_seq:
+        if end is None or seq <= first_seq:
             continue
         n, worst, lats = stats[seq]
         lats.sort()

@@ -51,7 +51,7 @@ PKGS=(
   "python3-hpack:header blocks of the conformance tests"
   "h2o:HTTP/2 peer in the bench h2 workload"
   "chromium:headless-browser tests of the status page and the chat example"
-  "nodejs:WebSocket conformance tests (npm ws) and the llhttp differential"
+  "nodejs:WebSocket conformance tests (npm ws), the llhttp differential, the parked workload's node peer"
   "python3-matplotlib:charts of the benchmark harness (bench/run)"
   "python3-mako:the Mako template app of the benchmark harness"
   "python3-sqlalchemy:the database apps of the benchmark harness; spindle.patch() tests"

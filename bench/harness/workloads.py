@@ -6,7 +6,7 @@ import os
 import time
 import urllib.request
 
-from . import databases, h2bench, load, peers, procs, progress
+from . import databases, h2bench, load, parked_run, peers, procs, progress
 
 
 T0 = time.monotonic()
@@ -371,23 +371,20 @@ def sessions(ctx):
     procs.stop_all([s for _, _, s in up])
 
 
-def _parked_phase(ctx, name, npoll, nws, guard, seconds):
-    """One chat server, NPOLL long-polling clients and NWS WebSockets parked
-    on it (bench/parked_client.py, one process per kind), a broadcast every
+def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", mods=None):
+    """One chat server (examples/chat, or node's ws peer bench/peers/node_parked.js),
+    NPOLL long-polling clients and NWS WebSockets parked on it
+    (bench/parked_client.py, one process per kind), a broadcast every
     second: memory before and with the clients, and each broadcast's time to
-    reach every client. Returns a row (or None if the chat did not start)."""
+    reach every client. Returns a row (or None if the server did not start)."""
     import json
     import resource
-    import statistics
-    import subprocess
     nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
     port = procs.free_port()
-    workdir = os.path.join(ctx.tmp, "parked-%s-%s" % (name, "noguard" if guard else "guard"))
+    workdir = os.path.join(ctx.tmp, "parked-%s-%s-%s" % (server, name, "noguard" if no_guard else "guard"))
     os.makedirs(workdir, exist_ok=True)
-    argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
-            "--max-connections", str(nofile - 32), "--static", os.path.join(peers.ROOT, "examples", "chat", "static")]
-    argv += ["--no-guard-pages"] if guard else []
-    srv = procs.Server("spindle-c", argv, port, ctx.server_cpus, workdir)
+    argv = parked_run.server_argv(ctx, server, port, no_guard, mods, nofile)
+    srv = procs.Server(server, argv, port, ctx.server_cpus, workdir)
     srv.start()
     ctx.servers.append(srv)
 
@@ -409,75 +406,31 @@ def _parked_phase(ctx, name, npoll, nws, guard, seconds):
     try:
         srv.wait_listening()
     except RuntimeError as e:
-        ctx.problem("parked: the chat did not come up: %s" % e)
+        ctx.problem("parked: the %s server did not come up: %s" % (server, e))
         srv.stop()
         return None
     time.sleep(0.5)
     before = mem()
-    clients = []
-    for kind, n in (("poll", npoll), ("ws", nws)):
-        if n:
-            out = open(os.path.join(workdir, "client-%s.out" % kind), "w+")
-            err = open(os.path.join(workdir, "client-%s.err" % kind), "w")
-            p = subprocess.Popen([peers.PY, os.path.join(peers.BENCH, "parked_client.py"), "--port", str(port),
-                                  "--" + kind, str(n), "--seconds", str(seconds)], stdout=out, stderr=err)
-            clients.append((kind, p, out))
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready = 0
-        for _, p, out in clients:
-            out.seek(0)
-            ready += any(line.startswith("READY") for line in out) or p.poll() is not None
-        if ready >= len(clients):
-            break
-        time.sleep(0.1)
+    clients = parked_run.start_clients(workdir, port, npoll, nws, seconds)
     # Parked pollers come and go around each broadcast: sample and keep the
     # sample with the most connections parked in handlers.
     best, after, mid = -1, before, {}
+    # The memory sample is bracketed by two /stats: the fewer in handlers
+    # counts (a poll client is READY once its requests are sent, before the
+    # chat has them all parked, and one sample had 2,700 stacks for 10,000).
     for _ in range(10 if seconds >= 5 else 4):
         time.sleep(0.3)
+        st0 = stats()
         m, st = mem(), stats()
-        k = st.get("ws", 0) + st.get("parked", 0)
+        k = min(st0.get("ws", 0) + st0.get("parked", 0), st.get("ws", 0) + st.get("parked", 0))
         if k > best:
-            best, after, mid = k, m, st
-    results = {}
-    for kind, p, out in clients:
-        try:
-            p.wait(seconds + 150)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        out.seek(0)
-        lines = [line for line in out if line.startswith("{")]
-        results[kind] = json.loads(lines[-1]) if lines else {"ready": 0, "errors": -1, "broadcasts": []}
-        out.close()
+            best, after, mid = k, m, dict(st, ws=min(st0.get("ws", 0), st.get("ws", 0)),
+                                          parked=min(st0.get("parked", 0), st.get("parked", 0)))
+    results = parked_run.collect(clients, seconds)
     end = stats()
     srv.stop()
-    conns = sum(c["ready"] for c in results.values())
-    by_seq = {}
-    for c in results.values():
-        for r in c["broadcasts"]:
-            s = by_seq.setdefault(r["seq"], {"clients": 0, "max": 0, "p50": []})
-            s["clients"] += r["clients"]
-            s["max"] = max(s["max"], r["max_ms"])
-            s["p50"].append(r["p50_ms"])
-    full = [s for s in by_seq.values() if s["clients"] >= conns]
-    mx = [s["max"] for s in full]
-    n = max(conns, 1)
-    who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
-    return {"workload": "parked", "variant": "%s, %s" % (who, "no guard pages" if guard else "guard pages"),
-            "app": "chat", "server": "spindle-c", "workers": 0, "round": 1, "connections": npoll + nws,
-            "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),
-            "rss_kb_before": before[0], "rss_kb_after": after[0], "pss_kb_before": before[1],
-            "pss_kb_after": after[1], "mappings": after[2],
-            "bytes_per_connection": round((after[0] - before[0]) * 1024 / n),
-            "pss_bytes_per_connection": round((after[1] - before[1]) * 1024 / n),
-            "in_handlers": mid.get("ws", 0) + mid.get("parked", 0), "broadcasts": len(by_seq),
-            "delivered_to_all": len(full), "delivery_ms_median": statistics.median(mx) if mx else "",
-            "delivery_ms_worst": max(mx) if mx else "",
-            "client_p50_ms": statistics.median([statistics.median(s["p50"]) for s in full]) if full else "",
-            "ws_fanout_ms": end.get("fanout_max_us", 0) / 1000.0 if nws else "",
-            "connect_s": max([c.get("connect_s", 0) for c in results.values()] or [0])}
+    return parked_run.row(ctx, srv, workdir, server, name, npoll, nws, no_guard, results,
+                          before, after, mid, end)
 
 
 def parked(ctx):
@@ -502,11 +455,16 @@ def parked(ctx):
     # phase takes what fits.
     m = min(n, (nofile - 64) // 2)
     phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
-    for guard in (False, True):
+    # spindle with and without guard pages, then node's ws beside it (the
+    # same clients, the same machine) unless this is a smoke run.
+    mods = None if opts.smoke else parked_run.node_modules(ctx)
+    runs = [("spindle-c", False), ("spindle-c", True)] + ([("node", False)] if mods else [])
+    for server, no_guard in runs:
         for name, npoll, nws in phases:
-            log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts"
-                % (npoll, nws, "no guard pages" if guard else "guard pages", seconds))
-            row = _parked_phase(ctx, name, npoll, nws, guard, seconds)
+            log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts" % (
+                npoll, nws, "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages",
+                seconds))
+            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server, mods)
             if row:
                 ctx.rows.append(row)
                 log("parked %-40s %d parked, %d client errors, RSS %d -> %d KiB (%s B/conn), broadcasts to all "

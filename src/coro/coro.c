@@ -51,6 +51,8 @@ struct coro_pool {
     size_t max_free;
     size_t live;
     size_t nfree;
+    size_t trims;    /* coro_trim_stack calls that released pages */
+    size_t page;     /* the page size, for coro_trim_stack */
     coro *free_list; /* finished stacks, each still owning its coro struct */
 };
 
@@ -131,6 +133,7 @@ coro_pool *coro_pool_create(const coro_pool_options *opt) {
         return NULL;
     p->stack_size = (size + page - 1) / page * page;
     p->guard = opt && opt->no_guard ? 0 : page;
+    p->page = page;
     p->max_free = opt && opt->max_free ? opt->max_free : CORO_DEFAULT_MAX_FREE;
     return p;
 }
@@ -153,6 +156,31 @@ void coro_pool_get_stats(const coro_pool *p, coro_pool_stats *out) {
     out->live = p->live;
     out->free = p->nfree;
     out->mapped = p->live + p->nfree;
+    out->trims = p->trims;
+}
+
+/* Below the saved stack pointer nothing is live; the margin is for what
+ * an ABI lets a suspended frame keep just under it (x86_64's red zone is
+ * 128 bytes; the switch pushes its registers above the saved pointer). */
+#define CORO_TRIM_MARGIN 512
+
+long coro_trim_stack(coro *c) {
+    if (c == coro_running || c->finished)
+        coro_bug("coro_trim_stack of a running or finished coroutine");
+#ifdef SP_CORO_UCONTEXT
+    return 0;
+#else
+    uintptr_t lo = (uintptr_t)c->stack_lo, sp = (uintptr_t)c->sp;
+    if (sp < lo + CORO_TRIM_MARGIN)
+        return 0;
+    uintptr_t end = (sp - CORO_TRIM_MARGIN) & ~(uintptr_t)(c->pool->page - 1);
+    if (end <= lo)
+        return 0;
+    if (madvise((void *)lo, end - lo, MADV_DONTNEED) != 0)
+        return -errno;
+    c->pool->trims++;
+    return (long)(end - lo);
+#endif
 }
 
 /* ---- switching --------------------------------------------------------- */

@@ -74,11 +74,23 @@ coro *coro_current(void);
  * stack goes back to the pool; frames on it are not unwound. */
 void coro_destroy(coro *c);
 
+/* Gives back to the kernel the pages of a suspended coroutine's stack that
+ * lie wholly below where it waits (its saved stack pointer, less a small
+ * margin), the guard page left as it is: what deeper calls touched before
+ * costs no memory while c waits for long, and faults in again, zeroed, if
+ * it goes that deep once more. Nothing below the stack pointer is live, so
+ * c's state is unchanged. One madvise(MADV_DONTNEED): call it for a long
+ * wait, never on every park. Returns the bytes released (0 when nothing
+ * lies below, or with the ucontext switch, whose saved stack pointer this
+ * does not read), or -errno. c must be suspended, not running. */
+long coro_trim_stack(coro *c);
+
 /* Counters for tests and stats. */
 typedef struct coro_pool_stats {
     size_t live;   /* created and not finished */
     size_t free;   /* stacks kept for reuse */
     size_t mapped; /* stacks mapped in total (live + free) */
+    size_t trims;  /* coro_trim_stack calls that released pages */
 } coro_pool_stats;
 void coro_pool_get_stats(const coro_pool *p, coro_pool_stats *out);
 

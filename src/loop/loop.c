@@ -22,11 +22,15 @@ struct task {
     coro *co;
     coro_fn fn;
     void *arg;
-    task *next;            /* ready queue, or the free list */
-    list_node all_node;    /* in the loop's every live task, for sp_loop_free */
-    loop_watch *hup_watch; /* the connection this task serves, if any */
-    int wake;              /* value handed over by loop_wake */
-    uint8_t parked;        /* waiting: loop_wake may make it ready */
+    task *next;               /* ready queue, or the free list */
+    list_node all_node;       /* in the loop's every live task, for sp_loop_free */
+    loop_watch *hup_watch;    /* the connection this task serves, if any */
+    loop_park_hook park_hook; /* loop_long_wait_begin/_end call it */
+    void *park_arg;
+    int wake;          /* value handed over by loop_wake */
+    uint8_t parked;    /* waiting: loop_wake may make it ready */
+    uint8_t trimmable; /* its stack below the stack pointer is dead while it waits */
+    uint8_t trim;      /* trim its stack once it has parked (a long wait) */
 };
 
 struct sp_loop {
@@ -83,6 +87,32 @@ void loop_task_set_hup_watch(task *t, loop_watch *w) {
 
 loop_watch *loop_task_hup_watch(const task *t) {
     return t ? t->hup_watch : NULL;
+}
+
+void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable) {
+    t->park_hook = hook;
+    t->park_arg = arg;
+    t->trimmable = (uint8_t)(trimmable != 0);
+}
+
+void loop_long_wait_begin(loop *l) {
+    task *t = l->current;
+    if (t && t->park_hook)
+        t->park_hook(t->park_arg, 1);
+}
+
+void loop_trim_when_parked(loop *l) {
+    task *t = l->current;
+    if (t)
+        t->trim = t->trimmable; /* run_task trims once the task has parked */
+}
+
+void loop_long_wait_end(loop *l) {
+    task *t = l->current;
+    if (t)
+        t->trim = 0;
+    if (t && t->park_hook)
+        t->park_hook(t->park_arg, 0);
 }
 
 /* ---- timers ---------------------------------------------------------- */
@@ -177,8 +207,13 @@ static void run_task(loop *l, task *t) {
     l->head.spent = 0; /* a fresh budget each time a task is resumed */
     int alive = coro_resume(t->co);
     l->current = NULL;
-    if (!alive)
+    if (!alive) {
         task_release(l, t);
+    } else if (t->trim) {
+        t->trim = 0; /* parked for a long wait: what lies below costs nothing */
+        if (t->parked)
+            (void)coro_trim_stack(t->co);
+    }
 }
 
 /* Runs the tasks that are ready now; tasks made ready meanwhile (sp_yield)

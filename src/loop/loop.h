@@ -109,6 +109,26 @@ void loop_task_set_hup_watch(task *t, loop_watch *w);
 /* That watch, or NULL (t may be NULL). */
 loop_watch *loop_task_hup_watch(const task *t);
 
+/* ---- long waits: what a parked task gives back ----------------------------
+ * A wait that may be long (a WebSocket with nothing to read, a long poll on
+ * a condition) is bracketed by loop_long_wait_begin/_end, which run the
+ * task's park hook (the server's: the connection's read buffer goes back to
+ * the pool; no syscall). Once it has lasted LOOP_LONG_WAIT_MS, the waiter
+ * calls loop_trim_when_parked before parking again: if the task allows it,
+ * the loop gives back its stack pages below where it waits once it has
+ * parked (coro_trim_stack: one madvise), so short waits pay no syscall.
+ * Tasks with neither hook nor trimming cost nothing. */
+#define LOOP_LONG_WAIT_MS 25 /* a wait that has lasted this long is worth a syscall */
+typedef void (*loop_park_hook)(void *arg, int parking);
+/* Once per task: hook(arg, 1) before each long wait, hook(arg, 0) after it
+ * (NULL: none); trimmable 1 when nothing below the task's stack pointer is
+ * live while it waits (plain C frames; not a stack that greenlets copy
+ * slices of), so its stack may be trimmed. */
+void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable);
+void loop_long_wait_begin(loop *l);
+void loop_long_wait_end(loop *l);
+void loop_trim_when_parked(loop *l);
+
 /* ---- fairness: the work budget -------------------------------------------
  * A coroutine gives the loop back only when it waits, and a client whose
  * reads and writes never block (tiny chunks, tiny WebSocket frames, a fast

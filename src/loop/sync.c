@@ -31,7 +31,22 @@ int waitq_wait(loop *l, waitq *q, waiter *w, int64_t deadline, loop_watch *hup) 
         return -EPERM;
     w->state = WAIT_PENDING;
     list_push_back(&q->waiters, &w->node);
-    int rc = loop_park(l, deadline, hup);
+    /* A wait that may be long (a long poll on a condition) gives back the
+     * connection's buffer at once, and once it has lasted, the stack pages
+     * below it too (loop.h): one served quickly pays no syscall. */
+    int64_t soon = loop_clock_ms() + LOOP_LONG_WAIT_MS;
+    int rc;
+    if (deadline <= soon) {
+        rc = loop_park(l, deadline, hup);
+    } else {
+        loop_long_wait_begin(l);
+        rc = loop_park(l, soon, hup);
+        if (rc == -ETIMEDOUT && w->state == WAIT_PENDING) {
+            loop_trim_when_parked(l);
+            rc = loop_park(l, deadline, hup);
+        }
+        loop_long_wait_end(l);
+    }
     if (w->state != WAIT_PENDING)
         return w->state; /* served: whatever else woke us came second */
     list_remove(&q->waiters, &w->node);

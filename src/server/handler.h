@@ -67,13 +67,20 @@ struct sp_req {
         void *arg;
     } defer[REQ_MAX_DEFER];
     int ndefer;
+    char *head_copy; /* the head's bytes while the buffer went back (req_park.c) */
+    char *park_copy; /* the buffer's bytes during a long wait */
 };
 
+/* Laid out for a handler that parks (a long poll): the store first, filled
+ * from its top end (add_field), then the small members, then the fields
+ * from the bottom of their array. In serve_one the store's untouched part
+ * meets the request fields' untouched tail below it, so a parked handler's
+ * stack is touched only at the bottom (the request) and the top (this). */
 struct sp_res {
+    char store[RES_FIELD_BYTES]; /* the last field_bytes bytes are in use */
     sp_req *req;
     conn *c;
     int status;
-    http_field fields[RES_MAX_FIELDS];
     size_t nfields;
     size_t field_bytes;
     int64_t declared; /* Content-Length given, or -1 */
@@ -85,7 +92,7 @@ struct sp_res {
     void (*release)(void *arg);
     void *release_arg;
     http_out out;
-    char store[RES_FIELD_BYTES];
+    http_field fields[RES_MAX_FIELDS];
 };
 
 /* ---- the server, as a feature sees it (server.c) ------------------------ */
@@ -96,6 +103,10 @@ loop *server_loop(const sp_server *s);
 int server_stopping(const sp_server *s);
 const sp_server_options *server_options(const sp_server *s);
 size_t server_buf_size(const sp_server *s);
+/* A read buffer of server_buf_size bytes from the pool (NULL: no memory),
+ * and back: for a feature that waits without holding the connection's. */
+char *server_buf_get(sp_server *s);
+void server_buf_put(sp_server *s, char *b);
 int64_t server_deadline(const sp_server *s, int timeout_ms);
 
 /* A feature's own per-server state, found by key (the address of a static

@@ -22,8 +22,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define FIELDS_CAP       1000 /* sp_server_new clamps fields_max to this */
-#define PATH_STACK       4096 /* normalized paths longer than this are malloc'ed */
+#define FIELDS_CAP 1000 /* sp_server_new clamps fields_max to this */
+/* Fields on the stack: the default --max-header-count exactly (more is
+ * malloc'ed), not a rounder 128: the 900 bytes saved lift a parked
+ * handler's deepest frames into the page its request is in. */
+#define FIELDS_STACK     HTTP_FIELDS_MAX_DEFAULT
 #define LINGER_MAX_BYTES (1u << 20)
 
 void http_conn_linger_close(sp_server *s, conn *c) {
@@ -357,10 +360,21 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
 /* Serves one request whose bytes are (at least partly) buffered. Returns 1
  * to keep the connection, 0 when it has been closed after a request, -1
  * when no request came (the connection went back to idle, or closed). */
-static int serve_one(sp_server *s, conn *c) {
-    http_field fields[FIELDS_CAP < 128 ? FIELDS_CAP : 128];
+static int serve_one(sp_server *s, conn *c, sp_req **parked) {
+    /* One object, so that the order is ours: the request, its fields (used
+     * from the bottom, the path just after them), the response (its store
+     * fills from the top end). A handler that parks has touched only the
+     * two ends; the untouched middle costs no memory (sp_res, handler.h). */
+    struct {
+        sp_req req;
+        http_field fields[FIELDS_STACK];
+        sp_res res;
+    } x;
+    sp_req *const reqp = &x.req;
+    sp_res *const resp = &x.res;
+    http_field *fields = x.fields;
     http_field *fv = fields;
-    size_t fcap = sizeof fields / sizeof fields[0];
+    size_t fcap = sizeof x.fields / sizeof x.fields[0];
     if (s->opt.fields_max > fcap) {
         fcap = s->opt.fields_max;
         fv = malloc(fcap * sizeof *fv);
@@ -369,13 +383,12 @@ static int serve_one(sp_server *s, conn *c) {
             return 0;
         }
     }
-    sp_req req;
+#define req (*reqp)
     req_init(&req, s, c);
     req.head.fields = fv;
     req.head.fields_cap = fcap;
     int keep = 0;
-    char pathbuf[PATH_STACK];
-    char *pb = pathbuf;
+    char *pb, *pb_heap = NULL; /* the normalized path: after the fields, or malloc'ed */
 
     int rc = read_head(s, c, &req.head);
     if (rc == 0) {
@@ -402,8 +415,12 @@ static int serve_one(sp_server *s, conn *c) {
     c->buf_off += (uint32_t)rc;
     uint32_t head_len = (uint32_t)rc;
     uint64_t t0 = s->timed ? stats_clock_ns() : 0;
-    if (req.head.target_len >= sizeof pathbuf && !(pb = malloc(req.head.target_len + 1))) {
-        pb = pathbuf;
+    /* The path goes just after the fields the head used, not in a 4 KiB
+     * array of its own: its bytes sit with the request's (see x). */
+    size_t room = (fcap - req.head.nfields) * sizeof *fv;
+    if (req.head.target_len < room) {
+        pb = (char *)(fv + req.head.nfields);
+    } else if (!(pb = pb_heap = malloc(req.head.target_len + 1))) {
         refuse(s, c, &req, 503);
         goto out;
     }
@@ -412,23 +429,35 @@ static int serve_one(sp_server *s, conn *c) {
         refuse(s, c, &req, status);
         goto out;
     }
-    sp_res res;
+#define res (*resp)
     res_init(&res, &req, c);
+    *parked = &req; /* a long wait in the handler gives the buffer back (req_park.c) */
     rc = dispatch(s, &req, &res);
+    *parked = NULL;
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
     req_run_deferred(&req);
-    if (pb != pathbuf)
-        free(pb);
+    if (pb_heap)
+        free(pb_heap);
     if (fv != fields)
         free(fv);
     return keep;
+#undef req
+#undef res
 }
 
 void http_conn_main(void *arg) {
     conn *c = arg;
     sp_server *s = c->w.data;
-    loop_task_set_hup_watch(loop_task(s->l), &c->w);
+    task *me = loop_task(s->l);
+    loop_task_set_hup_watch(me, &c->w);
+    /* A long wait in a handler gives back the read buffer (req_park.c, the
+     * request serve_one names in parked) and the stack below it (loop.h);
+     * not under a binding that drives the loop (greenlets keep slices of
+     * other stacks below, its environ points into the buffer). */
+    sp_req *parked = NULL;
+    if (!s->drive)
+        loop_task_set_park(me, req_park_hook, &parked, 1);
     /* A TLS connection's first coroutine shakes hands, before it holds a
      * buffer: a client stalling there costs a stack, for a bounded time. */
     int h2 = 0;
@@ -453,7 +482,7 @@ void http_conn_main(void *arg) {
     }
     int burst = 0;
     for (;;) {
-        int kept = serve_one(s, c);
+        int kept = serve_one(s, c, &parked);
         if (kept < 0)
             return; /* idle: nothing was served */
         if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
@@ -463,6 +492,10 @@ void http_conn_main(void *arg) {
         }
         if (!kept)
             return;
+        if (!c->buf) { /* a long wait could not get a buffer back (req_park.c) */
+            server_conn_close(s, c);
+            return;
+        }
         c->nreq++;
         if (c->buf_off < c->buf_len) {
             /* Pipelined: parse the next one from the buffer, yielding now and

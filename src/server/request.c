@@ -35,6 +35,7 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->xops = NULL;
     r->peer_text[0] = '\0';
     r->client_text[0] = '\0';
+    r->head_copy = r->park_copy = NULL;
 }
 
 sp_str sp_req_method(const sp_req *r) {
@@ -367,6 +368,8 @@ void req_run_deferred(sp_req *r) {
         r->ndefer--;
         r->defer[r->ndefer].fn(r->defer[r->ndefer].arg);
     }
+    if (r->head_copy || r->park_copy)
+        req_park_done(r); /* a long wait moved the head's bytes (req_park.c) */
 }
 
 int req_drain(sp_req *r, uint64_t max) {

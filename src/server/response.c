@@ -165,7 +165,9 @@ static int add_field(sp_res *r, const char *name, size_t nl, const char *value) 
         return -EINVAL;
     if (r->nfields == RES_MAX_FIELDS || r->field_bytes + nl + vl > RES_FIELD_BYTES)
         return -ENOSPC;
-    char *p = r->store + r->field_bytes;
+    /* From the top end down: next to the frames above, where a parked
+     * handler's stack is touched anyway (handler.h). */
+    char *p = r->store + RES_FIELD_BYTES - r->field_bytes - (nl + vl);
     memcpy(p, name, nl);
     memcpy(p + nl, value, vl);
     r->fields[r->nfields++] = (http_field){p, nl, p + nl, vl};

@@ -228,6 +228,13 @@ void req_run_deferred(sp_req *r);
 /* Discards the rest of the body, at most max bytes: 1 if it all went. */
 int req_drain(sp_req *r, uint64_t max);
 
+/* req_park.c: the park hook (loop.h) of a request's task, arg a pointer to
+ * the sp_req being served (NULL between requests):
+ * the read buffer goes back to the pool during a long wait. req_park_done
+ * frees what it kept (req_run_deferred calls it). */
+void req_park_hook(void *arg, int parking);
+void req_park_done(sp_req *r);
+
 /* response.c */
 void res_init(sp_res *res, sp_req *req, conn *c);
 

@@ -22,6 +22,14 @@ size_t server_buf_size(const sp_server *s) {
     return s->buf_size;
 }
 
+char *server_buf_get(sp_server *s) {
+    return buf_pool_get(&s->bufs);
+}
+
+void server_buf_put(sp_server *s, char *b) {
+    buf_pool_put(&s->bufs, b);
+}
+
 int server_nconns(const sp_server *s) {
     return s->nconns;
 }

@@ -4,7 +4,8 @@
  * closing handshake, whole frames sent under a writer lock so several
  * coroutines may send, keep-alive pings and a 1001 close after the idle
  * timeout (ws_keepalive.c), and a 1001 close for every WebSocket when the
- * server stops. */
+ * server stops. Waiting for bytes, a plain connection holds no read buffer
+ * (wait_unbuffered). */
 #include "base/list.h"
 #include "http/http_chars.h"
 #include "loop/sync.h"
@@ -12,6 +13,7 @@
 #include "server/conn_io.h"
 #include "server/handler.h"
 #include "server/ws/ws_frame.h"
+#include "server/ws/ws_int.h"
 #include "server/ws/ws_keepalive.h"
 #include "server/ws/ws_limits.h"
 #include "server/ws/ws_registry.h"
@@ -22,36 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-
-#define WS_CLOSE_TIMEOUT 2000
-#define WS_DIRECT_READ   4096 /* payload left above which we read past the buffer */
-
-enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
-
-struct sp_ws {
-    sp_server *s;
-    conn *c;
-    loop *l;
-    ws_parser p;
-    ws_keepalive ka; /* pings and the idle timeout, while the handler receives */
-    uint64_t max_message;
-    int close_timeout_ms;
-    int state;
-    int close_code; /* what ended it: the peer's code, ours on failure, 1006 */
-    int in_frame;   /* a frame head was parsed, its payload is being read */
-    int delivered;  /* msg was handed out: drop it at the next recv */
-    int interrupt;  /* sp_ws_interrupt: the receive returns -EINTR */
-    uint8_t *msg;   /* the data message being reassembled */
-    size_t msg_len, msg_cap;
-    uint8_t ctl[WS_CONTROL_MAX + 1];
-    size_t ctl_len;
-    int senders;     /* coroutines in sp_ws_send (or waiting for the lock) */
-    task *recv_task; /* parked reading, told when the server stops */
-    task *releaser;  /* the handler's return, waiting for senders to leave */
-    struct sp_mutex wlock;
-    list_node reg_node;      /* in its server's registry */
-    struct ws_registry *reg; /* that registry, or NULL */
-};
 
 /* ---- the server's WebSockets, told when it stops (ws_registry.c) -------- */
 
@@ -206,31 +178,6 @@ int sp_ws_close_code(const sp_ws *ws) {
 
 /* ---- receiving ------------------------------------------------------------ */
 
-/* Reads more bytes into the connection buffer. > 0, or a negative errno
- * (end of stream is -ECONNRESET: it came without a close frame). */
-static ssize_t fill(sp_ws *ws, int64_t deadline) {
-    conn *c = ws->c;
-    if (c->buf_off == c->buf_len) {
-        c->buf_off = c->buf_len = 0;
-    } else if (c->buf_off) {
-        memmove(c->buf, c->buf + c->buf_off, c->buf_len - c->buf_off);
-        c->buf_len -= c->buf_off;
-        c->buf_off = 0;
-    }
-    if (server_stopping(ws->s))
-        return -ESHUTDOWN; /* the stop came while we yielded, not parked */
-    ws->recv_task = loop_task(ws->l);
-    ssize_t n =
-        conn_read(ws->l, c, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len, deadline);
-    ws->recv_task = NULL;
-    if (n > 0) {
-        c->buf_len += (uint32_t)n;
-        ws_keepalive_heard(&ws->ka, loop_clock_ms());
-        loop_charge(ws->l, (size_t)n); /* not while recv_task names us */
-    }
-    return n == 0 ? -ECONNRESET : n;
-}
-
 /* Makes room for len more message bytes (and a NUL). -EMSGSIZE for what no
  * buffer can hold (max_message may be SIZE_MAX: "no limit"), so neither the
  * sum nor the doubling below can overflow. */
@@ -294,7 +241,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
             if (rc < 0)
                 return fail(ws, -rc, code_errno(-rc));
             if (rc == 0) {
-                ssize_t n = fill(ws, deadline);
+                ssize_t n = ws_fill(ws, deadline);
                 if (n < 0)
                     return (int)n;
                 continue;
@@ -328,7 +275,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 take = (size_t)n;
                 ws_keepalive_heard(&ws->ka, loop_clock_ms());
             } else {
-                ssize_t n = fill(ws, deadline);
+                ssize_t n = ws_fill(ws, deadline);
                 if (n < 0)
                     return (int)n;
                 continue;

@@ -1,0 +1,90 @@
+/* req_park.c — a request whose handler waits for long (a long poll on a
+ * condition: loop_long_wait_begin) gives its connection's read buffer back
+ * to the pool meanwhile. The bytes it holds (the head the request's slices
+ * point into, anything pipelined after it) move to a block of their own
+ * size; woken, the connection gets a pool buffer again with the same bytes
+ * at the same offsets, while the request's slices stay on the block until
+ * the request ends (req_run_deferred frees it). */
+#include "server/server.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+/* A slice into [old, old + len] moves to the same offset in nb. */
+static void rebase(const char **p, const char *old, size_t len, const char *nb) {
+    if (*p && *p >= old && *p <= old + len)
+        *p = nb + (*p - old);
+}
+
+static void rebase_request(sp_req *r, const char *old, size_t len, const char *nb) {
+    http_request *h = &r->head;
+    rebase(&h->method, old, len, nb);
+    rebase(&h->target, old, len, nb);
+    rebase(&h->host, old, len, nb);
+    for (size_t i = 0; i < h->nfields; i++) {
+        rebase(&h->fields[i].name, old, len, nb);
+        rebase(&h->fields[i].value, old, len, nb);
+    }
+    rebase(&r->path.ptr, old, len, nb);
+    rebase(&r->query.ptr, old, len, nb);
+    rebase(&r->pend, old, len, nb);
+}
+
+/* Parking: the buffer's bytes to a block of their own, the buffer to the
+ * pool. Out of memory, the buffer simply stays. */
+static void give_back(sp_req *r) {
+    conn *c = r->c;
+    sp_server *s = r->srv;
+    if (!c->buf)
+        return;
+    size_t len = c->buf_len;
+    char *b = malloc(len ? len : 1);
+    if (!b)
+        return;
+    memcpy(b, c->buf, len);
+    if (!r->head_copy) {
+        rebase_request(r, c->buf, len, b);
+        r->head_copy = b; /* the request's slices live here now */
+    }
+    r->park_copy = b;
+    buf_pool_put(&s->bufs, c->buf);
+    c->buf = NULL;
+}
+
+/* Woken: a pool buffer again, with the bytes where they were. */
+static void take_again(sp_req *r) {
+    conn *c = r->c;
+    sp_server *s = r->srv;
+    if (!r->park_copy)
+        return;
+    c->buf = buf_pool_get(&s->bufs);
+    if (c->buf) {
+        memcpy(c->buf, r->park_copy, c->buf_len);
+    } else {
+        /* No memory for a buffer: the connection cannot go on. Its next
+         * read or write fails, and the driver closes it (no buffer). */
+        c->buf_len = c->buf_off = 0;
+        (void)shutdown(c->w.fd, SHUT_RDWR);
+    }
+    if (r->park_copy != r->head_copy)
+        free(r->park_copy);
+    r->park_copy = NULL;
+}
+
+void req_park_hook(void *arg, int parking) {
+    sp_req *r = *(sp_req **)arg; /* the request being served, or NULL */
+    if (!r)
+        return;
+    if (parking)
+        give_back(r);
+    else
+        take_again(r);
+}
+
+void req_park_done(sp_req *r) {
+    if (r->park_copy && r->park_copy != r->head_copy)
+        free(r->park_copy);
+    free(r->head_copy);
+    r->park_copy = r->head_copy = NULL;
+}

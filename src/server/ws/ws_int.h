@@ -1,0 +1,53 @@
+/* ws_int.h — what ws.c and ws_fill.c share: the WebSocket's state (one per
+ * connection taken over from HTTP) and ws_fill, which reads more bytes into
+ * the connection's buffer. Not part of spindle.h's interface. */
+#ifndef SPINDLE_WS_INT_H
+#define SPINDLE_WS_INT_H
+
+#include "base/list.h"
+#include "loop/sync.h"
+#include "server/handler.h"
+#include "server/ws/ws_frame.h"
+#include "server/ws/ws_keepalive.h"
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WS_CLOSE_TIMEOUT 2000
+#define WS_DIRECT_READ   4096 /* payload left above which we read past the buffer */
+
+enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
+
+struct sp_ws {
+    sp_server *s;
+    conn *c;
+    loop *l;
+    ws_parser p;
+    ws_keepalive ka; /* pings and the idle timeout, while the handler receives */
+    uint64_t max_message;
+    int close_timeout_ms;
+    int state;
+    int close_code; /* what ended it: the peer's code, ours on failure, 1006 */
+    int in_frame;   /* a frame head was parsed, its payload is being read */
+    int delivered;  /* msg was handed out: drop it at the next recv */
+    int interrupt;  /* sp_ws_interrupt: the receive returns -EINTR */
+    uint8_t *msg;   /* the data message being reassembled */
+    size_t msg_len, msg_cap;
+    uint8_t ctl[WS_CONTROL_MAX + 1];
+    size_t ctl_len;
+    uint8_t stash[WS_HEAD_MAX]; /* a partial frame head, while the buffer is back in the pool */
+    uint8_t stash_len;
+    int senders;     /* coroutines in sp_ws_send (or waiting for the lock) */
+    task *recv_task; /* parked reading, told when the server stops */
+    task *releaser;  /* the handler's return, waiting for senders to leave */
+    struct sp_mutex wlock;
+    list_node reg_node;      /* in its server's registry */
+    struct ws_registry *reg; /* that registry, or NULL */
+};
+
+/* Reads more bytes into the connection buffer, holding none while it
+ * waits on a plain socket. > 0, or a negative errno (end of stream is
+ * -ECONNRESET: it came without a close frame). */
+ssize_t ws_fill(sp_ws *ws, int64_t deadline);
+
+#endif
