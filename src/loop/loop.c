@@ -7,6 +7,7 @@
 #include "base/clock.h"
 #include "base/list.h"
 #include "loop/blocking_pool.h"
+#include "loop/loop_int.h"
 #include "loop/loop_select.h"
 
 #include <errno.h>
@@ -14,46 +15,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-#define LOOP_MAX_EVENTS 256
-#define TASKS_KEPT      4096 /* free task structs kept above this are freed */
-
-struct task {
-    coro *co;
-    coro_fn fn;
-    void *arg;
-    task *next;               /* ready queue, or the free list */
-    list_node all_node;       /* in the loop's every live task, for sp_loop_free */
-    loop_watch *hup_watch;    /* the connection this task serves, if any */
-    loop_park_hook park_hook; /* loop_long_wait_begin/_end call it */
-    void *park_arg;
-    int wake;          /* value handed over by loop_wake */
-    uint8_t parked;    /* waiting: loop_wake may make it ready */
-    uint8_t trimmable; /* its stack below the stack pointer is dead while it waits */
-    uint8_t trim;      /* trim its stack once it has parked (a long wait) */
-};
-
-struct sp_loop {
-    loop_head head; /* first: loop_charge reads it through loop.h */
-    int64_t now;
-    const backend_ops *ops; /* epoll or io_uring, chosen at sp_loop_new */
-    void *be;
-    int stop;
-    int yielded;       /* a task yielded since the last poll */
-    uint32_t unpolled; /* tasks loop_run_pending ran since the last poll */
-    task *current;
-    task *ready_head, *ready_tail;
-    list_head all; /* every live task */
-    task *free_tasks;
-    size_t ntasks, nfree_tasks, nwatches, refs;
-    uint64_t turns;
-    timer_heap timers;
-    coro_pool *stacks;
-    blocking_pool *pool;
-    int pool_threads;
-    loop_watch pool_watch;
-    backend_event events[LOOP_MAX_EVENTS];
-};
 
 static _Thread_local loop *tls_loop;
 
@@ -289,71 +250,7 @@ int loop_wait_fd(loop *l, loop_watch *w, uint32_t dir, int64_t deadline_ms) {
     return rc;
 }
 
-/* ---- watches ----------------------------------------------------------- */
-
-void loop_watch_lazy(loop_watch *w, backend_mode mode) {
-    w->registered = 0;
-    w->lazy = 1;
-    w->mode = (uint8_t)mode;
-    w->reader = w->writer = w->hup_waiter = NULL;
-    w->hup = 0;
-}
-
-int loop_watch_ensure(loop *l, loop_watch *w) {
-    if (w->registered)
-        return 0;
-    if (!w->lazy)
-        return -ECANCELED;
-    return loop_watch_add(l, w, (backend_mode)w->mode);
-}
-
-int loop_watch_add(loop *l, loop_watch *w, backend_mode mode) {
-    w->lazy = 0;
-    w->reader = w->writer = w->hup_waiter = NULL;
-    w->hup = 0;
-    int rc = l->ops->add(l->be, w->fd, mode, w);
-    if (rc < 0)
-        return rc;
-    w->registered = 1;
-    w->mode = (uint8_t)mode;
-    l->nwatches++;
-    return 0;
-}
-
-static void watch_drop(loop *l, loop_watch *w) {
-    w->registered = 0;
-    l->nwatches--;
-    task *waiters[3] = {w->reader, w->writer, w->hup_waiter};
-    w->reader = w->writer = w->hup_waiter = NULL;
-    for (int i = 0; i < 3; i++)
-        if (waiters[i])
-            loop_wake(l, waiters[i], -ECANCELED);
-}
-
-void loop_watch_forget(loop *l, loop_watch *w) {
-    w->lazy = 0;
-    if (!w->registered)
-        return;
-    l->ops->forget(l->be, w->fd); /* io_uring: a poll would keep the file open */
-    watch_drop(l, w);
-}
-
-void loop_watch_close(loop *l, loop_watch *w) {
-    w->lazy = 0;
-    int registered = w->registered;
-    if (registered)
-        watch_drop(l, w);
-    l->ops->close_fd(l->be, w->fd, registered);
-}
-
-int loop_watch_del(loop *l, loop_watch *w) {
-    w->lazy = 0;
-    if (!w->registered)
-        return 0;
-    int rc = l->ops->del(l->be, w->fd);
-    watch_drop(l, w);
-    return rc;
-}
+/* ---- readiness ----------------------------------------------------- */
 
 /* Hands one readiness report to whoever waits on w. cb may free w, so
  * nothing touches w after it. */
