@@ -143,7 +143,7 @@ def concurrent_ctx(srv, n=5):
     out = {}
 
     def one(i):
-        out[i] = body_of(srv, "/ctx?id=r%d&s=0.05" % i)
+        out[i] = body_of(srv, "/ctx?id=r%d&s=0.2" % i)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
     for t in threads:
