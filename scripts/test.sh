@@ -117,7 +117,9 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
   # reaches every server the fixtures start): HTTP/1.1, keep-alive,
   # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2,
   # the Python binding's hubs (ASGI, WSGI), which drive the loop themselves,
-  # WebSocket broadcasts (chat), PROXY headers, resets. About 2 minutes.
+  # WebSocket broadcasts (chat), PROXY headers, resets, hostile traffic and
+  # apps (slow clients, floods, fd and memory faults, the inline WSGI call).
+  # About 2.5 minutes.
   if /usr/bin/python3 -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
     SPINDLE_IO_BACKEND=uring suite integration-uring /usr/bin/python3 -m pytest -q -p no:cacheprovider \
       tests/integration/test_keepalive.py tests/integration/test_rejections.py \
@@ -131,7 +133,13 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       tests/integration/test_asgi_http.py tests/integration/test_wsgi_concurrency.py \
       tests/integration/test_asgi_ws.py tests/integration/test_chat.py \
       tests/integration/test_proxy_protocol.py tests/integration/test_faults_reset.py \
-      tests/integration/test_h2_attacks.py
+      tests/integration/test_h2_attacks.py tests/integration/test_hostile_uring.py \
+      tests/integration/test_ops_hardening.py tests/integration/test_faults_fds.py \
+      tests/integration/test_faults_alloc.py tests/integration/test_ops_workers.py \
+      tests/integration/test_wsgi_stall.py tests/integration/test_wsgi_inline.py \
+      tests/integration/test_wsgi_inline_hostile.py tests/integration/test_wsgi_input_edges.py \
+      tests/integration/test_wsgi_edge.py tests/integration/test_wsgi_errors.py \
+      tests/integration/test_wsgi_late_headers.py tests/integration/test_wsgi_environ_reuse.py
   else
     echo "== integration-uring: skipped: io_uring is unavailable here (io_uring_setup failed:"
     echo "   no kernel support, a seccomp filter or kernel.io_uring_disabled); epoll was tested"
@@ -145,7 +153,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     # The io_uring backend (not its WebSocket test: the test app is not in
     # the ASan tree; not --root's: its start-up allocations are reported)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-uring /usr/bin/python3 -m pytest -q \
-      -p no:cacheprovider tests/integration/test_io_backend.py -k "not websocket and not static"
+      -p no:cacheprovider tests/integration/test_io_backend.py tests/integration/test_hostile_uring.py \
+      -k "not websocket and not static"
     # TLS's misuse, bodies and reload (not the 100 MB file: --root's start-up
     # allocations are reported as leaks; not wss: the test app is not in
     # the ASan tree; not the idle memory: ASan's redzones count)
