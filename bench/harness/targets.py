@@ -137,7 +137,7 @@ def _round2(out, ctx, summary):
     if v is None:
         row["verdict"] = "not run"
     else:
-        row["value"] = v
+        row["value"] = round(v)
         row["verdict"] = _verdict(ctx, v, "≤", 7999)
     out.append(row)
 
@@ -197,7 +197,8 @@ def _sessions(ctx, summary):
 def table(rows):
     lines = ["| issue | target | figure | paired per round | verdict |", "|---:|---|---:|---:|---|"]
     for r in rows:
-        fig = "–" if r["value"] == "" else ("%s" % r["value"]) + (" MB" if "MB" in r["metric"] else "×")
+        unit = " MB" if "MB" in r["metric"] else ("×" if "ratio" in r["metric"] else "")
+        fig = "–" if r["value"] == "" else ("%s" % r["value"]) + unit
         paired = "–" if r["paired"] == "" else "%s×" % r["paired"]
         verdict = "**NOT met**" if r["verdict"].startswith("NOT") else r["verdict"]
         lines.append("| %s | %s | %s | %s | %s |" % (r["issue"], r["target"], fig, paired, verdict))
