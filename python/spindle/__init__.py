@@ -89,6 +89,8 @@ def patch():
     locks made afterwards — so clients (urllib, redis-py, psycopg2,
     SQLAlchemy, PyMySQL) yield to other requests instead of blocking the
     worker. Outside a request, and in the app's other threads, they are the
-    standard library's."""
+    standard library's. ``threading.local`` (and ``_thread._local``) made
+    afterwards keeps one attribute dict per greenlet, so concurrent requests
+    do not see each other's values."""
     from ._patch import patch_all
     patch_all()

@@ -5,7 +5,8 @@ call that would block waits on the loop, so the worker serves other
 requests meanwhile: socket (_green_socket), ssl (_green_ssl), name
 resolution on resolver threads (_green_dns), select / poll / selectors
 (_green_select), time.sleep, psycopg2 through its wait callback
-(_green_psycopg), and threading locks made after patch() (_green_lock). Outside one (start-up code, the app's other threads)
+(_green_psycopg), threading locks made after patch() (_green_lock) and
+threading.local, per greenlet (_green_local). Outside one (start-up code, the app's other threads)
 every patched call is the stdlib's."""
 
 import socket as _socket
@@ -28,7 +29,7 @@ def patch_all():
     if _patched:
         return
     _patched = True
-    from . import (_green_dns, _green_lock, _green_psycopg, _green_select, _green_socket,
+    from . import (_green_dns, _green_local, _green_lock, _green_psycopg, _green_select, _green_socket,
                    _green_ssl)
 
     _time._spindle_orig_sleep = _orig_sleep
@@ -40,3 +41,4 @@ def patch_all():
     _green_select.install()
     _green_psycopg.install()
     _green_lock.install()
+    _green_local.install()

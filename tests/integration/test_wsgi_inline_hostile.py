@@ -4,8 +4,8 @@ generator waiting between chunks, an app blocked reading a slow upload, an
 app switching to greenlets of its own, clients resetting while the call
 waits, 100 concurrent sleepers (each answered exactly once, none served
 twice), and what per-request state sees: a ContextVar stays the request's
-own across concurrent waits; a threading.local is one for all the worker's
-greenlets (xfail: gunicorn's sync worker would not mix requests there)
+own across concurrent waits, and so does a threading.local under
+spindle.patch() (per greenlet; python/spindle/_green_local.py)
 (tests/wsgi_apps/hostile_inline_app.py)."""
 import hashlib
 import json
@@ -159,10 +159,6 @@ def test_a_contextvar_stays_the_requests_own_across_concurrent_waits(srv):
     assert len({b["g"] for b in out.values()}) == 5  # each waited in a greenlet of its own
 
 
-@pytest.mark.xfail(strict=True, reason="threading.local is per thread and every request of a "
-                   "worker runs on its one thread: a request that waits sees what a concurrent "
-                   "one stored (gunicorn's sync worker runs one request per thread at a time; "
-                   "gevent patches threading.local to be per greenlet; spindle.patch() does not)")
 def test_a_threading_local_stays_the_requests_own_across_concurrent_waits(srv):
     out = concurrent_ctx(srv)
     assert {i: b["after_tl"] for i, b in out.items()} == {i: "r%d" % i for i in range(5)}

@@ -13,6 +13,8 @@ import threading
 import greenlet
 import spindle
 
+spindle.patch()  # before TL: threading.local becomes per greenlet
+
 CV = contextvars.ContextVar("cv", default=None)
 TL = threading.local()
 SEEN = itertools.count()
