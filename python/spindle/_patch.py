@@ -6,8 +6,9 @@ requests meanwhile: socket (_green_socket), ssl (_green_ssl), name
 resolution on resolver threads (_green_dns), select / poll / selectors
 (_green_select), time.sleep, psycopg2 through its wait callback
 (_green_psycopg), threading locks made after patch() (_green_lock) and
-threading.local, per greenlet (_green_local). Outside one (start-up code, the app's other threads)
-every patched call is the stdlib's."""
+threading.local, per greenlet (_green_local). Outside one (start-up code,
+the app's other threads) every patched call is the stdlib's, and a local
+keeps one dict per thread there, as each thread is its own greenlet."""
 
 import socket as _socket
 import time as _time
