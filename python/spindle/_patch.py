@@ -8,7 +8,7 @@ resolution on resolver threads (_green_dns), select / poll / selectors
 (_green_psycopg), threading locks made after patch() (_green_lock) and
 threading.local, per greenlet (_green_local). Outside one (start-up code,
 the app's other threads) every patched call is the stdlib's, and a local
-keeps one dict per thread there, as each thread is its own greenlet."""
+keeps one dict per thread there (each runs on a main greenlet of its own)."""
 
 import socket as _socket
 import time as _time
