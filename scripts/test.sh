@@ -150,21 +150,21 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     SPINDLE_BIN=build/asan/spindle suite integration-asan /usr/bin/python3 -m pytest -q \
       -p no:cacheprovider tests/integration/test_rejections.py tests/integration/test_keepalive.py \
       tests/integration/test_bodies.py tests/integration/test_routes.py
-    # The io_uring backend (not its WebSocket test: the test app is not in
-    # the ASan tree; not --root's: its start-up allocations are reported)
+    # The io_uring backend, static files too (not its WebSocket test: the
+    # test app is not in the ASan tree)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-uring /usr/bin/python3 -m pytest -q \
       -p no:cacheprovider tests/integration/test_io_backend.py tests/integration/test_hostile_uring.py \
-      -k "not websocket and not static"
-    # TLS's misuse, bodies and reload (not the 100 MB file: --root's start-up
-    # allocations are reported as leaks; not wss: the test app is not in
-    # the ASan tree; not the idle memory: ASan's redzones count)
+      -k "not websocket"
+    # TLS's misuse, bodies, reload and the 100 MB file (not wss: the test app
+    # is not in the ASan tree; not the idle memory: ASan's redzones count)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-tls /usr/bin/python3 -m pytest -q \
-      -p no:cacheprovider tests/integration/test_tls.py -k "not static_file_100mb and not wss and not idle_tls"
-    # HTTP/2's frames, floods and limits (not test_h2_clients: --root's
-    # start-up allocations are reported as leaks)
+      -p no:cacheprovider tests/integration/test_tls.py -k "not wss and not idle_tls"
+    # HTTP/2's frames, floods and limits, and its clients on --root (not
+    # their WSGI and Early Hints apps: those are not in the ASan tree)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 /usr/bin/python3 -m pytest -q \
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
-      tests/integration/test_h2_tls.py
+      tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \
+      -k "not TestWsgi and not TestEarlyHints"
   fi
 fi
 

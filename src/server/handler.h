@@ -112,7 +112,8 @@ int64_t server_deadline(const sp_server *s, int timeout_ms);
 /* A feature's own per-server state, found by key (the address of a static
  * object of the module, so keys never clash). Setting a key again replaces
  * the data, freeing the old with its free_fn; sp_server_free frees them
- * all. data NULL removes the key. 0, or -ENOSPC beyond SERVER_MAX_EXT. */
+ * all. data NULL removes the key (freeing its data). 0, or -ENOSPC beyond
+ * SERVER_MAX_EXT. */
 #define SERVER_MAX_EXT 8
 int server_ext_set(sp_server *s, const void *key, void *data, void (*free_fn)(void *data));
 void *server_ext_get(const sp_server *s, const void *key);

@@ -23,12 +23,14 @@
 #define MAX_LINES       8 /* repeated lines of one list field that are looked at */
 #define INDEX_NAME      "index.html"
 
-/* One mounted directory: the route's user data, alive until process exit
- * (the server has no hook to free route data; the root fd is O_CLOEXEC). */
+/* One mounted directory: the route's user data. A server's mounts are
+ * chained in its extension slot (mounts_key), which sp_server_free frees
+ * (mounts_free): the router frees only its own copies of the patterns. */
 typedef struct static_mount {
-    int root;        /* O_PATH | O_DIRECTORY */
-    int use_openat2; /* cleared when the kernel says ENOSYS */
-    char *prefix;    /* normalized, ends in '/' */
+    struct static_mount *next; /* the server's mount before this one */
+    int root;                  /* O_PATH | O_DIRECTORY */
+    int use_openat2;           /* cleared when the kernel says ENOSYS */
+    char *prefix;              /* normalized, ends in '/' */
     size_t prefix_len;
     static_mime mime;
     sp_handler fallback; /* takes what names no file; NULL: 404 */
@@ -354,15 +356,53 @@ int static_mount_exclusive(sp_server *s, const char *prefix, const char *dir) {
     return sp_route(s, NULL, pattern, not_allowed, NULL);
 }
 
+/* A server's mounts, in its extension slot under mounts_key: one holder
+ * per server, so adding a mount never replaces (and frees) the slot's data. */
+typedef struct static_mounts {
+    static_mount *head;
+} static_mounts;
+
+static const char mounts_key;
+
+static void mount_free(static_mount *m) {
+    free(m->prefix);
+    static_mime_free(&m->mime);
+    close(m->root);
+    free(m);
+}
+
+static void mounts_free(void *data) {
+    static_mounts *ms = data;
+    for (static_mount *m = ms->head, *next; m; m = next) {
+        next = m->next;
+        mount_free(m);
+    }
+    free(ms);
+}
+
+static static_mounts *mounts_of(sp_server *s) {
+    static_mounts *ms = server_ext_get(s, &mounts_key);
+    if (ms)
+        return ms;
+    if (!(ms = calloc(1, sizeof *ms)))
+        return NULL;
+    if (server_ext_set(s, &mounts_key, ms, mounts_free) < 0) {
+        free(ms);
+        return NULL;
+    }
+    return ms;
+}
+
 int static_mount_fallback(sp_server *s, const char *prefix, const char *dir, sp_handler fallback,
                           void *fallback_ud) {
     if (!s || !prefix || !dir || !prefix_ok(prefix))
         return -EINVAL;
     size_t pl = strlen(prefix);
     int add_slash = prefix[pl - 1] != '/';
+    static_mounts *ms = mounts_of(s);
     static_mount *m = calloc(1, sizeof *m);
     char *pattern = malloc(pl + 3);
-    if (!m || !pattern) {
+    if (!ms || !m || !pattern) {
         free(m);
         free(pattern);
         return -ENOMEM;
@@ -393,6 +433,8 @@ int static_mount_fallback(sp_server *s, const char *prefix, const char *dir, sp_
     rc = sp_route(s, "GET", pattern, static_handler, m);
     if (rc < 0)
         goto fail_prefix;
+    m->next = ms->head;
+    ms->head = m;
     free(pattern);
     return 0;
 fail_prefix:

@@ -25,10 +25,12 @@ ws_registry *ws_registry_of(sp_server *s, void (*on_stop)(list_node *member)) {
     if (!(reg = calloc(1, sizeof *reg)))
         return NULL;
     reg->on_stop = on_stop;
-    if (server_ext_set(s, &registry_key, reg, free) < 0 ||
-        server_on_stop(s, on_server_stop, reg) < 0) {
-        server_ext_set(s, &registry_key, NULL, NULL);
+    if (server_ext_set(s, &registry_key, reg, free) < 0) {
         free(reg);
+        return NULL;
+    }
+    if (server_on_stop(s, on_server_stop, reg) < 0) {
+        server_ext_set(s, &registry_key, NULL, NULL); /* frees reg */
         return NULL;
     }
     return reg;
