@@ -402,6 +402,22 @@ static int run_python(hub *h) {
     return did;
 }
 
+/* One pass of driving the loop from the hub's side: Python's own work
+ * first, then the tasks that are ready, else a poll that waits with the
+ * GIL released. 0, or what sp_poll returned (< 0: the loop failed). */
+static int drive_once(hub *h) {
+    if (run_python(h))
+        return 0;
+    if (loop_has_ready(h->l)) {
+        loop_run_pending(h->l);
+        return 0;
+    }
+    PyThreadState *ts = PyEval_SaveThread(); /* others may run Python meanwhile */
+    int rc = sp_poll(-1);
+    PyEval_RestoreThread(ts);
+    return rc;
+}
+
 /* While the inline call waits, the waiting greenlet (the hub, or one its
  * app switched to) drives the loop from inside the wait as hub_drive does,
  * until that wait's wake comes; requests arriving meanwhile get pooled
@@ -414,16 +430,8 @@ static long nested_wait(hub *h, hub_wake *w) {
     h->driver = cur;      /* greenlets that wait meanwhile come back here */
     h->inline_active = 0; /* Python the loop runs meanwhile is not the request */
     h->inline_woken = 0;
-    while (!h->inline_woken && rc >= 0) {
-        if (run_python(h))
-            continue;
-        if (loop_has_ready(h->l)) {
-            loop_run_pending(h->l);
-            continue;
-        }
-        Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
-        Py_END_ALLOW_THREADS
-    }
+    while (!h->inline_woken && rc >= 0)
+        rc = drive_once(h);
     h->inline_active = 1;
     h->starting = starting;
     h->driver = driver;
@@ -448,16 +456,8 @@ int hub_drive(sp_server *s, void *ud) {
     int rc = server_start(s, h->l);
     if (rc >= 0)
         rc = thread_calls_start(h);
-    while (rc >= 0 && !server_done(s)) {
-        if (run_python(h))
-            continue;
-        if (loop_has_ready(h->l)) {
-            loop_run_pending(h->l);
-            continue;
-        }
-        Py_BEGIN_ALLOW_THREADS rc = sp_poll(-1);
-        Py_END_ALLOW_THREADS
-    }
+    while (rc >= 0 && !server_done(s))
+        rc = drive_once(h);
     thread_calls_stop(h);
     if (server_loop(s))
         server_finish(s);

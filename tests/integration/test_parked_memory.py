@@ -14,6 +14,7 @@ import time
 import pytest
 
 from chatutil import CHAT_BIN, ROOT, ChatServer
+from wsgiutil import read_until_close
 
 N = 1000
 # Measured 8.6 KB (long poll) and 9.2 KB (WebSocket) per connection with
@@ -33,12 +34,7 @@ def rss_kb(pid):
 def stats(srv):
     s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
     s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_until_close(s)
     s.close()
     return json.loads(data.partition(b"\r\n\r\n")[2])
 
@@ -49,12 +45,7 @@ def post(srv, text):
     body = text.encode()
     s.sendall(b"POST /send HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: text/plain\r\n"
               b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
+    data = read_until_close(s)
     s.close()
     assert data.startswith(b"HTTP/1.1 200"), data
 
