@@ -123,19 +123,9 @@ def hold_idle_h2(port, count, settle=1.0, timeout=60):
 
 
 def memory_per_h2_connection(server, count):
-    before = procs.tree_memory_kb(server.pid)
-    socks, still = hold_idle_h2(server.port, count)
-    after = procs.tree_memory_kb(server.pid)
-    for s in socks:
-        s.close()
-    row = {"connections": count, "held_open": still, "rss_kb_before": before[0], "rss_kb_after": after[0],
-           "pss_kb_before": before[1], "pss_kb_after": after[1]}
-    if still:
-        row["bytes_per_connection"] = round((after[0] - before[0]) * 1024 / still)
-        row["pss_bytes_per_connection"] = round((after[1] - before[1]) * 1024 / still)
-    if still < count:
-        row["note"] = "%d of %d connections were closed by the server" % (count - still, count)
-    return row
+    """load.memory_per_connection with HTTP/2 connections (one stream
+    answered on each)."""
+    return load.memory_per_connection(server, count, hold=lambda port, n: hold_idle_h2(port, n) + ("",))
 
 
 def start_h2(ctx, entries, timeout=30, scheme="http"):

@@ -258,11 +258,13 @@ def hold_idle(port, count, settle=1.0, timeout=60, request=b"GET / HTTP/1.1\r\nH
     return socks, still, note
 
 
-def memory_per_connection(server, count, settle=1.0):
+def memory_per_connection(server, count, settle=1.0, hold=None):
     """Bytes of server memory (RSS and PSS of its process tree) per idle
-    keep-alive connection, after one request on each."""
+    keep-alive connection, after one request on each. HOLD(port, count)
+    opens and holds them (default hold_idle: HTTP/1.1) and returns
+    (sockets, how many are still open, a note)."""
     before = procs.tree_memory_kb(server.pid)
-    socks, still, note = hold_idle(server.port, count, settle)
+    socks, still, note = (hold or (lambda port, n: hold_idle(port, n, settle)))(server.port, count)
     after = procs.tree_memory_kb(server.pid)
     for s in socks:
         s.close()
