@@ -1,6 +1,7 @@
 """parked_run.py — the parked workload's pieces beside workloads.py's
-_parked_phase: the server's command line (examples/chat, or node's ws peer
-bench/peers/node_parked.js), npm's ws for that peer, and the row a phase
+_parked_phase: the server's command line (examples/chat, or the Python peer
+bench/peers/uvicorn_parked.py: uvicorn with httptools, uvloop and websockets
+from build/venv), and the row a phase
 gives (memory per parked connection, broadcasts that reached every client,
 and why clients failed, if any did)."""
 import json
@@ -12,26 +13,19 @@ import time
 from . import peers
 
 
-def node_modules(ctx):
-    """build/ws_node/node_modules with npm's ws, from tests/ws_node's lockfile
-    (what the WebSocket tests install), or None with a problem noted."""
-    import shutil
-    import subprocess
-    if not shutil.which("node"):
-        ctx.problem("parked: node missing (Debian: nodejs): no node ws peer")
-        return None
-    d = os.path.join(peers.ROOT, "build", "ws_node")
-    mods = os.path.join(d, "node_modules")
-    if not os.path.exists(os.path.join(mods, "ws", "package.json")):
-        try:
-            os.makedirs(d, exist_ok=True)
-            for f in ("package.json", "package-lock.json"):
-                shutil.copy(os.path.join(peers.ROOT, "tests", "ws_node", f), os.path.join(d, f))
-            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=d, check=True, timeout=180)
-        except (OSError, subprocess.SubprocessError) as e:
-            ctx.problem("parked: cannot install npm's ws for the node peer: %s" % e)
-            return None
-    return mods
+PEER_MODULES = ("uvicorn", "httptools", "uvloop", "websockets")
+
+
+def python_peer(ctx):
+    """True when build/venv can run the uvicorn peer
+    (bench/peers/uvicorn_parked.py), else False with a problem noted."""
+    missing = [m for m in PEER_MODULES if not peers.have_module(m)]
+    if missing:
+        ctx.problem("parked: no uvicorn peer: %s" % peers.missing_module(missing[0]))
+        return False
+    ctx.versions.setdefault("parked uvicorn", "uvicorn %s, httptools %s, uvloop %s, websockets %s" % tuple(
+        peers.dist_version(m) for m in PEER_MODULES))
+    return True
 
 
 def start_clients(workdir, port, npoll, nws, seconds):
@@ -85,11 +79,11 @@ def collect(clients, seconds):
     return results
 
 
-def server_argv(ctx, server, port, no_guard, mods, nofile):
+def server_argv(ctx, server, port, no_guard, nofile):
     """The command line of a parked phase's server."""
-    if server == "node":
-        return ["node", os.path.join(peers.BENCH, "peers", "node_parked.js"), "--port", str(port),
-                "--modules", mods, "--announce-ms", "1000"]
+    if server == "uvicorn":
+        return [peers.PY, os.path.join(peers.BENCH, "peers", "uvicorn_parked.py"), "--port", str(port),
+                "--announce-ms", "1000"]
     argv = [ctx.chat_bin, "--bind", "127.0.0.1:%d" % port, "--announce-ms", "1000",
             "--max-connections", str(nofile - 32), "--static",
             os.path.join(peers.ROOT, "examples", "chat", "static")]
@@ -119,7 +113,7 @@ def row(ctx, srv, workdir, server, name, npoll, nws, no_guard, results, before, 
     mx = [s["max"] for s in full]
     n = max(conns, 1)
     who = " + ".join(x for x in ("%d polling" % npoll if npoll else "", "%d WebSockets" % nws if nws else "") if x)
-    kind = "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages"
+    kind = "uvicorn" if server == "uvicorn" else "no guard pages" if no_guard else "guard pages"
     return {"workload": "parked", "variant": "%s, %s" % (who, kind),
             "app": "chat", "server": server, "workers": 0, "round": 1, "connections": npoll + nws,
             "held_open": conns, "client_errors": sum(c["errors"] for c in results.values()),

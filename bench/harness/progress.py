@@ -54,7 +54,8 @@ def plan(o, n_cpus):
         out.append(("hello", hello, cost / hello))
     if "wsgi" in wl:
         wsgi = [x for x in o.servers if x not in ("spindle-c", "nginx", "node", "tornado")]
-        out.append(("wsgi", len(wsgi) * len([a for a in o.apps if a != "hello"]) * r, d + 2))
+        apps = [a for a in o.apps if a != "hello" or "keepalive" not in wl]
+        out.append(("wsgi", len(wsgi) * len(apps) * r, d + 2))
     if "static" in wl:
         out.append(("static", 2 * len([x for x in o.servers if x in ("spindle-c", "nginx")]) * r, d + 1))
     if "scaling" in wl:
@@ -67,7 +68,7 @@ def plan(o, n_cpus):
         # hello, memory store, SQLite store, ab: for the C demo and its WSGI twin
         out.append(("sessions", 4 * r * len([x for x in o.servers if x in ("spindle-c", "spindle")]), d + 1))
     if "parked" in wl and "spindle-c" in o.servers:
-        out.append(("parked", 2 if o.smoke else 6, o.parked_seconds + 15))
+        out.append(("parked", 2 if o.smoke else 9, o.parked_seconds + 15))  # 3 phases × guard pages on, off, uvicorn
     if "tls" in wl:
         # spindle-c and nginx: five timed variants, idle connections; one callgrind run
         out.append(("tls", len([x for x in o.servers if x in ("spindle-c", "nginx")]) * (5 * r + 1) + 1, d + 2))

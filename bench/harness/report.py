@@ -37,7 +37,7 @@ TITLES = {
     "h2memory": "Memory per idle HTTP/2 connection (h2c, one request answered on each)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
     "tls": "TLS 1.3 (ECDSA P-256, X25519, AES-128-GCM): keep-alive, handshakes, idle connections, a 1 MiB file",
-    "asgi": "ASGI: spindle beside uvicorn, hypercorn and daphne (one worker each)",
+    "asgi": "ASGI: spindle beside granian, uvicorn, hypercorn and daphne (one worker each)",
 }
 HOT_PATH_ROWS = 10
 
@@ -324,7 +324,9 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "client's receive time minus the message's timestamp, client-side, so it includes the Python "
                     "clients' own processing; \"ws fan-out\" is the server's time to write one broadcast to every "
                     "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
-                    "with the most connections in handlers.", ""]
+                    "with the most connections in handlers. The uvicorn rows: the same API as an ASGI app "
+                    "(bench/peers/uvicorn_parked.py) on uvicorn with httptools, uvloop and websockets, one process, "
+                    "each broadcast sent to every WebSocket in turn and answering every parked poll.", ""]
             out += parked_table(ctx.rows)
         elif wl == "tls":
             from .tlsbench import section

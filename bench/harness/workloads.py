@@ -166,11 +166,13 @@ def hello_group(ctx, selected):
 
 
 def wsgi_matrix(ctx):
-    """Every WSGI server × every app of --apps, wrk keep-alive."""
+    """Every WSGI server × every app of --apps, wrk keep-alive. The hello
+    app's row is the keepalive workload's run at the first --connections
+    when that workload runs too; without it, hello is measured here."""
     opts = ctx.opts
     pg = None
     conns = opts.connections[0]
-    for app in [a for a in opts.apps if a != "hello"]:
+    for app in [a for a in opts.apps if a != "hello" or "keepalive" not in opts.workloads]:
         why = peers.app_missing(app)
         if why:
             ctx.problem("app %s skipped: %s" % (app, why))
@@ -371,8 +373,8 @@ def sessions(ctx):
     procs.stop_all([s for _, _, s in up])
 
 
-def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", mods=None):
-    """One chat server (examples/chat, or node's ws peer bench/peers/node_parked.js),
+def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c"):
+    """One chat server (examples/chat, or the uvicorn peer bench/peers/uvicorn_parked.py),
     NPOLL long-polling clients and NWS WebSockets parked on it
     (bench/parked_client.py, one process per kind), a broadcast every
     second: memory before and with the clients, and each broadcast's time to
@@ -383,7 +385,7 @@ def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c", 
     port = procs.free_port()
     workdir = os.path.join(ctx.tmp, "parked-%s-%s-%s" % (server, name, "noguard" if no_guard else "guard"))
     os.makedirs(workdir, exist_ok=True)
-    argv = parked_run.server_argv(ctx, server, port, no_guard, mods, nofile)
+    argv = parked_run.server_argv(ctx, server, port, no_guard, nofile)
     srv = procs.Server(server, argv, port, ctx.server_cpus, workdir)
     srv.start()
     ctx.servers.append(srv)
@@ -455,16 +457,16 @@ def parked(ctx):
     # phase takes what fits.
     m = min(n, (nofile - 64) // 2)
     phases = [("mixed", m, m)] if opts.smoke else [("poll", n, 0), ("ws", 0, n), ("mixed", m, m)]
-    # spindle with and without guard pages, then node's ws beside it (the
+    # spindle with and without guard pages, then uvicorn beside it (the
     # same clients, the same machine) unless this is a smoke run.
-    mods = None if opts.smoke else parked_run.node_modules(ctx)
-    runs = [("spindle-c", False), ("spindle-c", True)] + ([("node", False)] if mods else [])
+    peer = not opts.smoke and parked_run.python_peer(ctx)
+    runs = [("spindle-c", False), ("spindle-c", True)] + ([("uvicorn", False)] if peer else [])
     for server, no_guard in runs:
         for name, npoll, nws in phases:
             log("parked: %d polling + %d WebSockets, %s, %s s of broadcasts" % (
-                npoll, nws, "node ws" if server == "node" else "no guard pages" if no_guard else "guard pages",
+                npoll, nws, "uvicorn" if server == "uvicorn" else "no guard pages" if no_guard else "guard pages",
                 seconds))
-            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server, mods)
+            row = _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server)
             if row:
                 ctx.rows.append(row)
                 log("parked %-40s %d parked, %d client errors, RSS %d -> %d KiB (%s B/conn), broadcasts to all "
