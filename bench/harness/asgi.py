@@ -1,5 +1,5 @@
-"""bench/run's asgi workload: spindle beside uvicorn (httptools+uvloop, and
-h11), hypercorn and daphne, one worker each, servers on the server CPUs and
+"""bench/run's asgi workload: spindle beside granian (ASGI, uvloop), uvicorn
+(httptools+uvloop, and h11), hypercorn and daphne, one worker each, servers on the server CPUs and
 the load on the load generator's: (a) the raw ASGI hello world and (b) a
 FastAPI JSON endpoint, wrk keep-alive at the first --connections; (c)
 WebSocket echo round trips/s (build/bench/ws_echo, --asgi-ws-clients
@@ -256,8 +256,9 @@ def section(ctx, summary):
             p = peers_asgi.BY_NAME[name]
             out.append("| %s | %s | `%s` | %s |" % (name, p.doc, cmd, p.note))
     out += ["", "| variant | server | req/s (WebSocket: round trips/s) median (min–max) | CPU µs/req median "
-            "| ÷ uvicorn req/s | ÷ uvicorn CPU/req | errors / non-2xx | load-gen CPU % "
-            "| server CPUs busy otherwise % | notes |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+            "| ÷ granian req/s | ÷ granian CPU/req | ÷ uvicorn req/s | ÷ uvicorn CPU/req | errors / non-2xx "
+            "| load-gen CPU % | server CPUs busy otherwise % | notes |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     variants = []
     for s in rows:
         if s["variant"] not in variants and num(s["rps_median"]) is not None:
@@ -265,11 +266,14 @@ def section(ctx, summary):
     for v in variants:
         vs = sorted((s for s in rows if s["variant"] == v), key=lambda s: -(num(s["rps_median"]) or 0))
         ref = next((s for s in vs if s["server"] == "uvicorn"), None)
+        gr = next((s for s in vs if s["server"] == "granian"), None)
         for s in vs:
             sat = " ⚠ saturated" if s["saturated_runs"] else ""
-            out.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s / %s | %s%s | %s | %s |" % (
+            out.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s | %s | %s / %s | %s%s | %s | %s |" % (
                 v, s["server"], fmt(s["rps_median"]), fmt(s["rps_min"]), fmt(s["rps_max"]),
-                fmt(s["cpu_us_median"], 1), ratio(s["rps_median"], ref["rps_median"]) if ref else "–",
+                fmt(s["cpu_us_median"], 1), ratio(s["rps_median"], gr["rps_median"]) if gr else "–",
+                ratio(s["cpu_us_median"], gr["cpu_us_median"]) if gr else "–",
+                ratio(s["rps_median"], ref["rps_median"]) if ref else "–",
                 ratio(s["cpu_us_median"], ref["cpu_us_median"]) if ref else "–", s["errors"], s["non2xx"],
                 fmt(s["loadgen_cpu_pct_median"]), sat, fmt(s.get("server_cpus_other_pct_median")), s["notes"]))
     mem = [r for r in ctx.rows if r["workload"] == "asgi" and "idle" in r["variant"]]

@@ -9,7 +9,7 @@ from .report import num
 COLORS = {"spindle-c": "#1f6fb4", "spindle": "#4ea3e6", "nginx": "#2e9e4f", "node": "#8c6d31",
           "tornado": "#d62728", "nginx+tornado": "#ff7f0e", "gunicorn-sync": "#7f7f7f",
           "gunicorn-gevent": "#9467bd", "uwsgi": "#e377c2", "gevent": "#bcbd22", "eventlet": "#17becf",
-          "uvicorn": "#d62728", "uvicorn-h11": "#ff9896", "hypercorn": "#9467bd", "daphne": "#8c564b"}
+          "uvicorn": "#d62728", "uvicorn-h11": "#ff9896", "hypercorn": "#9467bd", "daphne": "#8c564b", "granian": "#ff7f0e"}
 
 
 PCT = {"p50": "p50_ms", "p99": "p99_ms", "p99.9": "p999_ms"}

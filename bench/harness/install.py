@@ -1,16 +1,16 @@
-"""Installs the benchmark peers bench/run compares against, from Debian's
+"""Installs the benchmark peers bench/run compares against that are not
+Python (nginx, node, uWSGI, PostgreSQL, wrk, ab, valgrind), from Debian's
 archive, when they are missing: as root with apt-get (one by one if the
 batch fails), otherwise by saying what to run. Debian's packages start
 system services (nginx on :80, PostgreSQL on :5432); those are stopped again,
-since the harness starts its own on free ports."""
+since the harness starts its own on free ports. The Python servers and apps
+are never installed here: they are build/venv's (scripts/deps.sh installs
+requirements.txt into it), and a missing one is named with that advice."""
 import os
 import shutil
 import subprocess
 
-from .peers import BENCH_PACKAGES as WSGI_PACKAGES
-from .peers_asgi import PACKAGES as ASGI_PACKAGES
-
-BENCH_PACKAGES = WSGI_PACKAGES + ASGI_PACKAGES
+from .peers import BENCH_PACKAGES, PY
 
 SERVICES = {"nginx": "nginx", "postgresql": "postgresql"}
 
@@ -21,6 +21,9 @@ def installed(pkg):
 
 
 def peers():
+    if not os.access(PY, os.X_OK):
+        print("# NOTE: %s missing: run scripts/deps.sh (it makes build/venv from requirements.txt); the Python "
+              "servers are skipped" % PY, flush=True)
     if not shutil.which("dpkg-query"):
         print("# NOTE: not a Debian system: install the peers by hand (%s)" % " ".join(BENCH_PACKAGES))
         return

@@ -1,7 +1,8 @@
 """The servers the harness compares and the applications they run: for each
-server, whether it is installed, the Debian packages that provide it, its
-version, and the command line that serves an application with N workers on a
-port. Every server gets the same worker count; access logs are off in all of
+server, whether it is installed, what provides it (the Python servers and
+apps: the pinned virtual environment build/venv, made by scripts/deps.sh
+from requirements.txt; the others: Debian packages), its version, and the
+command line that serves an application with N workers on a port. Every server gets the same worker count; access logs are off in all of
 them, unless bench/run --access-log asks spindle and nginx for one."""
 import functools
 import os
@@ -13,7 +14,9 @@ BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(BENCH)
 WSGI_APPS = os.path.join(BENCH, "wsgi_apps")
 PEER_DIR = os.path.join(BENCH, "peers")
-PY = os.environ.get("PY", "/usr/bin/python3")
+# Every Python server, app and module comes from build/venv (PY= overrides).
+VENV_PY = os.path.join(ROOT, "build", "venv", "bin", "python")
+PY = os.environ.get("PY", VENV_PY)
 NGINX = os.environ.get("NGINX", shutil.which("nginx") or "/usr/sbin/nginx")
 
 HELLO = b"Hello world!"
@@ -48,6 +51,36 @@ def have_module(name):
                           stderr=subprocess.DEVNULL).returncode == 0
 
 
+def requirements():
+    """The distribution names pinned in requirements.txt, lower case."""
+    try:
+        with open(os.path.join(ROOT, "requirements.txt")) as f:
+            return {line.split("==")[0].strip().lower().replace("_", "-") for line in f
+                    if line.strip() and not line.startswith("#")}
+    except OSError:
+        return set()
+
+
+# import name -> distribution name, where they differ
+DISTRIBUTIONS = {"web": "web.py", "psycopg2": "psycopg2-binary", "yaml": "PyYAML"}
+
+
+def missing_module(name):
+    """What to say when PY cannot import NAME."""
+    dist = DISTRIBUTIONS.get(name, name)
+    why = "Python module %s missing from %s: run scripts/deps.sh" % (
+        name, "build/venv" if os.path.abspath(PY) == VENV_PY else PY)
+    if dist.lower().replace("_", "-").replace(".", "-") not in {d.replace(".", "-") for d in requirements()}:
+        why += " (%s is not in requirements.txt, so deps.sh does not install it)" % dist
+    return why
+
+
+def dist_version(module):
+    """The installed version of MODULE's distribution, as pip names it."""
+    return out_of([PY, "-c", "import importlib.metadata as m; print(m.version(%r))"
+                   % DISTRIBUTIONS.get(module, module)]) or py_version_of(module)
+
+
 def out_of(argv):
     try:
         r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=20)
@@ -64,8 +97,8 @@ class Peer:
     """A server. kind 'native' serves only its own hello world; 'wsgi' runs
     every app of APPS through WSGI."""
     name = kind = ""
-    packages = ()      # Debian packages that provide it
-    modules = ()       # Python modules it needs
+    packages = ()      # Debian packages that provide it (not for Python: those come from build/venv)
+    modules = ()       # Python modules it needs (from PY, build/venv's python)
     doc = ""
     note = ""          # what a reader of the tables must know about it
 
@@ -81,7 +114,7 @@ class Peer:
         """None when usable, else why not."""
         for m in self.modules:
             if not have_module(m):
-                return "Python module %s missing (Debian: %s)" % (m, " ".join(self.packages))
+                return missing_module(m)
         return None
 
     def version(self):
@@ -247,7 +280,6 @@ class Node(Peer):
 
 class Tornado(Peer):
     name, kind = "tornado", "native"
-    packages = ("python3-tornado",)
     modules = ("tornado",)
     doc = "Tornado RequestHandler (bench/peers/tornado_hello.py), fork_processes for >1"
 
@@ -260,29 +292,23 @@ class Tornado(Peer):
 
 class GunicornSync(Peer):
     name, kind = "gunicorn-sync", "wsgi"
-    packages = ("gunicorn",)
+    modules = ("gunicorn",)
     worker_args = ()
     doc = "gunicorn, sync worker"
     note = "closes the connection after every answer (`Connection: close`): each request pays for a connection"
 
-    def available(self):
-        if not shutil.which("gunicorn"):
-            return "gunicorn missing (Debian: gunicorn)"
-        return Peer.available(self)
-
     def version(self):
-        return out_of(["gunicorn", "--version"]).replace("gunicorn (version ", "").rstrip(")")
+        return dist_version("gunicorn")
 
     def command(self, app, port, workers, workdir):
-        return (["gunicorn", "--workers", str(workers), *self.worker_args, "--bind", "127.0.0.1:%d" % port,
+        return ([PY, "-m", "gunicorn", "--workers", str(workers), *self.worker_args, "--bind", "127.0.0.1:%d" % port,
                  "--chdir", WSGI_APPS, "--backlog", "2048", "--graceful-timeout", "3", "--keep-alive", "120",
                  "--log-level", "warning", APPS[app][0]], {}, workdir)
 
 
 class GunicornGevent(GunicornSync):
     name = "gunicorn-gevent"
-    packages = ("gunicorn", "python3-gevent")
-    modules = ("gevent",)
+    modules = ("gunicorn", "gevent")
     worker_args = ("-k", "gevent", "--worker-connections", "10000")
     doc = "gunicorn, gevent worker"
 
@@ -305,9 +331,38 @@ class Uwsgi(Peer):
         return out_of(["uwsgi", "--version"])
 
     def command(self, app, port, workers, workdir):
+        # Debian's plugin embeds Debian's Python 3.11; the apps' modules
+        # (web.py, Mako, SQLAlchemy, psycopg2, Flask) come from build/venv's
+        # site-packages, as for every other server.
         return (["uwsgi", "--plugin", "python3", "--http-socket", "127.0.0.1:%d" % port, "--chdir", WSGI_APPS,
-                 "--module", APPS[app][0], "--processes", str(workers), "--disable-logging", "--listen", "1024",
-                 "--die-on-term", "--need-app", "--lazy-apps"], {}, workdir)
+                 "--pythonpath", site_packages(), "--module", APPS[app][0], "--processes", str(workers),
+                 "--disable-logging", "--listen", "1024", "--die-on-term", "--need-app", "--lazy-apps"], {}, workdir)
+
+
+@functools.lru_cache(maxsize=None)
+def site_packages():
+    return out_of([PY, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+
+
+class Granian(Peer):
+    """granian (Rust, hyper) with its WSGI interface: one worker process
+    (beside its supervisor), HTTP/1 only, no WebSockets, one blocking thread
+    (the Python side of a WSGI worker: its default, up to 512 threads for a
+    pinned CPU, gave half the requests/s of a single thread here and a
+    warning to lower it)."""
+    name, kind = "granian", "wsgi"
+    modules = ("granian",)
+    doc = "granian --interface wsgi (Rust HTTP, the app in one blocking thread)"
+    note = "its supervisor process and the worker: CPU and memory are the whole tree's"
+
+    def version(self):
+        return dist_version("granian")
+
+    def command(self, app, port, workers, workdir):
+        return ([PY, "-m", "granian", "--interface", "wsgi", "--host", "127.0.0.1", "--port", str(port),
+                 "--workers", str(workers), "--http", "1", "--no-ws", "--blocking-threads", "1",
+                 "--backlog", "2048", "--no-access-log", "--log-level", "warning", "--working-dir", WSGI_APPS,
+                 APPS[app][0]], {}, WSGI_APPS)
 
 
 class SelfServed(Peer):
@@ -326,7 +381,6 @@ class SelfServed(Peer):
 class Gevent(SelfServed):
     name = module = "gevent"
     script = "gevent_serve.py"
-    packages = ("python3-gevent",)
     modules = ("gevent",)
     doc = "gevent.pywsgi.WSGIServer (wsgi_apps/gevent_serve.py), pre-forked for >1 worker"
     note = "monkey-patched; TCP_NODELAY set on its listener (without it every answer waits ~40 ms for a delayed ACK)"
@@ -335,7 +389,6 @@ class Gevent(SelfServed):
 class Eventlet(SelfServed):
     name = module = "eventlet"
     script = "eventlet_serve.py"
-    packages = ("python3-eventlet",)
     modules = ("eventlet",)
     doc = "eventlet.wsgi.server (wsgi_apps/eventlet_serve.py), pre-forked for >1 worker"
     note = "monkey-patched; TCP_NODELAY set on its listener, as for gevent"
@@ -358,7 +411,7 @@ class NginxTornado(Peer):
     """The articles' deployment: nginx (1 worker) proxying, with upstream
     keep-alive, to one Tornado process per worker on its own port."""
     name, kind = "nginx+tornado", "native"
-    packages = ("nginx", "python3-tornado")
+    packages = ("nginx",)
     modules = ("tornado",)
     doc = "nginx (1 worker, upstream keep-alive) in front of N single-process Tornado servers"
 
@@ -379,18 +432,20 @@ class NginxTornado(Peer):
         return [script, os.path.join(PEER_DIR, "tornado_hello.py"), ",".join(map(str, ports))] + argv, {"PY": PY}, workdir
 
 
-ALL = [SpindleC, SpindleCUring, SpindlePy, Nginx, Node, Tornado, GunicornSync, GunicornGevent, Uwsgi, Gevent, Eventlet]
+ALL = [SpindleC, SpindleCUring, SpindlePy, Nginx, Node, Tornado, Granian, GunicornSync, GunicornGevent, Uwsgi, Gevent,
+       Eventlet]
 EXTRA = [NginxTornado, Wsgiref, SpindlePatched]  # only when named
 BY_NAME = {p.name: p for p in ALL + EXTRA}
-BENCH_PACKAGES = ["nginx", "nodejs", "gunicorn", "uwsgi", "uwsgi-plugin-python3", "python3-gevent",
-                  "python3-eventlet", "python3-tornado", "python3-webpy", "python3-mako", "python3-sqlalchemy",
-                  "python3-psycopg2", "python3-flask", "postgresql", "python3-matplotlib", "wrk", "apache2-utils", "valgrind"]
+# The Debian packages of the peers that are not Python (nor npm: nothing
+# comes from npm). The Python servers and apps are build/venv's.
+BENCH_PACKAGES = ["nginx", "nodejs", "uwsgi", "uwsgi-plugin-python3", "postgresql", "wrk", "apache2-utils",
+                  "valgrind"]
 
 
 def app_missing(app):
     for m in APPS[app][1]:
         if not have_module(m):
-            return "Python module %s missing" % m
+            return missing_module(m)
     return None
 
 

@@ -1,10 +1,12 @@
 """The ASGI servers of bench/run's asgi workload and the apps they serve
-(bench/asgi_apps/): spindle (python3 -m spindle MODULE:app), uvicorn with
-httptools and uvloop and with h11 (its pure-Python parser), hypercorn (uvloop
-worker) and daphne (Twisted). One worker each; access logs off."""
+(bench/asgi_apps/): spindle (python -m spindle MODULE:app), granian (its
+ASGI interface, uvloop), uvicorn with httptools and uvloop and with h11 (its
+pure-Python parser), hypercorn (uvloop worker) and daphne (Twisted). One
+worker each; access logs off. Every one is build/venv's (requirements.txt's
+pins), run by build/venv/bin/python."""
 import os
 
-from .peers import PY, Peer, have_module, out_of, py_version_of
+from .peers import PY, Peer, dist_version, have_module, missing_module
 
 ASGI_APPS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "asgi_apps")
 
@@ -22,11 +24,11 @@ class AsgiPeer(Peer):
     def available(self):
         for m in self.modules:
             if not have_module(m):
-                return "Python module %s missing (Debian: %s)" % (m, " ".join(self.packages))
+                return missing_module(m)
         return None
 
     def version(self):
-        return py_version_of(self.module)
+        return dist_version(self.module)
 
     def runs(self, app):
         return app in APPS
@@ -37,7 +39,7 @@ class AsgiPeer(Peer):
 
 class SpindleAsgi(AsgiPeer):
     name = "spindle"
-    doc = "python3 -m spindle MODULE:app (the binding, ASGI detected)"
+    doc = "python -m spindle MODULE:app (the binding, ASGI detected)"
 
     def available(self):
         if not os.path.isdir(os.path.join(self.ctx.spindle_py, "spindle")):
@@ -54,10 +56,22 @@ class SpindleAsgi(AsgiPeer):
         return argv, {"PYTHONPATH": self.ctx.spindle_py}, ASGI_APPS_DIR
 
 
+class Granian(AsgiPeer):
+    name, module = "granian", "granian"
+    modules = ("granian", "uvloop")
+    doc = "granian --interface asgi --loop uvloop --http 1 (Rust HTTP and WebSockets)"
+    note = "its supervisor process and the worker: CPU and memory are the whole tree's"
+
+    def command(self, app, port, workers, workdir):
+        return ([PY, "-m", "granian", "--interface", "asgi", "--loop", "uvloop", "--host", "127.0.0.1",
+                 "--port", str(port), "--workers", str(workers), "--http", "1", "--backlog", "2048",
+                 "--no-access-log", "--log-level", "warning", "--working-dir", ASGI_APPS_DIR, self.spec(app)],
+                {}, ASGI_APPS_DIR)
+
+
 class Uvicorn(AsgiPeer):
     name, module = "uvicorn", "uvicorn"
-    packages = ("python3-uvicorn", "python3-httptools", "python3-uvloop")
-    modules = ("uvicorn", "httptools", "uvloop")
+    modules = ("uvicorn", "httptools", "uvloop", "websockets")
     http, loop = "httptools", "uvloop"
     doc = "uvicorn --http httptools --loop uvloop"
 
@@ -72,23 +86,16 @@ class Uvicorn(AsgiPeer):
 
 class UvicornH11(Uvicorn):
     name = "uvicorn-h11"
-    packages = ("python3-uvicorn", "python3-h11")
-    modules = ("uvicorn", "h11")
+    modules = ("uvicorn", "h11", "websockets")
     http, loop = "h11", "asyncio"
     doc = "uvicorn --http h11 --loop asyncio (pure Python)"
 
 
 class Hypercorn(AsgiPeer):
     name, module = "hypercorn", "hypercorn"
-    packages = ("python3-hypercorn", "python3-uvloop")
     modules = ("hypercorn", "uvloop")
     doc = "hypercorn -k uvloop"
-    note = ("runs its worker in a child process (CPU is the whole tree's); 0.13.2 with Debian's h11 0.14 closes "
-            "the connection after every answer without announcing it, so wrk counts a read error per request and "
-            "each request pays for a connection")
-
-    def version(self):
-        return out_of([PY, "-c", "import importlib.metadata as m; print(m.version('hypercorn'))"])
+    note = "runs its worker in a child process (CPU is the whole tree's)"
 
     def command(self, app, port, workers, workdir):
         return ([PY, "-m", "hypercorn", self.spec(app), "--bind", "127.0.0.1:%d" % port, "-k", "uvloop",
@@ -97,7 +104,6 @@ class Hypercorn(AsgiPeer):
 
 class Daphne(AsgiPeer):
     name, module = "daphne", "daphne"
-    packages = ("python3-daphne",)
     modules = ("daphne",)
     doc = "daphne (Twisted), one process"
     note = "has no worker option: one process whatever --workers says"
@@ -107,16 +113,14 @@ class Daphne(AsgiPeer):
                 ASGI_APPS_DIR)
 
 
-ALL = [SpindleAsgi, Uvicorn, UvicornH11, Hypercorn, Daphne]
+ALL = [SpindleAsgi, Granian, Uvicorn, UvicornH11, Hypercorn, Daphne]
 BY_NAME = {p.name: p for p in ALL}
-PACKAGES = ["python3-uvicorn", "python3-httptools", "python3-uvloop", "python3-hypercorn", "python3-daphne",
-            "python3-fastapi", "python3-websockets"]
 
 
 def app_missing(app):
     for m in APPS[app][1]:
         if not have_module(m):
-            return "Python module %s missing" % m
+            return missing_module(m)
     return None
 
 
