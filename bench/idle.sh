@@ -30,4 +30,4 @@ servers=$(echo "${SERVERS:-spindle nginx}" | sed 's/\bspindle\b/spindle-c/g; s/ 
 args=(--no-install --servers "$servers" --workloads memory --idle-connections "$conns")
 [ "$smoke" = 1 ] && args+=(--smoke)
 args+=(--out "${OUT:-bench/results/idle$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -36,4 +36,4 @@ args=(--no-install --servers "$servers" --instruction-servers "$servers" --workl
   --instruction-requests "$n1,$n2")
 [ "$smoke" = 1 ] && args+=(--smoke)
 args+=(--out "${OUT:-bench/results/instructions$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -4,8 +4,9 @@
 # (the chat's "online" announcement) every second: resident memory per
 # connection (RSS and PSS, before and with the clients) and the time to
 # deliver one broadcast to all; polling only, WebSockets only and both at
-# once, with and without --no-guard-pages, and the same beside node's ws
-# (bench/peers/node_parked.js; not in smoke runs). A thin call of the harness,
+# once, with and without --no-guard-pages, and the same beside uvicorn
+# (bench/peers/uvicorn_parked.py, from build/venv; not in smoke runs). A thin
+# call of the harness,
 #
 #     bench/run --servers spindle-c --workloads parked --parked-clients 10000
 #
@@ -25,4 +26,4 @@ args=(--no-install --servers spindle-c --workloads parked)
 [ -n "${CLIENTS:-}" ] && args+=(--parked-clients "$CLIENTS")
 [ -n "${SECONDS_RUN:-}" ] && args+=(--parked-seconds "$SECONDS_RUN")
 args+=(--out "${OUT:-bench/results/parked$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -26,4 +26,4 @@ else
   args+=(--duration "${DURATION:-10}" --rounds "${ROUNDS:-1}")
 fi
 args+=(--out "${OUT:-bench/results/sessions$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -23,4 +23,4 @@ for a in "$@"; do if [ "$a" = --smoke ]; then smoke=1; else rest+=("$a"); fi; do
 [ -n "${DURATION:-}" ] && args+=(--duration "$DURATION")
 [ -n "${ROUNDS:-}" ] && args+=(--rounds "$ROUNDS")
 args+=(--out "${OUT:-bench/results/static$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -12,7 +12,7 @@
 # usage: bench/vs-nginx.sh [--smoke] [--duration SEC] [--rounds N] [--connections N] [other bench/run options]
 #   env: DURATION, ROUNDS, CONNS (100), SMOKE=1, ACCESS_LOG=1 (both servers
 #        write a combined-format access log: --access-log), SPINDLE, NGINX,
-#        OUT (results directory), PY (/usr/bin/python3)
+#        OUT (results directory), PY (build/venv/bin/python)
 # Exits non-zero if spindle saw an error or a non-2xx answer (bench/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,4 +25,4 @@ for a in "$@"; do if [ "$a" = --smoke ]; then smoke=1; else rest+=("$a"); fi; do
 [ -n "${ROUNDS:-}" ] && args+=(--rounds "$ROUNDS")
 [ "${ACCESS_LOG:-0}" = 1 ] && args+=(--access-log)
 args+=(--out "${OUT:-bench/results/vs-nginx$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -34,4 +34,4 @@ for a in "$@"; do if [ "$a" = --smoke ]; then smoke=1; else rest+=("$a"); fi; do
 [ -n "${DURATION:-}" ] && args+=(--duration "$DURATION")
 [ -n "${ROUNDS:-}" ] && args+=(--rounds "$ROUNDS")
 args+=(--out "${OUT:-bench/results/wsgi$([ "$smoke" = 1 ] && echo -smoke)}")
-exec "${PY:-/usr/bin/python3}" bench/run "${args[@]}" "${rest[@]}"
+exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -13,9 +13,12 @@ NAMES = {"spindle-c": "spindle C", "spindle-c-uring": "spindle C (io_uring)", "s
          "gunicorn-sync": "gunicorn sync", "uwsgi": "uWSGI"}
 ORDER = ["spindle-c", "spindle-c-uring", "spindle", "nginx", "node", "gevent", "eventlet", "gunicorn-gevent", "gunicorn-sync", "uwsgi",
          "tornado"]
-WSGI_ORDER = ["spindle", "uwsgi", "gunicorn-sync", "gunicorn-gevent", "gevent", "eventlet"]
+WSGI_ORDER = ["spindle", "granian", "uwsgi", "gunicorn-sync", "gunicorn-gevent", "gevent", "eventlet"]
+ASGI_ORDER = ["spindle", "granian", "uvicorn", "uvicorn-h11", "hypercorn", "daphne"]
+ASGI_NAMES = {"spindle": "spindle", "uvicorn": "uvicorn (httptools, uvloop)", "uvicorn-h11": "uvicorn (h11)"}
 WSGI_APPS = [("hello", "hello"), ("ip", 'web.py "your IP"'), ("mako", "Mako template"),
-             ("sqlite", "SQLAlchemy, SQLite"), ("pg", "SQLAlchemy, PostgreSQL"), ("mako-pg", "Mako + PostgreSQL")]
+             ("sqlite", "SQLAlchemy, SQLite"), ("pg", "SQLAlchemy, PostgreSQL"), ("mako-pg", "Mako + PostgreSQL"),
+             ("flask", "Flask")]
 PROVENANCE = ["workload", "date", "command", "spindle", "machine", "took", "report"]
 BLOCK = re.compile(r"(<!-- bench:([a-z0-9-]+) -->\n)(.*?)(<!-- /bench:\2 -->)", re.S)
 
@@ -149,19 +152,85 @@ def _rate(v):
     return "%s req/s" % _conns(n) if n.isdigit() else v
 
 
+def _ratio_cells(summary, wl, variant, refs, key="rps_median"):
+    """spindle's KEY over each reference server's, or – when one is missing."""
+    a = _find(summary, wl, variant, "spindle")
+    out = []
+    for ref in refs:
+        b = _find(summary, wl, variant, ref)
+        out.append(ratio(a.get(key), b.get(key)) if a and b and num(a.get(key)) and num(b.get(key)) else "–")
+    return out
+
+
 def wsgi_table(runs, summary, prov):
+    """The WSGI app matrix (requests/s and CPU per request), and below it the
+    asgi workload's table when bench/latest has it: both in the README's
+    wsgi block."""
+    lines = []
     servers = [s for s in WSGI_ORDER if any(x["workload"] == "wsgi" and x["server"] == s for x in summary)]
+    if servers:
+        c = next((r["connections"] for r in runs if r["workload"] in ("wsgi", "keepalive") and r.get("connections")),
+                 "?")
+        refs = [s for s in ("granian",) if s in servers]
+        lines = [source_line(prov, ["wsgi"]), "",
+                 "| WSGI app (%s conns, 1 worker): requests/s (server CPU µs/request) | %s |" % (
+                     _conns(c), " | ".join([NAMES.get(s, s) for s in servers] + ["spindle ÷ %s" % r for r in refs])),
+                 "|---|" + "---:|" * (len(servers) + len(refs))]
+        for app, title in WSGI_APPS:
+            if any(_find(summary, "wsgi", app, s) for s in servers):
+                cells = []
+                for s in servers:
+                    m = _find(summary, "wsgi", app, s) or {}
+                    cells.append("%s (%s)" % (fmt(m.get("rps_median")), fmt(m.get("cpu_us_median"), 1)) if m else "–")
+                lines.append("| %s | %s |" % (title, " | ".join(cells + _ratio_cells(summary, "wsgi", app, refs))))
+    asgi = asgi_table(runs, summary, prov)
+    if asgi:
+        lines += ([""] if lines else []) + asgi
+    return lines or None
+
+
+def asgi_table(runs, summary, prov):
+    servers = [s for s in ASGI_ORDER if any(x["workload"] == "asgi" and x["server"] == s for x in summary)]
     if not servers:
         return None
-    c = next((r["connections"] for r in runs if r["workload"] in ("wsgi", "keepalive") and r.get("connections")),
-             "?")
-    lines = [source_line(prov, ["wsgi"]), "",
-             "| WSGI app (%s conns, 1 worker) | %s |" % (_conns(c), " | ".join(NAMES.get(s, s) for s in servers)),
-             "|---|" + "---:|" * len(servers)]
-    for app, title in WSGI_APPS:
-        if any(_find(summary, "wsgi", app, s) for s in servers):
-            lines.append("| %s | %s |" % (title, " | ".join(
-                fmt((_find(summary, "wsgi", app, s) or {}).get("rps_median")) for s in servers)))
+    refs = [s for s in ("granian", "uvicorn") if s in servers]
+    lines = [source_line(prov, ["asgi"]), "",
+             "| ASGI, 1 worker | %s |" % " | ".join([ASGI_NAMES.get(s, s) for s in servers] +
+                                                    ["spindle ÷ %s" % r for r in refs]),
+             "|---|" + "---:|" * (len(servers) + len(refs))]
+
+    def row(title, variant, key, digits=0):
+        if not any(_find(summary, "asgi", variant, s) for s in servers):
+            return
+        cells = [fmt((_find(summary, "asgi", variant, s) or {}).get(key), digits) for s in servers]
+        lines.append("| %s | %s |" % (title, " | ".join(cells + _ratio_cells(summary, "asgi", variant, refs, key))))
+
+    for v in _variants(summary, "asgi"):
+        if "idle" in v or v == "instructions":
+            continue
+        if v.startswith("ws echo"):
+            title = "WebSocket echo (%s)" % v.split(", ", 1)[-1]
+            row("%s: round trips/s" % title, v, "rps_median")
+            row("%s: server CPU µs/round trip" % title, v, "cpu_us_median", 1)
+        else:
+            what, c = v.rsplit(" c=", 1) if " c=" in v else (v, "?")
+            title = {"hello": "raw ASGI hello", "fastapi": "FastAPI JSON"}.get(what, what)
+            row("%s, %s conns: requests/s" % (title, _conns(c)), v, "rps_median")
+            row("%s, %s conns: server CPU µs/request" % (title, _conns(c)), v, "cpu_us_median", 1)
+    mem = [r for r in runs if r["workload"] == "asgi" and "idle" in r["variant"]]
+    if mem:
+        by = {r["server"]: r for r in mem}
+        n = mem[0]["variant"].split()[0]
+        cells = [_bytes(by[s].get("bytes_per_connection")) if s in by else "–" for s in servers]
+        rat = [ratio(by["spindle"].get("bytes_per_connection"), by[r].get("bytes_per_connection"))
+               if "spindle" in by and r in by else "–" for r in refs]
+        lines.append("| memory per idle WebSocket (%s held, RSS) | %s |" % (_conns(n), " | ".join(cells + rat)))
+    ir = {r["server"]: r for r in runs if r["workload"] == "asgi" and r["variant"] == "instructions"}
+    if ir:
+        cells = [fmt(ir[s].get("instructions_per_request")) if s in ir else "–" for s in servers]
+        rat = [ratio(ir["spindle"].get("instructions_per_request"), ir[r].get("instructions_per_request"))
+               if "spindle" in ir and r in ir else "–" for r in refs]
+        lines.append("| user-space instructions per request (raw hello, callgrind) | %s |" % " | ".join(cells + rat))
     return lines
 
 

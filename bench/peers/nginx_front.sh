@@ -9,7 +9,7 @@ ports=$2
 shift 2
 pids=()
 for p in ${ports//,/ }; do
-  "${PY:-/usr/bin/python3}" "$app" "$p" 1 &
+  "${PY:-build/venv/bin/python}" "$app" "$p" 1 &
   pids+=($!)
 done
 "$@" &

@@ -1,4 +1,4 @@
-"""A Flask application (python3-flask): one route, a plain-text answer built
+"""A Flask application (Flask, from build/venv): one route, a plain-text answer built
 through Flask's request/response machinery (routing, request context,
 Response object)."""
 from flask import Flask

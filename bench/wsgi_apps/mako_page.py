@@ -1,4 +1,4 @@
-"""A Mako template page (python3-mako), as in the articles' template
+"""A Mako template page (Mako, from build/venv), as in the articles' template
 benchmark: a title, the client's address and a 10-item list rendered per
 request from a template compiled once at import."""
 from mako.template import Template

@@ -1,4 +1,4 @@
-"""SQLAlchemy apps (python3-sqlalchemy) on the database at $BENCH_DB_URL
+"""SQLAlchemy apps (SQLAlchemy, from build/venv) on the database at $BENCH_DB_URL
 (SQLite or PostgreSQL through psycopg2), as in the articles' database
 benchmarks: row_application reads one row by random primary key through the
 ORM; page_application reads 10 rows and renders them with a Mako template.
@@ -35,8 +35,9 @@ def engine():
     global _engine
     if _engine is None:
         url = os.environ["BENCH_DB_URL"]
-        # SQLite keeps SQLAlchemy's default pool (NullPool for a file in
-        # 1.4: a connection per session, as a default deployment gets it).
+        # SQLite keeps SQLAlchemy's default pool, as a default deployment
+        # gets it (QueuePool for a file in 2.x; NullPool, a connection per
+        # session, in 1.4).
         pool = {} if url.startswith("sqlite") else {"pool_size": 10, "max_overflow": 20}
         _engine = create_engine(url, **pool)
     return _engine

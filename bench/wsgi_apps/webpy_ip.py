@@ -1,4 +1,4 @@
-"""The web.py "your IP" application (python3-webpy), as benchmarked by the
+"""The web.py "your IP" application (web.py, from build/venv), as benchmarked by the
 people who compared coroutine servers: GET / answers the client's address."""
 import web
 

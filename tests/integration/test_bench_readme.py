@@ -115,7 +115,7 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert prov["keepalive"]["report"] == "bench-202611300121.md" and prov["static"]["report"] == "bench.md"
     b = readme_tables.blocks(readme.read_text())
     assert b["wsgi"] == before["wsgi"]  # nothing of it measured: the same table, its own run's date
-    assert "| Mako template | 40,000 |" in b["wsgi"] and "2026-11-30 01:21 UTC" in b["wsgi"]
+    assert "| Mako template | 40,000 (10.0) |" in b["wsgi"] and "2026-11-30 01:21 UTC" in b["wsgi"]
     assert "| static 1 MiB file, keep-alive: requests/s | 2,000 | 1,000 | 2.00× |" in b["nginx"]
     assert "| keep-alive, 100 conns: requests/s | 70,000 | 70,000 | 1.00× |" in b["nginx"]
     assert "| syscalls per request, keep-alive (strace -c) | 2.01 (read 1.00, sendmsg 1.00) " \
@@ -132,3 +132,27 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     publish.publish(str(dest), str(out), ctx, {}, str(readme))
     assert not (dest / "bench-202611300121.md").exists()
     assert {p["date"] for p in readme_tables.load(str(dest))[2].values()} == {"2026-12-01 17:00 UTC"}
+
+
+def test_the_wsgi_block_shows_the_asgi_table_with_ratios_to_granian_and_uvicorn():
+    summary = [{"workload": "asgi", "variant": v, "server": s, "runs": 1, "rps_median": rps, "cpu_us_median": cpu}
+               for v, s, rps, cpu in (("hello c=100", "spindle", 90000, 8), ("hello c=100", "granian", 60000, 16),
+                                      ("hello c=100", "uvicorn", 45000, 20),
+                                      ("ws echo, 100 clients", "spindle", 120000, 6),
+                                      ("ws echo, 100 clients", "uvicorn", 60000, 15))]
+    summary += [{"workload": "wsgi", "variant": "hello", "server": s, "runs": 1, "rps_median": rps,
+                 "cpu_us_median": cpu} for s, rps, cpu in (("spindle", 80000, 10), ("granian", 40000, 20))]
+    runs = [{"workload": "asgi", "variant": "1000 idle WebSockets", "server": s, "bytes_per_connection": b}
+            for s, b in (("spindle", 1000), ("granian", 4000), ("uvicorn", 2000))]
+    prov = {w: {"workload": w, "date": "2026-12-01 21:00 UTC", "command": "bench/run --workloads wsgi,asgi",
+                "spindle": "git 1"} for w in ("wsgi", "asgi")}
+    text = "\n".join(readme_tables.wsgi_table(runs, summary, prov))
+    assert "| WSGI app (? conns, 1 worker): requests/s (server CPU µs/request) | spindle WSGI | granian " \
+           "| spindle ÷ granian |" in text
+    assert "| hello | 80,000 (10.0) | 40,000 (20.0) | 2.00× |" in text
+    assert "| ASGI, 1 worker | spindle | granian | uvicorn (httptools, uvloop) | spindle ÷ granian " \
+           "| spindle ÷ uvicorn |" in text
+    assert "| raw ASGI hello, 100 conns: requests/s | 90,000 | 60,000 | 45,000 | 1.50× | 2.00× |" in text
+    assert "| raw ASGI hello, 100 conns: server CPU µs/request | 8.0 | 16.0 | 20.0 | 0.50× | 0.40× |" in text
+    assert "| WebSocket echo (100 clients): round trips/s | 120,000 | – | 60,000 | – | 2.00× |" in text
+    assert "| memory per idle WebSocket (1,000 held, RSS) | 1.0 KB | 4.0 KB | 2.0 KB | 0.25× | 0.50× |" in text
