@@ -5,7 +5,11 @@
 
 MODE ?= release
 ARCH ?= $(shell uname -m)
-PYTHON ?= /usr/bin/python3
+# The binding is built for the test environment's Python, build/venv (made by
+# scripts/deps.sh from the python3 on PATH), else Debian's /usr/bin/python3;
+# `make python-system` builds it for Debian's into build/python-system too.
+VENV_PY := build/venv/bin/python
+PYTHON ?= $(if $(wildcard $(VENV_PY)),$(VENV_PY),/usr/bin/python3)
 
 ifeq ($(MODE),release)
 B := $(or $(BUILD),build)
@@ -178,7 +182,7 @@ fuzz: fuzz-build
 # make soak: 30 minutes of mixed load on 2 workers (not in make test; a
 # 60-second version is, in tests/suites/soak_short.sh).
 soak: all
-	/usr/bin/python3 tests/soak/soak.py --duration 1800 --sample 10 --workers 2 --json build/soak.json
+	$(VENV_PY) tests/soak/soak.py --duration 1800 --sample 10 --workers 2 --json build/soak.json
 
 # aarch64: the coroutine unit test cross-built (static) and run under qemu.
 CROSS_CC := aarch64-linux-gnu-gcc
@@ -194,6 +198,7 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle
+	@$(MAKE) --no-print-directory -j2 python-system
 	@scripts/test.sh
 
 run: deps
@@ -207,7 +212,7 @@ run: deps
 .PHONY: bench
 bench: deps
 	@$(MAKE) --no-print-directory -j2 MODE=release all
-	/usr/bin/python3 bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
+	$(VENV_PY) bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
 
 FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
   tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
@@ -225,24 +230,37 @@ include mk/install.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-# ---- The WSGI binding: a CPython extension built from the same core -------
-# For $(PYTHON) (default Debian's /usr/bin/python3) into build/python/, so
-# PYTHONPATH=build/python $(PYTHON) -m spindle app:application works.
+# ---- The Python binding: a CPython extension built from the same core -----
+# For $(PYTHON) into $(PY_OUT) (build/python by default), so that
+# PYTHONPATH=build/python $(PYTHON) -m spindle app:application works. The
+# binding's own objects go in $(PY_OBJ), one folder per interpreter (they see
+# its headers and greenlet's); the core's PIC objects are shared.
+PY_OUT ?= build/python
+PY_OBJ ?= build/pic/py
 PY_INCLUDE = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()['include'])" 2>/dev/null)
 PY_SUFFIX = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 GREENLET_INCLUDE = $(shell $(PYTHON) -c "import greenlet, os; print(os.path.dirname(greenlet.__file__))" 2>/dev/null)
-PY_EXT = build/python/spindle/_spindle$(PY_SUFFIX)
+PY_EXT = $(PY_OUT)/spindle/_spindle$(PY_SUFFIX)
 PY_SRCS := $(wildcard python/_spindle/*.c)
-PY_PKG := $(patsubst python/spindle/%,build/python/spindle/%,$(wildcard python/spindle/*.py))
+PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py))
 PIC_OBJS := $(patsubst src/%.c,build/pic/%.o,$(LIB_C)) $(patsubst src/%.S,build/pic/%.o,$(LIB_ASM))
-PY_OBJS := $(patsubst python/_spindle/%.c,build/pic/py_%.o,$(PY_SRCS))
+PY_OBJS := $(patsubst python/_spindle/%.c,$(PY_OBJ)/%.o,$(PY_SRCS))
 PY_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing -O2 -g \
   -Iinclude -Isrc -Ipython/_spindle -I$(PY_INCLUDE) -I$(GREENLET_INCLUDE) -Wall -Wextra -Werror \
   -Wno-unused-parameter -Wno-missing-field-initializers -Wno-cast-function-type $(CORO_DEFS) $(VG_DEFS)
 
-.PHONY: python
+.PHONY: python python-system
 python: $(PY_EXT) $(PY_PKG)
 all: python
+python-system:
+	@$(MAKE) --no-print-directory python PYTHON=/usr/bin/python3 PY_OUT=build/python-system PY_OBJ=build/pic/py-system
+
+# Which interpreter the objects in $(PY_OBJ) were built for, rewritten only
+# when it changes, so that switching interpreters rebuilds them.
+$(PY_OBJ)/python.txt: FORCE
+	@mkdir -p $(@D)
+	@echo '$(PYTHON) $(PY_INCLUDE) $(GREENLET_INCLUDE)' | cmp -s - $@ || \
+	  echo '$(PYTHON) $(PY_INCLUDE) $(GREENLET_INCLUDE)' >$@
 
 build/pic/%.o: src/%.c
 	@mkdir -p $(@D)
@@ -250,13 +268,13 @@ build/pic/%.o: src/%.c
 build/pic/%.o: src/%.S
 	@mkdir -p $(@D)
 	$(CC) $(PY_CFLAGS) -c $< -o $@
-build/pic/py_%.o: python/_spindle/%.c
+$(PY_OBJ)/%.o: python/_spindle/%.c $(PY_OBJ)/python.txt
 	@mkdir -p $(@D)
-	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the WSGI binding needs $(PYTHON) with its headers (python3-dev) and greenlet (python3-greenlet): run scripts/deps.sh"; exit 1; }
+	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the Python binding needs $(PYTHON) with its headers (python3-dev) and greenlet: run scripts/deps.sh"; exit 1; }
 	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(PIC_OBJS) $(B)/objs.list
 	@mkdir -p $(@D)
 	$(CC) -shared -o $@ $(PY_OBJS) $(PIC_OBJS) $(LDLIBS_ALL)
-build/python/spindle/%.py: python/spindle/%.py
+$(PY_OUT)/spindle/%.py: python/spindle/%.py
 	@mkdir -p $(@D)
 	cp $< $@

@@ -2,9 +2,14 @@
 # Runs every test suite after `make test` has built the trees: unit tests
 # (optimized, ASan+UBSan, valgrind), the aarch64 coroutine test under qemu,
 # the suites in tests/suites/*.sh (each ends with "N passed, N failed"),
-# and the pytest integration tests. Ends with the total "N passed, N failed".
+# and the pytest integration tests on the pinned environment's Python
+# (build/venv, scripts/deps.sh), then a smoke subset of the Python suites on
+# Debian's /usr/bin/python3 with Debian's packages. Ends with the total
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
+PY=$PWD/build/venv/bin/python
+[ -x "$PY" ] || { echo "spindle: $PY is missing: run scripts/deps.sh (make test does)"; exit 1; }
 
 LOGS=build/test-logs
 mkdir -p "$LOGS"
@@ -112,7 +117,7 @@ for s in tests/suites/*.sh; do
   suite "$(basename "$s" .sh)" "$s"
 done
 if ls tests/integration/test_*.py >/dev/null 2>&1; then
-  suite integration /usr/bin/python3 -m pytest -q -p no:cacheprovider tests/integration
+  suite integration "$PY" -m pytest -q -p no:cacheprovider tests/integration
   # The core suites once more on the io_uring backend (SPINDLE_IO_BACKEND
   # reaches every server the fixtures start): HTTP/1.1, keep-alive,
   # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2,
@@ -120,8 +125,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
   # WebSocket broadcasts (chat), PROXY headers, resets, hostile traffic and
   # apps (slow clients, floods, fd and memory faults, the inline WSGI call).
   # About 2.5 minutes.
-  if /usr/bin/python3 -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
-    SPINDLE_IO_BACKEND=uring suite integration-uring /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+  if "$PY" -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
+    SPINDLE_IO_BACKEND=uring suite integration-uring "$PY" -m pytest -q -p no:cacheprovider \
       tests/integration/test_keepalive.py tests/integration/test_rejections.py \
       tests/integration/test_bodies.py tests/integration/test_http_edge.py \
       tests/integration/test_static.py tests/integration/test_websocket.py \
@@ -144,24 +149,40 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     echo "== integration-uring: skipped: io_uring is unavailable here (io_uring_setup failed:"
     echo "   no kernel support, a seccomp filter or kernel.io_uring_disabled); epoll was tested"
   fi
+  # The binding on Debian's own Python 3 and its packages (greenlet 2, pytest
+  # 7), built by `make python-system` into build/python-system: WSGI's
+  # PEP 3333 rules and edges, the inline call and environ reuse, ASGI over
+  # HTTP, the toolkit and per-greenlet locals (no frameworks: those are the
+  # pinned environment's), and workers as nobody (a Python under /root, as
+  # pyenv's, cannot be read by nobody).
+  if [ -x /usr/bin/python3 ] && ls build/python-system/spindle/_spindle*.so >/dev/null 2>&1; then
+    suite integration-debian-python /usr/bin/python3 -m pytest -q -p no:cacheprovider \
+      tests/integration/test_wsgi_pep3333.py tests/integration/test_wsgi_edge.py \
+      tests/integration/test_wsgi_inline.py tests/integration/test_wsgi_environ_reuse.py \
+      tests/integration/test_asgi_http.py tests/integration/test_py_toolkit.py \
+      tests/integration/test_py_green_local.py \
+      "tests/integration/test_py_sessions.py::test_sqlite_as_user"
+  else
+    suite integration-debian-python sh -c 'echo "build/python-system is not built (make python-system)"; exit 1'
+  fi
   # The hostile-input suites once more against the ASan+UBSan binary: the
   # fixtures fail a test whose server printed a sanitizer report.
   if [ -x build/asan/spindle ]; then
-    SPINDLE_BIN=build/asan/spindle suite integration-asan /usr/bin/python3 -m pytest -q \
+    SPINDLE_BIN=build/asan/spindle suite integration-asan "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_rejections.py tests/integration/test_keepalive.py \
       tests/integration/test_bodies.py tests/integration/test_routes.py
     # The io_uring backend, static files too (not its WebSocket test: the
     # test app is not in the ASan tree)
-    SPINDLE_BIN=build/asan/spindle suite integration-asan-uring /usr/bin/python3 -m pytest -q \
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-uring "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_io_backend.py tests/integration/test_hostile_uring.py \
       -k "not websocket"
     # TLS's misuse, bodies, reload and the 100 MB file (not wss: the test app
     # is not in the ASan tree; not the idle memory: ASan's redzones count)
-    SPINDLE_BIN=build/asan/spindle suite integration-asan-tls /usr/bin/python3 -m pytest -q \
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-tls "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_tls.py -k "not wss and not idle_tls"
     # HTTP/2's frames, floods and limits, and its clients on --root (not
     # their WSGI and Early Hints apps: those are not in the ASan tree)
-    SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 /usr/bin/python3 -m pytest -q \
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
       tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \
       -k "not TestWsgi and not TestEarlyHints"

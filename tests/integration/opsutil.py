@@ -18,6 +18,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -28,7 +29,7 @@ from proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
                    "UndefinedBehaviorSanitizer")
-PYTHON = "/usr/bin/python3"
+PYTHON = sys.executable
 LAUNCHER = str(pathlib.Path(__file__).resolve().parent / "socket_launcher.py")
 
 # Short timeouts; a test that measures one of them passes its own.

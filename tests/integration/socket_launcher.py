@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """A stand-in for systemd socket activation, for the operations tests.
 
     socket_launcher.py HOST:PORT PROGRAM [ARG]...

@@ -7,6 +7,7 @@ greenlets inside them) keep values of their own, and the rest of
 _threading_local's semantics hold (a subprocess; no patch(), no change)."""
 import json
 import subprocess
+import sys
 import time
 
 import pytest
@@ -123,6 +124,6 @@ print("ok")
 
 
 def test_semantics_are_those_of_threading_local():
-    r = subprocess.run(["/usr/bin/python3", "-c", SEMANTICS],
+    r = subprocess.run([sys.executable, "-c", SEMANTICS],
                        env=env_for(), capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]

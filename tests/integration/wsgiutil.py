@@ -1,7 +1,7 @@
 """Helpers for the WSGI binding's tests (tests/integration/test_wsgi_*.py).
 
 Self-contained: no conftest.py. A `WsgiServer` (a proctools.ServerProcess) is one
-`/usr/bin/python3 -m spindle MODULE:CALLABLE` master on a free 127.0.0.1
+`python -m spindle MODULE:CALLABLE` master (the interpreter running the tests) on a free 127.0.0.1
 port, started in its own session with stdout and stderr in files, and
 stopped by its own PID (SIGTERM, then SIGKILL of its workers and itself).
 The `wsgi_server` fixture starts servers for a test and, at teardown, fails
@@ -17,6 +17,7 @@ import re
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 
@@ -25,10 +26,23 @@ import pytest
 from proctools import ServerProcess, children, connect_probe, free_port, proc_status, wait_for  # noqa: F401
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-PY = "/usr/bin/python3"
+# The servers run on the interpreter that runs the tests: build/venv's (make
+# test's main pass), or Debian's /usr/bin/python3 (its smoke pass), each with
+# the binding built for it (make python, make python-system).
+PY = sys.executable
 APPS = ROOT / "tests" / "wsgi_apps"
+
+
+def _binding_dir():
+    if pathlib.Path(sys.prefix).resolve() == (ROOT / "build" / "venv").resolve():
+        return ROOT / "build" / "python"
+    if pathlib.Path(sys.executable).resolve() == pathlib.Path("/usr/bin/python3").resolve():
+        return ROOT / "build" / "python-system"
+    return ROOT / "build" / "python"
+
+
 # SPINDLE_PYTHONPATH: test another build of the binding
-PYPATH = os.environ.get("SPINDLE_PYTHONPATH", str(ROOT / "build" / "python"))
+PYPATH = os.environ.get("SPINDLE_PYTHONPATH", str(_binding_dir()))
 BIN = str(ROOT / "build" / "spindle")
 
 # Short timeouts so that stopping never waits long.

@@ -19,7 +19,6 @@
 # "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
-PY=/usr/bin/python3
 missing=""
 for t in wrk ab taskset valgrind callgrind_annotate strace openssl; do command -v "$t" >/dev/null || missing="$missing $t"; done
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || missing="$missing nginx"

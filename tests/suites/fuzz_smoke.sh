@@ -50,7 +50,7 @@ done
 # 2. Random runs. Seeds: every corpus request (converted) and a few chunked bodies.
 mkdir -p "$work/parse" "$work/chunked" "$work/ws_frame"
 if [ -d "$CORPUS" ]; then
-  /usr/bin/python3 tests/corpus/extract.py "$CORPUS" "$work/cases" >/dev/null
+  "$PY" tests/corpus/extract.py "$CORPUS" "$work/cases" >/dev/null
   n=0
   for f in "$work"/cases/*/*/*; do
     n=$((n + 1))

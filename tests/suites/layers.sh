@@ -7,7 +7,6 @@
 # downward include adds nothing. Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
-PY=/usr/bin/python3
 CHECK=scripts/check_layers.py
 
 # 1. The real tree.

@@ -24,7 +24,7 @@ fi
 cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Isrc -o "$work/verdict" \
   tests/diff/verdict.c src/http/http_parse.c src/http/http_chunked.c src/http/http_chars.c \
   || abort "cannot build tests/diff/verdict.c"
-/usr/bin/python3 tests/corpus/extract.py "$CORPUS" "$work/cases" >"$work/ids"
+"$PY" tests/corpus/extract.py "$CORPUS" "$work/cases" >"$work/ids"
 (cd "$work/cases" && xargs "$work/verdict" <"$work/ids") >"$work/spindle.tsv"
 timeout 120 node tests/diff/llhttp_diff.js "$work/cases" "$work/ids" >"$work/node.jsonl" \
   || abort "the node driver failed"
@@ -32,7 +32,7 @@ port=$(free_port)
 build/spindle --bind "127.0.0.1:$port" --workers 0 --header-timeout 1 --body-timeout 1 \
   --keepalive-timeout 1 --linger-timeout 0.2 >/dev/null 2>"$work/err.log" &
 pid=$!
-counted timeout 150 /usr/bin/python3 - "$work" "$port" tests/diff/llhttp_disagreements.tsv <<'PY'
+counted timeout 150 "$PY" - "$work" "$port" tests/diff/llhttp_disagreements.tsv <<'PY'
 import json, os, re, socket, sys, time
 work, port, table = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 addr = ("127.0.0.1", port)

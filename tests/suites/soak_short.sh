@@ -6,7 +6,7 @@
 . "$(dirname "$0")/lib/preamble.sh"
 
 [ -x build/spindle ] || abort "build/spindle missing (make)"
-counted timeout -k 5 90 /usr/bin/python3 tests/soak/soak.py --duration "${SOAK_SECONDS:-50}" --sample 5 \
+counted timeout -k 5 90 "$PY" tests/soak/soak.py --duration "${SOAK_SECONDS:-50}" --sample 5 \
   --warmup "${SOAK_WARMUP:-15}" --workers 2
 rc=$?
 [ "$rc" -ge 124 ] && echo "soak_short: the driver did not finish (exit $rc)"

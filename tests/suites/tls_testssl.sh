@@ -10,7 +10,6 @@
 # renegotiation, ALPN http/1.1. Skipped, saying so, without testssl.sh.
 . "$(dirname "$0")/lib/preamble.sh"
 
-PY=/usr/bin/python3
 TESTSSL=$(command -v testssl || command -v testssl.sh)
 if [ -z "$TESTSSL" ]; then
   skip 1 "testssl.sh is not installed (Debian: testssl.sh, in scripts/deps.sh): spindle's TLS defaults were not scanned"

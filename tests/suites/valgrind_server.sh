@@ -14,7 +14,7 @@ valgrind --tool=memcheck --error-exitcode=1 --leak-check=full --show-leak-kinds=
   --body-timeout 2 --linger-timeout 0.3 --graceful-timeout 2 >/dev/null 2>"$work/err.log" &
 pid=$!
 
-if timeout 60 /usr/bin/python3 - "$port" <<'PY'; then ok "mixed requests under memcheck"; else bad "mixed requests under memcheck"; fi
+if timeout 60 "$PY" - "$port" <<'PY'; then ok "mixed requests under memcheck"; else bad "mixed requests under memcheck"; fi
 import re, socket, struct, sys, time
 port = int(sys.argv[1])
 addr = ("127.0.0.1", port)

@@ -13,7 +13,7 @@ need_corpus || finish
 cc -std=c11 -D_GNU_SOURCE -O1 -Wall -Wextra -Werror -Isrc -o "$work/verdict" \
   tests/diff/verdict.c src/http/http_parse.c src/http/http_chunked.c src/http/http_chars.c \
   || abort "cannot build tests/diff/verdict.c"
-counted /usr/bin/python3 tests/diff/h11_diff.py "$work/verdict" "$CORPUS" "$work/cases"
-counted env SPINDLE_HTTP_NO_AVX2=1 /usr/bin/python3 tests/diff/h11_diff.py "$work/verdict" \
+counted "$PY" tests/diff/h11_diff.py "$work/verdict" "$CORPUS" "$work/cases"
+counted env SPINDLE_HTTP_NO_AVX2=1 "$PY" tests/diff/h11_diff.py "$work/verdict" \
   "$CORPUS" "$work/cases.base"
 finish

@@ -14,6 +14,8 @@
 #   finish                   print "N passed, N failed" (", N skipped" if any)
 #                            and exit 1 if anything failed, else 0
 #   free_port                a free 127.0.0.1 TCP port (tests/integration/proctools.py)
+#   $PY                      the tests' Python: build/venv/bin/python (scripts/deps.sh
+#                            makes it), or $SPINDLE_TEST_PYTHON
 #   need_corpus              0 if $CORPUS (the request corpus, $SPINDLE_CORPUS or
 #                            ../shared/corpus) exists; else says so, counts its
 #                            cases as skipped, and returns 1
@@ -25,6 +27,7 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../../.." || exit 1
 
 SUITE=$(basename "$0" .sh)
+PY=${SPINDLE_TEST_PYTHON:-$PWD/build/venv/bin/python}
 pass=0
 fail=0
 skipped=0
@@ -89,7 +92,7 @@ abort() {
 }
 
 free_port() {
-  /usr/bin/python3 -c 'import sys; sys.path.insert(0, "tests/integration")
+  "$PY" -c 'import sys; sys.path.insert(0, "tests/integration")
 from proctools import free_port; print(free_port())'
 }
 
