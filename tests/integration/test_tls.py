@@ -446,20 +446,12 @@ def test_hup_with_a_bad_key_keeps_serving_then_a_good_one_applies(spindle, certs
 # ---- WebSockets -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("scenario", ["sizes", "concurrent_senders", "pings", "close_by_server"])
-def test_wss_echo_with_node_ws(spindle, certs, scenario):  # noqa: F811
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
+def test_wss_echo_with_websockets(spindle, certs, scenario):  # noqa: F811
     import test_websocket
-    app = test_websocket.APP_WS
-    srv = spindle(*certs.flags(), "--app", app)
-    mods = test_websocket.node_modules()
-    env = dict(os.environ, NODE_EXTRA_CA_CERTS=certs.ca)
-    p = subprocess.run([node, str(test_websocket.CLIENT), mods, "wss://localhost:%d/ws" % srv.port,
-                        scenario], capture_output=True, timeout=30, env=env)
-    out = p.stdout.decode(errors="replace").strip()
-    assert p.returncode == 0, (out, p.stderr.decode(errors="replace")[-2000:])
-    assert json.loads(out.splitlines()[-1])["ok"]
+    import ws_client
+    srv = spindle(*certs.flags(), "--app", test_websocket.APP_WS)
+    ctx = ssl.create_default_context(cafile=certs.ca)
+    ws_client.run("wss://localhost:%d/ws" % srv.port, scenario, ssl=ctx)
 
 
 # ---- what a WSGI application sees -------------------------------------------------------------

@@ -1,6 +1,5 @@
 """WebSockets (issue 9): RFC 6455 conformance of sp_ws_* against a real
-client, npm's `ws` (tests/integration/ws_client.mjs, installed from
-tests/ws_node/package-lock.json into build/ws_node), and raw sockets for
+client, PyPI's `websockets` (tests/integration/ws_client.py), and raw sockets for
 what a well-behaved client never sends: each bad frame must be answered
 with a close frame carrying the right code, then the connection closes.
 The server is build/spindle --app build/tests/apps/app_ws.so --workers 1."""
@@ -18,25 +17,11 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT
+import ws_client
+from conftest import BIN
 
 APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so")
-NODE = shutil.which("node")
-NODE_DIR = ROOT / "build" / "ws_node"
-CLIENT = ROOT / "tests" / "integration" / "ws_client.mjs"
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="
-
-
-def node_modules():
-    """build/ws_node/node_modules with `ws`, installed once from the lockfile."""
-    mods = NODE_DIR / "node_modules"
-    if not (mods / "ws" / "package.json").exists():
-        NODE_DIR.mkdir(parents=True, exist_ok=True)
-        for f in ("package.json", "package-lock.json"):
-            shutil.copy(ROOT / "tests" / "ws_node" / f, NODE_DIR / f)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--silent"], cwd=NODE_DIR,
-                       check=True, timeout=180)
-    return str(mods)
 
 
 @pytest.fixture
@@ -46,22 +31,11 @@ def ws_server(spindle):
     return spindle("--app", APP_WS)
 
 
-# ---- with the ws package ---------------------------------------------------
+# ---- with a real client ------------------------------------------------------
 
-SCENARIOS = ["sizes", "fragmented", "pings", "close_by_client", "close_by_server",
-             "concurrent_senders", "too_big", "too_big_fragmented"]
-
-
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("scenario", sorted(ws_client.SCENARIOS))
 def test_ws_client(ws_server, scenario):
-    mods = node_modules()
-    url = "ws://127.0.0.1:%d/ws" % ws_server.port
-    p = subprocess.run([NODE, str(CLIENT), mods, url, scenario], capture_output=True,
-                       timeout=30)
-    out = p.stdout.decode(errors="replace").strip()
-    assert p.returncode == 0, (out, p.stderr.decode(errors="replace")[-2000:])
-    assert json.loads(out.splitlines()[-1])["ok"]
+    ws_client.run("ws://127.0.0.1:%d/ws" % ws_server.port, scenario)
     assert ws_server.alive()
 
 
