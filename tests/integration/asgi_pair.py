@@ -2,7 +2,7 @@
 uvicorn (the reference: python3 -m uvicorn MODULE:APP) and by spindle
 (python3 -m spindle MODULE:APP --workers 1), started together, one pair per
 framework for the whole module; a raw HTTP client (wsgiutil.Conn) and a
-WebSocket client (python3-websockets) that give comparable results."""
+WebSocket client (PyPI's websockets, its asyncio API) that give comparable results."""
 import asyncio
 import os
 import pathlib
@@ -146,27 +146,28 @@ def chunked(body, pieces=4, pause=0.02):
 
 
 def ws_session(port, path, script, subprotocols=None, timeout=3):
-    """Runs a WebSocket session with python3-websockets (no compression, so
+    """Runs a WebSocket session with websockets (no compression, so
     both servers see the same handshake): each message of SCRIPT is sent and
     one answer awaited; a close from the server ends the script. Returns a
     dict: the subprotocol, what was received, the close (code, reason), or
     the status that refused the handshake."""
     import websockets
+    from websockets.asyncio.client import connect
 
     async def run():
         out = {"subprotocol": None, "received": [], "close": None, "refused": None}
         try:
-            ws = await asyncio.wait_for(websockets.connect(
+            ws = await asyncio.wait_for(connect(
                 "ws://127.0.0.1:%d%s" % (port, path), subprotocols=subprotocols, compression=None,
                 open_timeout=timeout, close_timeout=timeout, ping_interval=None), timeout + 1)
-        except websockets.exceptions.InvalidStatusCode as e:
-            out["refused"] = e.status_code
+        except websockets.exceptions.InvalidStatus as e:
+            out["refused"] = e.response.status_code
             return out
         except websockets.exceptions.InvalidHandshake as e:
             out["refused"] = type(e).__name__
             return out
         out["subprotocol"] = ws.subprotocol
-        out["x-accepted-by"] = ws.response_headers.get("x-accepted-by")
+        out["x-accepted-by"] = ws.response.headers.get("x-accepted-by")
         try:
             for msg in script:
                 await ws.send(msg)

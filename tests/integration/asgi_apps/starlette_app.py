@@ -1,8 +1,9 @@
-"""A Starlette 0.26 application written the usual way (routes, a lifespan
-via on_startup, StreamingResponse, FileResponse, BackgroundTask, WebSocket),
+"""A Starlette 1.x application written the usual way (routes, a lifespan
+context manager, StreamingResponse, FileResponse, BackgroundTask, WebSocket),
 served by tests/integration/test_asgi_frameworks.py under uvicorn and under
 spindle. Also mounts raw.py's bare ASGI app at /raw (pathsend, pieces, 4 MiB)."""
 import asyncio
+import contextlib
 import hashlib
 import json
 
@@ -20,9 +21,12 @@ import raw
 events = common.Events()
 
 
-async def startup():
+@contextlib.asynccontextmanager
+async def lifespan(app):
+    # Starlette 1.0 removed on_startup/on_shutdown: a lifespan is the way.
     app.state.started = "starlette up, pid-independent"
     events.add("startup")
+    yield
 
 
 async def home(request: Request):
@@ -172,4 +176,4 @@ app = Starlette(routes=[
     WebSocketRoute("/ws", ws_echo),
     WebSocketRoute("/ws-reject", ws_reject),
     Mount("/raw", app=raw.app),
-], on_startup=[startup])
+], lifespan=lifespan)
