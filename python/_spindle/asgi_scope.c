@@ -155,7 +155,24 @@ static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
                     : PyUnicode_DecodeUTF8(buf, len, "replace");
     if (buf != stack)
         PyMem_Free(buf);
-    return *path ? 0 : -1;
+    if (!*path)
+        return -1;
+    /* The ASGI spec (and uvicorn since 0.26) puts root_path at the start of
+     * path and raw_path: the proxy stripped it, the app routes on the full
+     * path and builds URLs from it (Starlette 1.x strips root_path itself). */
+    PyObject *root = the_ahub.h->root_path;
+    if (PyUnicode_GET_LENGTH(root)) {
+        PyObject *full = PyUnicode_Concat(root, *path);
+        Py_SETREF(*path, full);
+        PyObject *rb = full ? PyUnicode_AsUTF8String(root) : NULL;
+        if (rb) {
+            PyBytes_Concat(&rb, *raw);
+            Py_SETREF(*raw, rb);
+        }
+        if (!full || !rb || !*raw)
+            return -1;
+    }
+    return 0;
 }
 
 /* (host, port): an untrusted peer's address str is cached for the last

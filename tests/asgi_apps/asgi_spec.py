@@ -62,8 +62,15 @@ async def read_body(receive):
     EVENTS.append({"chunks": chunks})
 
 
+def route_of(scope):
+    """The path the app routes on: the ASGI spec puts root_path at the start
+    of path, and an app strips it (as Starlette does)."""
+    path, root = scope["path"], scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
 async def http(scope, receive, send):
-    path = scope["path"]
+    path = route_of(scope)
     q = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p)
     if path.startswith("/scope"):
         s = {k: v for k, v in scope.items()}
@@ -107,7 +114,11 @@ async def http(scope, receive, send):
         m = await receive()
         m2 = await receive()
         EVENTS.append({"disconnect": [m["type"], m2["type"]]})
-        await send({"type": "http.response.body", "body": b"after\n", "more_body": True})
+        try:  # ASGI 2.4: a send after the client left raises an OSError
+            await send({"type": "http.response.body", "body": b"after\n", "more_body": True})
+            EVENTS.append({"send_after_disconnect": None})
+        except OSError as e:
+            EVENTS.append({"send_after_disconnect": type(e).__name__})
     elif path == "/after_response":
         await respond(send, body=b"done")
         m = await receive()
@@ -189,7 +200,7 @@ async def http(scope, receive, send):
 
 
 async def websocket(scope, receive, send):
-    path = scope["path"]
+    path = route_of(scope)
     m = await receive()
     assert m["type"] == "websocket.connect", m
     if path == "/ws/echo":

@@ -55,6 +55,8 @@ def test_client_through_trusted_proxy_and_root_path(asgi):
     assert s["client"] == ["203.0.113.7", 0]
     assert s["scheme"] == "https"
     assert s["root_path"] == "/mnt"
+    # path and raw_path start with root_path (the ASGI spec; uvicorn too)
+    assert s["path"] == "/mnt/scope" and s["raw_path"] == "/mnt/scope", s
     srv2 = asgi("asgi_spec:app")  # not trusted: the header is ignored
     s2 = json.loads(srv2.get("/scope", headers=[("X-Forwarded-For", "203.0.113.7")]).body)
     assert s2["client"][0] == "127.0.0.1" and s2["scheme"] == "http"
@@ -115,8 +117,12 @@ def test_disconnect_when_client_leaves(shared_asgi):
     s.sendall(b"GET /wait_disconnect HTTP/1.1\r\nHost: x\r\n\r\n")
     assert b"started" in recv_until(s, b"started")
     s.close()
-    ev = wait_for(lambda: [e for e in shared_asgi.events() if "disconnect" in e], 3)
-    assert ev and ev[0]["disconnect"] == ["http.request", "http.disconnect"], ev
+    seen = []
+    wait_for(lambda: seen.extend(shared_asgi.events()) or any("send_after_disconnect" in e for e in seen), 3)
+    ev = [e for e in seen if "disconnect" in e]
+    assert ev and ev[0]["disconnect"] == ["http.request", "http.disconnect"], seen
+    ev = [e for e in seen if "send_after_disconnect" in e]
+    assert ev and ev[0]["send_after_disconnect"] == "ClientDisconnected", seen
 
 
 def test_disconnect_after_response(shared_asgi):
