@@ -378,9 +378,8 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
     if (!more)
         c->finished = 1;
     if (c->gone || c->disconnected) { /* the client left: nothing to send */
-        if (!more)
-            end_cut(c);
-        return asgi_ready(Py_NewRef(Py_None));
+        end_cut(c);
+        return asend_gone();
     }
     if (!more && !c->res->head_sent && c->res->declared < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
@@ -530,5 +529,5 @@ int asgi_types_init(PyObject *module) {
     Py_SET_TYPE(&ready_none, &ready_type);
     Py_SET_REFCNT(&ready_none, 1);
     ready_none.value = NULL;
-    return asend_init();
+    return asend_init(module);
 }

@@ -18,8 +18,21 @@
 
 static PyObject *s_type, *s_status, *s_headers, *s_body, *s_more_body, *s_path, *s_start,
     *s_resp_body, *s_pathsend;
+static PyObject *client_disconnected; /* spindle.ClientDisconnected */
 
-int asend_init(void) {
+PyObject *asend_gone(void) {
+    PyErr_SetString(client_disconnected, "the client has closed the connection");
+    return NULL;
+}
+
+int asend_init(PyObject *module) {
+    client_disconnected = PyErr_NewExceptionWithDoc(
+        "spindle.ClientDisconnected",
+        "Raised by an ASGI send() once the client has gone (ASGI 2.4): stop sending.",
+        PyExc_OSError, NULL);
+    if (!client_disconnected ||
+        PyModule_AddObjectRef(module, "ClientDisconnected", client_disconnected) < 0)
+        return -1;
     s_type = PyUnicode_InternFromString("type");
     s_status = PyUnicode_InternFromString("status");
     s_headers = PyUnicode_InternFromString("headers");
@@ -248,7 +261,8 @@ int asend_pathsend(acycle *c, PyObject *msg) {
     c->finished = 1;
     if (c->gone || c->disconnected) {
         end_cut(c);
-        return 0;
+        asend_gone();
+        return -1;
     }
     PyObject *fs = PyUnicode_EncodeFSDefault(p);
     if (!fs)

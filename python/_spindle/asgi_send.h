@@ -8,7 +8,10 @@
 
 enum { ASEND_START, ASEND_BODY, ASEND_PATHSEND };
 
-int asend_init(void);
+int asend_init(PyObject *module);
+/* spindle.ClientDisconnected (an OSError): what send() raises once the client
+ * has gone (ASGI 2.4), so that a streaming app stops producing. */
+PyObject *asend_gone(void);
 /* The kind of an http.response.* message, or -1 with an error (not a dict,
  * an unknown type). */
 int asend_kind(PyObject *msg);
