@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""extract.py — turns the shared request corpus into raw request files.
+"""extract.py — turns the request corpus (tests/corpus) into raw request files.
 
 Usage: extract.py CORPUS_DIR OUT_DIR. Writes OUT_DIR/<case id> (raw bytes) and
 prints one case id per line. Ids: gunicorn/valid/001, llhttp/<file>/<n> (n:

@@ -4,8 +4,8 @@
 #     (tests/fuzz/corpus/TARGET/) through that target once;
 #  2. every target (HTTP parser, chunked decoder, WebSocket frames, PROXY
 #     protocol header, whole connection, TLS accept) for a fixed number of random iterations ($FUZZ_RUNS),
-#     seeded with its checked-in corpus, the request corpus (../shared/corpus
-#     or $SPINDLE_CORPUS, when present) and a few requests, in a scratch
+#     seeded with its checked-in corpus, the request corpus (tests/corpus,
+#     or $SPINDLE_CORPUS) and a few requests, in a scratch
 #     corpus directory.
 # A crash or a broken invariant (the targets abort) fails. Ends "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"

@@ -1,5 +1,5 @@
 #!/bin/bash
-# llhttp_diff.sh — the request corpus (../shared/corpus) through Node's own strict
+# llhttp_diff.sh — the request corpus (tests/corpus) through Node's own strict
 # HTTP/1.1 parser (llhttp, tests/diff/llhttp_diff.js: a real node http server)
 # and through spindle (the real server over a socket, and its framing verdict
 # from tests/diff/verdict.c). Per case:
@@ -12,8 +12,7 @@
 #    now agrees or disagrees differently fails too;
 #  - the server answers what the verdict says (a response per request; a
 #    rejected request's status last).
-# The corpus is ../shared/corpus (or $SPINDLE_CORPUS); without it the suite
-# says so, counts its cases as skipped, and passes.
+# The corpus is tests/corpus (or $SPINDLE_CORPUS); without it the suite fails.
 # Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 

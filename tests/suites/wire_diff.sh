@@ -2,9 +2,8 @@
 # wire_diff.sh — the request corpus against its hand-written verdict table
 # (tests/corpus/expected.tsv) and every corpus and unit-test request through
 # Python's h11 as well (tests/diff/h11_diff.py). Builds its own small verdict
-# driver from src/http/http_*.c. The corpus is ../shared/corpus (or
-# $SPINDLE_CORPUS); without it the suite says so, counts its cases as
-# skipped, and passes. All of it runs twice: on the parser copy the CPU picks
+# driver from src/http/http_*.c. The corpus is tests/corpus (or
+# $SPINDLE_CORPUS); without it the suite fails. All of it runs twice: on the parser copy the CPU picks
 # (AVX2 where it has it) and on the baseline one (SPINDLE_HTTP_NO_AVX2=1).
 # Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"

@@ -16,9 +16,9 @@
 #   free_port                a free 127.0.0.1 TCP port (tests/integration/proctools.py)
 #   $PY                      the tests' Python: build/venv/bin/python (scripts/deps.sh
 #                            makes it), or $SPINDLE_TEST_PYTHON
-#   need_corpus              0 if $CORPUS (the request corpus, $SPINDLE_CORPUS or
-#                            ../shared/corpus) exists; else says so, counts its
-#                            cases as skipped, and returns 1
+#   need_corpus              0 if $CORPUS (the request corpus in tests/corpus, or
+#                            $SPINDLE_CORPUS) exists; else counts a failure,
+#                            says so, and returns 1
 #   $work                    a scratch directory, removed at exit; $pid (if a
 #                            suite sets it) is SIGKILLed at exit. A suite that
 #                            sets its own EXIT trap calls _preamble_exit in it.
@@ -96,16 +96,15 @@ free_port() {
 from proctools import free_port; print(free_port())'
 }
 
-# The request corpus CI puts beside the checkout (a plain clone has none).
-CORPUS=${SPINDLE_CORPUS:-../shared/corpus}
+# The request corpus: gunicorn's and llhttp's test requests, kept in the
+# repository with their licences (tests/corpus/README.md).
+CORPUS=${SPINDLE_CORPUS:-tests/corpus}
 # The number of corpus cases (rows of the hand-written verdict table).
 corpus_cases() {
   grep -c '^[^#[:space:]]' tests/corpus/expected.tsv
 }
 need_corpus() {
-  [ -d "$CORPUS" ] && return 0
-  local n
-  n=$(corpus_cases)
-  skip "$n" "$SUITE: $CORPUS not found: skipping $n cases (set SPINDLE_CORPUS to a copy of it)"
+  [ -d "$CORPUS/gunicorn-requests" ] && [ -d "$CORPUS/llhttp-request-fixtures" ] && return 0
+  bad "$SUITE: the request corpus is not in $CORPUS (tests/corpus/gunicorn-requests and llhttp-request-fixtures are part of the repository)"
   return 1
 }
