@@ -192,17 +192,22 @@ build/aarch64/test_coro: $(CROSS_SRCS) $(wildcard src/coro/*.h src/base/*.h) tes
 	$(CROSS_CC) -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -Itests/unit -O2 -g $(WARN) -static -o $@ $(CROSS_SRCS) -lpthread
 cross-aarch64: build/aarch64/test_coro
 
+# scripts/deps.sh PURPOSE installs what is missing for one purpose: `make
+# deps` the build's packages; make test and make bench their own.
 deps:
-	@scripts/deps.sh
+	@scripts/deps.sh build
 
-test: deps
+test:
+	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle
 	@$(MAKE) --no-print-directory -j2 python-system
 	@scripts/test.sh
 
-run: deps
-	@$(MAKE) --no-print-directory -j2 MODE=release all
+# make run: the build's packages, the binary alone, and the demo on :8080.
+run:
+	@scripts/deps.sh build
+	@$(MAKE) --no-print-directory -j2 MODE=release $(B)/spindle
 	./build/spindle --bind 127.0.0.1:8080
 
 # make bench: spindle side by side with nginx, node, tornado, gunicorn,
@@ -210,7 +215,8 @@ run: deps
 # and options in bench/README.md). QUICK=1: the short run, under 10 minutes.
 # BENCH_ARGS: more bench/run options, e.g. BENCH_ARGS="--servers spindle,nginx".
 .PHONY: bench
-bench: deps
+bench:
+	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory -j2 MODE=release all
 	$(VENV_PY) bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
 
@@ -270,7 +276,7 @@ build/pic/%.o: src/%.S
 	$(CC) $(PY_CFLAGS) -c $< -o $@
 $(PY_OBJ)/%.o: python/_spindle/%.c $(PY_OBJ)/python.txt
 	@mkdir -p $(@D)
-	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the Python binding needs $(PYTHON) with its headers (python3-dev) and greenlet: run scripts/deps.sh"; exit 1; }
+	@test -n "$(PY_INCLUDE)" -a -f "$(GREENLET_INCLUDE)/greenlet.h" || { echo "spindle: the Python binding needs $(PYTHON) with its headers (python3-dev) and greenlet: run scripts/deps.sh test (it makes build/venv)"; exit 1; }
 	$(CC) $(PY_CFLAGS) -MMD -MP -c $< -o $@
 $(PY_EXT): $(PY_OBJS) $(PIC_OBJS) $(B)/objs.list
 	@mkdir -p $(@D)
