@@ -58,19 +58,22 @@ static const char *const signals[][2] = {
 
 void cli_man(FILE *out, const char *version) {
     fprintf(out, ".TH SPINDLE 1 \"\" \"spindle %s\" \"User Commands\"\n", version);
-    fputs(".SH NAME\nspindle \\- coroutine HTTP/1.1 application server\n"
+    fputs(".SH NAME\nspindle \\- HTTP/1.1, HTTP/2 and TLS application server for C handlers and "
+          "Python (WSGI and ASGI) apps, one coroutine per request\n"
           ".SH SYNOPSIS\n.B spindle\n[\\fB\\-\\-bind\\fR \\fIADDR\\fR]... [\\fIoptions\\fR]\n"
           ".br\n.B python3 \\-m spindle\n\\fIMODULE\\fR:\\fICALLABLE\\fR [\\fIoptions\\fR]\n"
           ".SH DESCRIPTION\n"
-          "spindle serves HTTP/1.1 with one coroutine per connection: a master process and\n"
-          "worker processes, each running an event loop. It runs C applications loaded with\n"
-          "\\fB\\-\\-app\\fR (or, with none, the demo routes: GET / answers Hello world!,\n"
-          "POST|PUT /echo echoes the body, GET /sleep?ms=N answers after N ms), and, as\n"
-          "\\fBpython3 \\-m spindle\\fR, WSGI applications.\n"
+          "spindle serves HTTP/1.1 and HTTP/2 (h2 by ALPN over TLS, h2c by prior knowledge),\n"
+          "plain or over TLS, and WebSockets, with one coroutine per request: a master process\n"
+          "and worker processes, each running an event loop (epoll or io_uring; Linux only).\n"
+          "It runs C applications loaded with \\fB\\-\\-app\\fR (or, with none, the demo routes:\n"
+          "GET / answers Hello world!, POST|PUT /echo echoes the body, GET /sleep?ms=N answers\n"
+          "after N ms), and, as \\fBpython3 \\-m spindle\\fR (or the \\fBspindle\\fR command\n"
+          "pip installs), WSGI and ASGI applications.\n"
           ".SH OPTIONS\n",
           out);
     rows(out, ROLE_BIN, 0);
-    fputs(".SH \"WSGI OPTIONS\"\nTaken by \\fBpython3 \\-m spindle\\fR only, besides the options "
+    fputs(".SH \"PYTHON OPTIONS\"\nTaken by \\fBpython3 \\-m spindle\\fR only, besides the options "
           "above that are not marked as the binary's:\n",
           out);
     rows(out, ROLE_PY, 1);
@@ -98,4 +101,97 @@ void cli_man(FILE *out, const char *version) {
           ".SH \"SEE ALSO\"\nthe README and docs/ARCHITECTURE.md of the source tree; spindle.h, "
           "the C API\n",
           out);
+}
+
+/* The flag table as Markdown: docs/cli.md, printed by --print-reference
+ * (tests/suites/docs_reference.sh checks the file against it). */
+void cli_reference(FILE *out);
+
+/* Text for a Markdown table cell: | * < [ ] and backslashes escaped. */
+static void md(FILE *out, const char *s) {
+    for (; *s; s++) {
+        if (strchr("|*<[]\\`", *s))
+            fputc('\\', out);
+        fputc(*s, out);
+    }
+}
+
+static const char *role_cell(int role) {
+    return role == ROLE_BOTH ? "both" : role == ROLE_PY ? "Python" : "binary";
+}
+
+/* One table row per flag of role (exact: that role alone). */
+static void md_rows(FILE *out, int role, int exact) {
+    fputs("| flag | default | taken by | on HUP | what it does |\n|---|---|---|---|---|\n", out);
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const flag *f = &cli_flags[i];
+        if (exact ? f->role != role : !(f->role & role))
+            continue;
+        fprintf(out, "| `--%s%s", f->name, f->arg ? " " : "");
+        for (const char *a = f->arg; a && *a; a++) { /* in a code span, only | is escaped */
+            if (*a == '|')
+                fputc('\\', out);
+            fputc(*a, out);
+        }
+        fputs("` | ", out);
+        if (f->def)
+            md(out, f->def);
+        else
+            fputs(f->kind == K_FLAG ? "off" : "–", out);
+        fprintf(out, " | %s | %s | ", role_cell(f->role),
+                f->kind == K_META ? "–"
+                : f->reload       ? "applied"
+                                  : "restart");
+        md(out, f->help);
+        fputs(" |\n", out);
+    }
+}
+
+void cli_reference(FILE *out) {
+    fputs("# The command line: every flag\n\n"
+          "Every flag of `spindle` and of its Python command, with its argument, default, command "
+          "and reload behaviour. This page is generated from the flag table (`src/cli/flags.c`): "
+          "regenerate it with `build/spindle --print-reference >docs/cli.md`, never by hand "
+          "(`tests/suites/docs_reference.sh` fails when it differs).\n\n"
+          "## The two commands\n\n"
+          "    spindle [--bind ADDR]... [options]                  # the binary: C handlers\n"
+          "    spindle MODULE:CALLABLE [--bind ADDR]... [options]  # pip's console command\n"
+          "    python3 -m spindle MODULE:CALLABLE [options]        # the same, from the package\n\n"
+          "The binary (`build/spindle`, or `bin/spindle` once installed) serves a C application "
+          "module loaded with `--app FILE.so`, or, with none, the demo routes that tests and "
+          "benchmarks use: `GET /` answers `Hello world!`; `POST`/`PUT /echo` streams the body "
+          "back; `GET /sleep?ms=N` answers after N ms while other requests go on; `OPTIONS *` "
+          "and `OPTIONS /` get 204 with `Allow`; other paths 404; a known path with another "
+          "method 405 with `Allow`.\n\n"
+          "The Python command (`python3 -m spindle`, or the `spindle` command `pip install .` "
+          "puts in the environment) serves the WSGI or ASGI callable CALLABLE (default "
+          "`application`) of MODULE, imported from the current directory (or `--chdir`); see "
+          "[python-wsgi.md](python-wsgi.md) and [python-asgi.md](python-asgi.md).\n\n"
+          "Both commands parse one table: a flag of the other command is refused with a message "
+          "and exit status 2; in a config file or a `SPINDLE_*` variable, which both may share, "
+          "such a setting is skipped with a warning. In the tables, *taken by* is `binary`, "
+          "`Python` or `both`; *on HUP* says whether a reload (`kill -HUP`, see "
+          "[operations.md](operations.md)) applies a changed value (`applied`) or logs that it "
+          "takes a restart (`restart`).\n\n"
+          "## Values and where settings come from\n\n"
+          "Sizes take `k`, `m`, `g` suffixes (`512m`); times are seconds and take fractions "
+          "(`0.5`). Settings come from, weakest first: the defaults, the `--config` file (or "
+          "`SPINDLE_CONFIG`), `SPINDLE_*` environment variables (the flag's name in upper case, "
+          "`-` as `_`: `SPINDLE_WORKERS=4`; `SPINDLE_BIND=\"a b\"` takes several addresses "
+          "separated by spaces or commas), then the flags. A config file has one `name = value` "
+          "line per setting, named as the flag without `--`, `#` comments, one line per value of "
+          "a repeatable flag. `--print-config` prints the result and where each value came "
+          "from.\n\n"
+          "## Flags of both commands and of the binary\n\n",
+          out);
+    md_rows(out, ROLE_BIN, 0);
+    fputs("\n## Flags of the Python command only\n\n", out);
+    md_rows(out, ROLE_PY, 1);
+    fputs("\nThe binary's only (the Python command refuses them; its application is "
+          "MODULE:CALLABLE):",
+          out);
+    for (size_t i = 0; i < cli_nflags; i++)
+        if (cli_flags[i].role == ROLE_BIN)
+            fprintf(out, " `--%s`", cli_flags[i].name);
+    fputs(".\n", out);
 }
