@@ -1,10 +1,10 @@
-"""Real ASGI frameworks from Debian's packages, unmodified
-(tests/integration/asgi_apps/: Starlette, FastAPI, Django's async views,
-Quart): each framework's app runs once for the module under uvicorn (the
-reference) and under spindle; every row of the request matrix goes to both
-and the status, the application's headers and the body must be the same
-(and what the row expects); "proxied" is the Starlette app again behind a
-proxy (--root-path, X-Forwarded-*). Then lifespan state, background tasks,
+"""Real ASGI frameworks, requirements.txt's releases in build/venv,
+unmodified (tests/integration/asgi_apps/: Starlette, FastAPI, Django's async
+views, Quart, Litestar): each framework's app runs once for the module under
+uvicorn (the reference) and under spindle; every row of the request matrix
+goes to both and the status, the application's headers and the body must be
+the same (and what the row expects); "proxied" is the Starlette app again
+behind a proxy (--root-path, X-Forwarded-*). Then lifespan state, background tasks,
 a client that leaves mid-stream, keep-alive and WebSocket sessions, compared
 alike. Rows spindle gets wrong are strict xfails naming the bug."""
 import hashlib
@@ -20,7 +20,7 @@ from asgi_pair import AsgiServer, chunked, fetch, length_problem, norm, trickle,
 
 FRAMEWORKS = {"starlette": "starlette_app:app", "fastapi": "fastapi_app:app",
               "django": "django_app:application", "quart": "quart_app:app",
-              "proxied": "starlette_app:app"}
+              "litestar": "litestar_app:app", "proxied": "starlette_app:app"}
 # "proxied": Starlette behind a proxy that strips /api and sends
 # X-Forwarded-For/-Proto: root_path and client/scheme through a trusted proxy.
 PROXIED = {"uvicorn": ["--root-path", "/api", "--proxy-headers", "--forwarded-allow-ips", "127.0.0.1"],
@@ -258,6 +258,50 @@ ROWS = [
      None, 304, body_is(b"")),
     ("quart", "abort-418", "GET", "/teapot", None, None, 418, None),
     ("quart", "exception-500", "GET", "/boom", None, None, 500, None),
+
+    # Litestar answers HEAD only where a @head handler says so (405 on /),
+    # routes /items/42/ to /items/42 itself (no slash redirect), and its File
+    # has no Range or conditional requests (a Range is ignored: 200, whole).
+    ("litestar", "hello", "GET", "/", None, None, 200, body_is(b"Hello from Litestar")),
+    ("litestar", "head-405", "HEAD", "/", None, None, 405, None),
+    ("litestar", "path-param-query", "GET", "/items/42?q=a&q=b%20c&z", None, None, 200, None),
+    ("litestar", "path-param-no-match", "GET", "/items/abc", None, None, 404, None),
+    ("litestar", "trailing-slash-same-route", "GET", "/items/42/?q=1", None, None, 200, None),
+    ("litestar", "not-found", "GET", "/nowhere", None, None, 404, None),
+    ("litestar", "method-not-allowed", "GET", "/echo", None, None, 405, None),
+    ("litestar", "options-auto", "OPTIONS", "/upload", None, None, 204, body_is(b"")),
+    ("litestar", "json-body", "POST", "/echo", JSON, json.dumps({"a": [1, 2], "\u00e9": "\u00fc"}).encode(),
+     200, None),
+    ("litestar", "400-bad-json", "POST", "/echo", JSON, b"{nope", 400, None),
+    ("litestar", "400-no-body", "POST", "/echo", JSON, None, 400, None),
+    ("litestar", "form", "POST", "/form", FORM, b"a=1&a=2&b=%C3%A9", 200,
+     body_is('{"a":["1","2"],"b":["\u00e9"]}'.encode())),
+    ("litestar", "upload-1MiB", "POST", "/upload", OCTETS, BIG, 200, upload_ok(BIG)),
+    ("litestar", "upload-streamed", "PUT", "/upload", dict(OCTETS, **{"Content-Length": str(len(SMALL))}),
+     lambda: trickle(SMALL), 200, upload_ok(SMALL)),
+    ("litestar", "upload-chunked", "POST", "/upload", CHUNKED, lambda: chunked(BIG, pieces=8), 200,
+     upload_ok(BIG)),
+    ("litestar", "upload-empty", "POST", "/upload", None, None, 200, upload_ok(b"")),
+    ("litestar", "expect-100-continue", "POST", "/upload", dict(OCTETS, Expect="100-continue"), SMALL, 200,
+     upload_ok(SMALL)),
+    ("litestar", "multipart-upload-1MiB", "POST", "/form-upload", MULTIPART_HEADERS, MULTIPART, 200, multipart_ok),
+    ("litestar", "multipart-upload-streamed", "POST", "/form-upload",
+     dict(MULTIPART_HEADERS, **{"Content-Length": str(len(MULTIPART))}), lambda: trickle(MULTIPART, pieces=5),
+     200, multipart_ok),
+    ("litestar", "400-multipart-missing-field", "POST", "/form-upload", MULTIPART_HEADERS,
+     MULTIPART.replace(b'name="note"', b'name="other"'), 400, None),
+    ("litestar", "streaming-response", "GET", "/stream?n=50", None, None, 200,
+     body_is("".join("line %d\n" % i for i in range(50)).encode())),
+    ("litestar", "server-sent-events", "GET", "/sse", None, None, 200, body_is(
+        b"".join(b"id: %d\r\nevent: n\r\ndata: %d\r\n\r\n" % (i, i) for i in range(4)))),
+    ("litestar", "file-response", "GET", "/file", None, None, 200, body_is(BLOB)),
+    ("litestar", "file-response-head", "HEAD", "/file", None, None, 200, body_is(b"")),
+    ("litestar", "file-range-ignored", "GET", "/file", {"Range": "bytes=100-1123"}, None, 200, body_is(BLOB)),
+    ("litestar", "headers-cookies", "GET", "/headers", None, None, 201, None),
+    ("litestar", "exception-500", "GET", "/boom", None, None, 500, None),
+    ("litestar", "http-exception-418", "GET", "/teapot", None, None, 418, None),
+    ("litestar", "redirect", "GET", "/redirect", None, None, 302, None),
+    ("litestar", "no-content", "GET", "/empty", None, None, 204, body_is(b"")),
 ]
 
 
@@ -291,7 +335,7 @@ def state(port, path):
     return json.loads(fetch(port, "GET", path)[2])
 
 
-@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart"])
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart", "litestar"])
 def test_lifespan_state(servers, fw):
     got = [state(s.port, "/state") for s in servers.ready(fw)]
     assert got[0]["started"] == got[1]["started"], got
@@ -300,7 +344,8 @@ def test_lifespan_state(servers, fw):
 
 @pytest.mark.parametrize("fw,method,path", [("starlette", "GET", "/background?tag=%s"),
                                             ("fastapi", "POST", "/background?tag=%s"),
-                                            ("quart", "GET", "/background?tag=%s")])
+                                            ("quart", "GET", "/background?tag=%s"),
+                                            ("litestar", "GET", "/background?tag=%s")])
 def test_background_task(servers, fw, method, path):
     tag = "t%d" % time.monotonic_ns()
     resp = both(servers, fw, method, path % tag)
@@ -318,11 +363,12 @@ def fd_count(pid):
 
 @pytest.mark.parametrize("fw,path,watched", [("starlette", "/endless?tag=%s", True),
                                              ("quart", "/endless?tag=%s", True),
+                                             ("litestar", "/endless?tag=%s", True),
                                              ("django", "/stream/?n=30000&tag=%s", False)])
 def test_client_leaves_mid_stream(servers, fw, path, watched):
     """The client reads the head and a little body, then closes: the app's
-    generator is closed (Starlette, Quart watch http.disconnect), the server
-    lets the connection go (its fd count is back where it was), lives on and
+    generator is closed (Starlette, Quart, Litestar watch http.disconnect),
+    the server lets the connection go (its fd count is back where it was), lives on and
     answers the next request."""
     for srv in servers.ready(fw):
         tag = "d%d" % time.monotonic_ns()
@@ -354,7 +400,7 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
         assert status == 200 and body.startswith(b"Hello from"), (srv.name, status, body[:100])
 
 
-@pytest.mark.parametrize("fw", ["starlette", "fastapi", "django", "quart"])
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "django", "quart", "litestar"])
 def test_keepalive(servers, fw):
     """Three requests on one connection, the same answers from both."""
     from wsgiutil import Conn
@@ -372,11 +418,14 @@ def test_keepalive(servers, fw):
 
 
 WS_TEXT = {"starlette": ["hi", "caf\u00e9", b"\x00\x01\x02\xff", b"\x07" * 200000], "quart": ["hi", b"\x00\x01\x02"],
-           "fastapi": ['{"a": 1}', '{"b": [1, 2]}']}
-WS_CLOSE = {"starlette": "close:4001", "quart": "close:4001", "fastapi": '{"close": 4001}'}
+           "fastapi": ['{"a": 1}', '{"b": [1, 2]}'],
+           "litestar": ["hi", "caf\u00e9", b"\x00\x01\x02\xff", b"\x07" * 200000]}
+WS_CLOSE = {"starlette": "close:4001", "quart": "close:4001", "fastapi": '{"close": 4001}', "litestar": "close:4001"}
+# The apps that send a header with websocket.accept.
+WS_ACCEPTED_BY = {"starlette": "starlette", "litestar": "litestar"}
 
 
-@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart"])
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart", "litestar"])
 def test_websocket(servers, fw):
     """Echo with a chosen subprotocol, none when none is offered, a close
     code and reason from the app; the app hears the client's close code."""
@@ -396,7 +445,7 @@ def test_websocket(servers, fw):
         assert ref == sp, "session %d differs:\n  uvicorn: %r\n  spindle: %r" % (i, ref, sp)
     sp = results[1]
     assert sp[0]["subprotocol"] == "chat.v2" and sp[1]["subprotocol"] is None
-    assert sp[0]["x-accepted-by"] == ("starlette" if fw == "starlette" else None)
+    assert sp[0]["x-accepted-by"] == WS_ACCEPTED_BY.get(fw)
     assert len(sp[0]["received"]) == len(WS_TEXT[fw]) and sp[0]["close"] == (1000,)
     assert sp[2]["close"][0] == 4001 and sp[2]["received"][-1] == "<closed by the server>", sp[2]
     if fw != "quart":  # the apps that log the websocket.disconnect they get
@@ -412,9 +461,9 @@ def test_websocket(servers, fw):
         assert heard[0] == heard[1] and heard[1][:2] == ["ws disconnect 1000"] * 2, heard
 
 
-@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart"])
+@pytest.mark.parametrize("fw", ["starlette", "fastapi", "quart", "litestar"])
 def test_websocket_refused(servers, fw):
-    """The app closes (Starlette, FastAPI) or aborts (Quart) before
+    """The app closes (Starlette, FastAPI, Litestar) or aborts (Quart) before
     accepting: the handshake is refused with 403 by both."""
     got = [ws_session(srv.port, "/ws-reject", [], None) for srv in servers.ready(fw)]
     assert got[0] == got[1] and got[1]["refused"] == 403, got
