@@ -215,12 +215,19 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
     }
     if (!c->sessions && !c->session_secret)
         return 0;
-    if (c->sessions && strcmp(c->sessions, "memory") == 0 && c->mo.workers > 1)
-        log_msg(LOG_WARNING,
-                "--sessions memory keeps sessions per worker: with %d workers a "
-                "visitor's requests can land on a worker that does not know its "
-                "session; use sqlite:PATH",
+    /* Memory sessions live in one worker: with several, a visitor's next
+     * request can land on a worker that never saw its session, and its
+     * values would be gone without a word. Refused, never silently split. */
+    if ((!c->sessions || strcmp(c->sessions, "memory") == 0) && c->mo.workers > 1) {
+        fprintf(stderr,
+                "spindle: --sessions memory (the default store) keeps each session in one "
+                "worker's memory, and "
+                "--workers is %d: a visitor's next request could reach a worker that never saw "
+                "its session. Use --sessions sqlite:PATH (the workers of one machine share the "
+                "file) or --sessions redis://HOST:PORT (many machines), or --workers 1\n",
                 c->mo.workers);
+        return -1;
+    }
     if (sp_sessions_configure(s, c->sessions, c->session_secret) < 0) {
         fprintf(stderr, "spindle: --sessions %s: see the error above\n",
                 c->sessions ? c->sessions : "memory");

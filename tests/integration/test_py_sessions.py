@@ -7,15 +7,16 @@ import pathlib
 import pwd
 import shutil
 import signal
+import subprocess
 import sysconfig
 import tempfile
 import time
 
 import pytest
 
-from proctools import wait_for
+from proctools import free_port, wait_for
 from sessutil import REDIS, Redis, sid_of, visit
-from wsgiutil import WsgiServer, wsgi_server  # noqa: F401  (fixture)
+from wsgiutil import APPS, PY, WsgiServer, env_for, wsgi_server  # noqa: F401  (fixture)
 
 APP = "session_app:application"
 
@@ -145,3 +146,14 @@ def test_sqlite_as_user(tmp_path, secret):
         assert (d / "sess.db").stat().st_uid == nobody.pw_uid
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_memory_sessions_with_several_workers_are_refused(tmp_path):
+    """The user's report: a Flask-style app with --sessions memory on two
+    workers lost values silently. Now python -m spindle refuses to start."""
+    p = subprocess.run([PY, "-m", "spindle", APP, "--sessions", "memory", "--workers", "2",
+                        "--bind", "127.0.0.1:%d" % free_port()], env=env_for(), cwd=str(APPS),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0, p.stderr[-2000:]
+    assert "--sessions memory" in p.stderr and "sqlite:PATH" in p.stderr, p.stderr
+    assert "listening" not in p.stderr

@@ -316,3 +316,15 @@ def test_cookie_secure(spindle, sess_env, tmp_path):
     for path in ("/count", "/clear"):
         got = visit(srv, path).header("Set-Cookie")
         assert len(got) == 1 and got[0].endswith("; Secure"), (path, got)
+
+
+@pytest.mark.parametrize("flags", [["--sessions", "memory"], ["--session-secret", "s" * 32]])
+def test_memory_sessions_with_several_workers_are_refused(flags):
+    """One worker's memory cannot hold a session the next request may need
+    on another worker: refused at start-up, naming what works, never split
+    silently (the default store is memory too)."""
+    p = subprocess.run([BIN, "--bind", "127.0.0.1:%d" % free_port(), "--workers", "2", "--app", APP] + flags,
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode != 0, p.stderr[-2000:]
+    assert "--sessions memory" in p.stderr and "sqlite:PATH" in p.stderr and "redis://" in p.stderr, p.stderr
+    assert "listening" not in p.stderr
