@@ -1,4 +1,4 @@
-"""The README's benchmark tables, drawn from bench/latest alone (runs.csv,
+"""docs/performance.md's benchmark tables, drawn from bench/latest alone (runs.csv,
 summary.csv and provenance.csv, which names the run each workload's rows
 come from). Each table sits between <!-- bench:NAME --> and
 <!-- /bench:NAME --> and says which run it shows; a table whose workloads
@@ -300,7 +300,7 @@ def runs_line(prov):
         return None
     lines = []
     for (date, cmd, rev, mach, took, rep), ws in sorted(by_run.items()):
-        link = " Its report: [`bench/latest/%s`](bench/latest/%s)." % (rep, rep) if rep else ""
+        link = " Its report: [`bench/latest/%s`](../bench/latest/%s)." % (rep, rep) if rep else ""
         lines.append("- %s: `%s` (spindle %s), %s; %s. Workloads: %s.%s" % (date, cmd, rev, took, mach,
                                                                             ", ".join(sorted(ws)), link))
     return lines

@@ -1,4 +1,4 @@
-"""The README's benchmark tables are bench/latest's (bench/harness/
+"""docs/performance.md's benchmark tables are bench/latest's (bench/harness/
 readme_tables.py, run by `bench/run --publish` and `bench/run --readme`):
 the check that they match, that a figure edited by hand fails it, and that
 a publish of some workloads keeps the other workloads' rows and tables,
@@ -14,7 +14,7 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 from harness import publish, readme_tables  # noqa: E402
 
 LATEST = os.path.join(ROOT, "bench", "latest")
-README = os.path.join(ROOT, "README.md")
+README = os.path.join(ROOT, "docs", "performance.md")
 
 
 def test_the_readme_tables_are_what_bench_latest_makes():
@@ -22,7 +22,7 @@ def test_the_readme_tables_are_what_bench_latest_makes():
     names = set(readme_tables.blocks(text))
     assert {"runs", "hello", "wsgi", "nginx"} <= names
     bad = readme_tables.check(text, LATEST)
-    assert not bad, "README.md's %s table(s) differ from bench/latest: run bench/run --readme (never edit a " \
+    assert not bad, "docs/performance.md's %s table(s) differ from bench/latest: run bench/run --readme (never edit a " \
                     "figure by hand)" % ", ".join(n for n, _, _ in bad)
 
 
@@ -123,7 +123,7 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert "the run of 2026-11-30 01:21 UTC" in b["nginx"] and "2026-12-01 16:00 UTC" in b["nginx"]
     assert "| syscalls per request, keep-alive (strace -c) | 2.01 | – | 2.30 |" in b["hello"]
     assert "2026-12-01 16:00 UTC: `bench/run --workloads static,syscalls`" in b["runs"]
-    assert "[`bench/latest/bench-202611300121.md`](bench/latest/bench-202611300121.md)" in b["runs"]
+    assert "[`bench/latest/bench-202611300121.md`](../bench/latest/bench-202611300121.md)" in b["runs"]
     assert readme_tables.check(readme.read_text(), str(dest)) == []
     # A later run of everything the older one gave: its report goes.
     ctx.opts.workloads = ["keepalive", "close", "wsgi"]
