@@ -52,7 +52,8 @@ const flag cli_flags[] = {
      "the CA certificates (PEM) client certificates are verified against (see --cert-reqs)"},
     {"cert-reqs", "WORD", K_STR, B, HUP, INT_WORDS(cert_reqs, set_cert_reqs), "none",
      "client certificates: none (not asked for), optional (asked; a bad one is refused, none "
-     "is fine), required (a connection without a valid one is refused)"},
+     "is fine), required (a connection without a valid one is refused); or 0, 1, 2, as "
+     "Python's ssl.CERT_* (gunicorn's and uvicorn's spelling)"},
     {"ciphers", "LIST", K_STR, B, HUP, STR(ciphers), "ECDHE with AES-GCM or CHACHA20",
      "the TLS 1.2 cipher suites, in OpenSSL's syntax (TLS 1.3 keeps its own AEAD suites)"},
     {"tls-min-version", "V", K_STR, B, HUP, INT_WORDS(tls_min_version, set_tls_min_version),
@@ -275,6 +276,7 @@ static void print_rows(FILE *out, int role, int exact) {
         snprintf(left, sizeof left, "--%s%s%s", f->name, f->arg ? " " : "", f->arg ? f->arg : "");
         fprintf(out, "  %-28s %s%s%s%s\n", left, f->help, f->def ? " (default " : "",
                 f->def ? f->def : "", f->def ? ")" : "");
+        cli_usage_aliases(out, f);
     }
 }
 
@@ -286,6 +288,7 @@ void cli_usage(FILE *out, const char *prog) {
                      "/echo, GET /sleep?ms=N.\n\n");
         fprintf(out, "options:\n");
         print_rows(out, ROLE_BIN, 0);
+        cli_usage_answered(out);
         return;
     }
     fprintf(out, "usage: python3 -m spindle MODULE:CALLABLE [--bind ADDR]... [options]\n\n"
@@ -302,6 +305,7 @@ void cli_usage(FILE *out, const char *prog) {
         if (cli_flags[i].role == ROLE_BIN)
             fprintf(out, " --%s", cli_flags[i].name);
     fprintf(out, "\n");
+    cli_usage_answered(out);
 }
 
 /* Parses "1.5" seconds into ms; -1 on error. */
@@ -437,8 +441,9 @@ static int add_keyfile(cli_config *c, const char *text) {
 
 static int set_cert_reqs(cli_config *c, const char *text) {
     static const char *const words[] = {"none", "optional", "required"};
+    static const char *const digits[] = {"0", "1", "2"}; /* ssl.CERT_NONE .. CERT_REQUIRED */
     for (int i = 0; i < 3; i++)
-        if (strcmp(text, words[i]) == 0) {
+        if (strcmp(text, words[i]) == 0 || strcmp(text, digits[i]) == 0) {
             c->cert_reqs = i; /* TLS_VERIFY_NONE, _OPTIONAL, _REQUIRED */
             return 0;
         }

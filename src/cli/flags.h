@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum opt_kind {
     K_LIST,    /* repeatable: each occurrence a value (--bind, --static-map) */
@@ -66,5 +67,44 @@ size_t cli_field_size(const flag *f);
 
 /* "the spindle binary" or "python3 -m spindle": where a row applies. */
 const char *cli_role_name(int role);
+
+/* Other servers' spellings (aliases.c), command line only: how each maps
+ * onto spindle's flag, or why it does not. Data, so --help (and later the
+ * command-line reference) can be made from it. */
+typedef enum alias_kind {
+    AL_SAME,    /* the flag `to` under another name, its value as given */
+    AL_PREFIX,  /* to's value is text + the value (--uds PATH: --bind unix:PATH) */
+    AL_HOST,    /* uvicorn's --host: with --port, one --bind HOST:PORT; text its default */
+    AL_PORT,    /* uvicorn's --port: the other half; text its default */
+    AL_DEFAULT, /* takes no value: to is text unless a flag, file or variable sets it */
+    AL_ANSWER,  /* a different meaning: refused (exit 2), text saying spindle's way */
+} alias_kind;
+
+typedef struct flag_alias {
+    const char *name; /* as written: "-b", "--ssl-certfile" */
+    const char *arg;  /* the argument's name in --help; NULL: to's own (or none) */
+    alias_kind kind;
+    const char *to;   /* spindle's flag (a cli_flags name); NULL for AL_ANSWER */
+    const char *text; /* as the kind says; NULL for AL_SAME */
+    const char *from; /* whose spelling: "gunicorn", "uvicorn" */
+} flag_alias;
+
+extern const flag_alias cli_aliases[];
+extern const size_t cli_naliases;
+
+/* The alias written exactly so ("-b", "--keep-alive"), or NULL. */
+const flag_alias *cli_find_alias(const char *written);
+
+/* A hint for an unknown flag (dashes or not: "--max", "max"): the accepted
+ * names of role within a small edit distance of it, else those it begins,
+ * written as "--a, --b or --c" into out (dashes: with them). 0, or -1 when
+ * nothing is near. Never applied: only said. */
+int cli_hint(const char *written, int role, int dashes, char *out, size_t n);
+
+/* --help: a line "also -b ADDR (gunicorn)" under f's row for each alias. */
+void cli_usage_aliases(FILE *out, const flag *f);
+
+/* --help: the other servers' flags answered with spindle's way. */
+void cli_usage_answered(FILE *out);
 
 #endif

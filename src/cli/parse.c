@@ -10,7 +10,6 @@
 
 #include <nghttp2/nghttp2.h>
 #include <errno.h>
-#include <getopt.h>
 #include <hiredis/hiredis.h>
 #include <openssl/crypto.h>
 #include <openssl/opensslv.h>
@@ -111,10 +110,14 @@ static int read_file(cli_config *c, const char *path) {
         }
         const flag *f = cli_find_flag(p);
         if (!f || f->kind == K_META) {
+            /* Aliases stay on the command line; here a near name is only named. */
+            char hint[1024];
+            int near = cli_hint(p, c->role, 0, hint, sizeof hint) == 0;
             fprintf(stderr,
                     "spindle: %s:%d: unknown setting '%s' (the names are the flags of "
-                    "--help, without --)\n",
-                    path, lineno, p);
+                    "--help, without --)%s%s%s\n",
+                    path, lineno, p, near ? "; did you mean " : "", near ? hint : "",
+                    near ? "?" : "");
             rc = -1;
             break;
         }
@@ -234,60 +237,201 @@ typedef struct flag_args {
     const flag *defs[CLI_MAX_ARGS];
     int n, print;
     const char *config;
+    const char *host, *port; /* uvicorn's --host and --port: one bind */
+    const flag_alias *host_row, *port_row;
+    const flag_alias *weak[8]; /* AL_DEFAULT rows: applied if nothing else sets them */
+    int nweak;
 } flag_args;
 
-/* First pass: the flags, kept aside in a (they win over everything). 0 to
- * go on, 1 when --help or --version was printed, -1 on an error. */
-static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
-    struct option longopts[CLI_MAX_FLAGS + 1];
-    for (size_t i = 0; i < cli_nflags; i++)
-        longopts[i] = (struct option){cli_flags[i].name,
-                                      cli_flags[i].arg ? required_argument : no_argument, NULL, 0};
-    longopts[cli_nflags] = (struct option){0};
-    optind = 0; /* glibc: start afresh, even if called before */
-    opterr = 1;
-    int idx, ch;
-    while ((ch = getopt_long(argc, argv, "", longopts, &idx)) != -1) {
-        if (ch != 0) {
-            fprintf(stderr, "spindle: see --help for the flags\n");
-            return -1;
-        }
-        const flag *f = &cli_flags[idx];
-        if (!(f->role & c->role)) {
-            refuse(f);
-            return -1;
-        }
-        if (!strcmp(f->name, "help")) {
-            cli_usage(stdout, c->prog);
-            return 1;
-        }
-        if (!strcmp(f->name, "version")) {
-            print_version();
-            return 1;
-        }
-        if (!strcmp(f->name, "print-man")) {
-            cli_man(stdout, SPINDLE_VERSION);
-            return 1;
-        }
-        if (!strcmp(f->name, "check-config"))
-            c->check_config = 1; /* known now: a bad setting below exits 1 */
-        if (!strcmp(f->name, "config"))
-            a->config = optarg;
-        else if (!strcmp(f->name, "print-config"))
-            a->print = 1;
-        else if (a->n == CLI_MAX_ARGS) {
-            fprintf(stderr, "spindle: too many flags\n");
-            return -1;
-        } else {
-            a->defs[a->n] = f;
-            a->vals[a->n++] = f->kind == K_FLAG ? "true" : optarg;
-        }
-    }
-    if (optind < argc) {
-        fprintf(stderr, "spindle: unexpected argument '%s'; see --help\n", argv[optind]);
+/* Whether a word after a flag that wants a value is a flag instead: --x
+ * (and --) or a dash and a letter (-b); "-" (stdout) and "-1" are values. */
+static int looks_like_flag(const char *s) {
+    return s[0] == '-' &&
+           (s[1] == '-' || (s[1] >= 'a' && s[1] <= 'z') || (s[1] >= 'A' && s[1] <= 'Z'));
+}
+
+/* How the flag list is reached from this command. */
+static const char *help_cmd(const cli_config *c) {
+    return c->role == ROLE_PY ? "python3 -m spindle --help" : "spindle --help";
+}
+
+/* An unknown flag: refused, with a near miss named (never applied). */
+static void unknown(const cli_config *c, const char *name) {
+    char hint[1024];
+    if (cli_hint(name, c->role, 1, hint, sizeof hint) == 0)
+        fprintf(stderr, "spindle: unknown flag %s; did you mean %s?\n", name, hint);
+    else
+        fprintf(stderr, "spindle: unknown flag %s\n", name);
+    fprintf(stderr, "spindle: %s lists the flags\n", help_cmd(c));
+}
+
+/* One flag, kept aside in a; value NULL for those that take none. 0 to go
+ * on, 1 when --help or --version was printed, -1 on an error. */
+static int take_flag(cli_config *c, flag_args *a, const flag *f, const char *value) {
+    if (!(f->role & c->role)) {
+        refuse(f);
         return -1;
     }
+    if (!strcmp(f->name, "help")) {
+        cli_usage(stdout, c->prog);
+        return 1;
+    }
+    if (!strcmp(f->name, "version")) {
+        print_version();
+        return 1;
+    }
+    if (!strcmp(f->name, "print-man")) {
+        cli_man(stdout, SPINDLE_VERSION);
+        return 1;
+    }
+    if (!strcmp(f->name, "check-config"))
+        c->check_config = 1; /* known now: a bad setting below exits 1 */
+    if (!strcmp(f->name, "config"))
+        a->config = value;
+    else if (!strcmp(f->name, "print-config"))
+        a->print = 1;
+    else if (a->n == CLI_MAX_ARGS) {
+        fprintf(stderr, "spindle: too many flags\n");
+        return -1;
+    } else {
+        a->defs[a->n] = f;
+        a->vals[a->n++] = f->kind == K_FLAG ? "true" : value;
+    }
     return 0;
+}
+
+/* An alias's flag, its value mapped as its row says. */
+static int take_alias(cli_config *c, flag_args *a, const flag_alias *al, const char *written,
+                      const char *value) {
+    if (al->kind == AL_ANSWER) {
+        fprintf(stderr, "spindle: %s (%s): %s\n", written, al->from, al->text);
+        return -1;
+    }
+    const flag *f = cli_find_flag(al->to);
+    switch (al->kind) {
+    case AL_PREFIX: {
+        char buf[4096];
+        snprintf(buf, sizeof buf, "%s%s", al->text, value);
+        value = keep(c, buf, strlen(buf));
+        if (!value) {
+            fprintf(stderr, "spindle: out of memory\n");
+            return -1;
+        }
+        break;
+    }
+    case AL_HOST:
+        a->host = value, a->host_row = al;
+        return 0;
+    case AL_PORT:
+        a->port = value, a->port_row = al;
+        return 0;
+    case AL_DEFAULT:
+        if (a->nweak < (int)(sizeof a->weak / sizeof a->weak[0]))
+            a->weak[a->nweak++] = al;
+        return 0;
+    default:
+        break;
+    }
+    return take_flag(c, a, f, value);
+}
+
+/* uvicorn's --host and --port, either alone with the other's default: one
+ * more --bind HOST:PORT ([V6]:PORT for a v6 host, as --bind writes it). */
+static int host_port_bind(cli_config *c, flag_args *a) {
+    if (!a->host_row && !a->port_row)
+        return 0;
+    const flag_alias *h = a->host_row ? a->host_row : cli_find_alias("--host");
+    const flag_alias *p = a->port_row ? a->port_row : cli_find_alias("--port");
+    const char *host = a->host ? a->host : h->text, *port = a->port ? a->port : p->text;
+    int v6 = strchr(host, ':') && host[0] != '[';
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s%s%s:%s", v6 ? "[" : "", host, v6 ? "]" : "", port);
+    const char *bind = keep(c, buf, strlen(buf));
+    if (!bind) {
+        fprintf(stderr, "spindle: out of memory\n");
+        return -1;
+    }
+    return take_flag(c, a, cli_find_flag("bind"), bind);
+}
+
+/* First pass: the flags, kept aside in a (they win over everything). Only
+ * whole names: --name, --name=value, --name value, the short and long
+ * aliases; -- ends the flags (no positional argument follows: the Python
+ * command takes MODULE:CALLABLE off before). 0 to go on, 1 when --help or
+ * --version was printed, -1 on an error. */
+static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *arg = argv[i];
+        if (!strcmp(arg, "--")) {
+            i++;
+            break;
+        }
+        if (arg[0] != '-' || !arg[1])
+            break; /* a positional argument: refused below */
+        /* The name as written (--name or -x) and a value written with it. */
+        char name[80];
+        const char *value = NULL;
+        size_t len;
+        if (arg[1] == '-') {
+            const char *eq = strchr(arg, '=');
+            len = eq ? (size_t)(eq - arg) : strlen(arg);
+            value = eq ? eq + 1 : NULL;
+        } else {
+            len = 2; /* -b ADDR, -bADDR, -b=ADDR */
+            value = arg[2] ? arg + 2 + (arg[2] == '=') : NULL;
+        }
+        if (len >= sizeof name) {
+            unknown(c, arg);
+            return -1;
+        }
+        memcpy(name, arg, len);
+        name[len] = '\0';
+        const flag *f = arg[1] == '-' ? cli_find_flag(name + 2) : NULL;
+        const flag_alias *al = f ? NULL : cli_find_alias(name);
+        if (!f && !al) {
+            unknown(c, name);
+            return -1;
+        }
+        if (al && al->kind == AL_ANSWER)
+            return take_alias(c, a, al, name, NULL);
+        /* Whether it takes a value: the row's, or the alias's own. */
+        const flag *to = f ? f : cli_find_flag(al->to);
+        int wants = al && al->kind != AL_SAME ? al->kind != AL_DEFAULT : to->arg != NULL;
+        const char *what = al && al->arg ? al->arg : to->arg;
+        if (arg[1] != '-' && arg[2] && arg[2] != '=' &&
+            (cli_find_flag(arg + 1) || (al && !(al->to && cli_find_flag(al->to)->arg)))) {
+            unknown(c, arg); /* -workers, -help: a long name with one dash */
+            return -1;
+        }
+        if (!wants && value) {
+            fprintf(stderr, "spindle: %s takes no value (%s given)\n", name, arg);
+            return -1;
+        }
+        if (wants && !value) {
+            if (i + 1 == argc) {
+                fprintf(stderr, "spindle: %s needs a value (%s)\n", name, what);
+                return -1;
+            }
+            if (looks_like_flag(argv[i + 1])) {
+                fprintf(stderr,
+                        "spindle: %s needs a value (%s), not the flag %s after it; a value "
+                        "that begins with - is written %s=%s\n",
+                        name, what, argv[i + 1], name, argv[i + 1]);
+                return -1;
+            }
+            value = argv[++i];
+        }
+        int rc = al ? take_alias(c, a, al, name, value) : take_flag(c, a, f, value);
+        if (rc != 0)
+            return rc;
+    }
+    if (i < argc) {
+        fprintf(stderr, "spindle: unexpected argument '%s'; %s lists the flags\n", argv[i],
+                help_cmd(c));
+        return -1;
+    }
+    return host_port_bind(c, a);
 }
 
 static void defaults(cli_config *c) {
@@ -319,6 +463,12 @@ int cli_parse(int argc, char **argv, cli_config *c) {
     for (int i = 0; i < a->n; i++)
         if (set_value(c, a->defs[i], a->vals[i], SRC_FLAG) < 0)
             goto out;
+    /* --proxy-headers & co.: their value only where no source set one. */
+    for (int i = 0; i < a->nweak; i++) {
+        const flag *f = cli_find_flag(a->weak[i]->to);
+        if (!c->values[f - cli_flags] && set_value(c, f, a->weak[i]->text, SRC_FLAG) < 0)
+            goto out;
+    }
     if (a->print) {
         print_config(c);
         cli_tls_print(c);
