@@ -12,6 +12,14 @@ cooperative for pure-Python clients. ``spindle.session(environ)`` is the
 visitor's session (a str -> str mapping; needs ``--sessions STORE``).
 """
 
+try:
+    # The extension imports greenlet's C API (a capsule) as it loads; without
+    # greenlet that fails as 'PyCapsule_Import could not import module
+    # "greenlet"', which does not say what to do.
+    import greenlet as _greenlet  # noqa: F401
+except ImportError as _e:
+    raise ImportError("spindle needs greenlet: pip install greenlet", name="greenlet") from _e
+
 from . import _spindle
 from ._spindle import in_request, sleep, wait_readable, wait_writable
 from ._spindle import WebSocket, WebSocketError, websocket
@@ -50,21 +58,34 @@ def _flags(kw):
 def run(app, bind="127.0.0.1:8080", workers=1, root_path="", max_concurrent_app_calls=0,
         **flags):
     """Serves the WSGI or ASGI callable ``app`` until a stop signal (TERM,
-    INT, QUIT). An ASGI 3 app (a coroutine function, or an object whose
-    __call__ is one) is detected; ``interface="asgi"`` or ``"wsgi"`` forces
-    it, ``lifespan="auto"|"on"|"off"`` governs its lifespan events.
+    INT, QUIT), as ``uvicorn.run`` does. An ASGI 3 app (a coroutine
+    function, or an object whose __call__ is one) is detected;
+    ``interface="asgi"`` or ``"wsgi"`` forces it, ``lifespan="auto"|"on"|"off"``
+    governs its lifespan events.
 
-    ``bind`` is one address or a list; other keyword arguments are the
-    flags of ``python3 -m spindle --help`` (``keepalive_timeout=5``,
-    ``max_body_size="10m"``, ...). The app is already imported, so workers
-    share it from the fork (like gunicorn's --preload). Returns the exit
-    status."""
+    ``app`` is the callable itself — imported already, so workers share it
+    from the fork (like gunicorn's --preload) — or a ``"module:attr"``
+    string, imported in each worker as the command does (once in the master
+    with ``preload=True``). ``bind`` is one address or a list; other keyword
+    arguments are the flags of ``spindle --help`` with ``_`` for ``-``
+    (``keepalive_timeout=5``, ``max_body_size="10m"``, ``static_map=[...]``
+    repeats one). Returns the exit status."""
     binds = [bind] if isinstance(bind, str) else list(bind)
     argv = []
     for b in binds:
         argv += ["--bind", b]
     argv += ["--workers", str(workers)] + _flags(flags)
-    return _spindle.serve(argv, None, app=app, root_path=root_path,
+    loader = None
+    if isinstance(app, str):
+        # The command's own import (sys.path gets the working directory).
+        from .__main__ import load
+        spec = app
+
+        def loader():
+            return load(spec)
+        loader.spec = spec  # named in the message when preload cannot import it
+        app = None
+    return _spindle.serve(argv, loader, app=app, root_path=root_path,
                           max_concurrent=max_concurrent_app_calls, file_wrapper=FileWrapper,
                           prog="spindle.run")
 
