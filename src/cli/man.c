@@ -116,13 +116,44 @@ static void md(FILE *out, const char *s) {
     }
 }
 
+/* f's aliases (aliases.c) as --help words them, escaped, "; " between. */
+static void md_aliases(FILE *out, const flag *f) {
+    int first = 1;
+    for (size_t i = 0; i < cli_naliases; i++) {
+        const flag_alias *a = &cli_aliases[i];
+        if (a->kind == AL_ANSWER || strcmp(a->to, f->name) != 0)
+            continue;
+        const char *arg = a->arg ? a->arg : a->kind == AL_DEFAULT ? NULL : f->arg;
+        char text[256];
+        int n = snprintf(text, sizeof text, "%s%s%s (%s", a->name, arg ? " " : "", arg ? arg : "",
+                         a->from);
+        size_t len = n < 0 ? 0 : (size_t)n < sizeof text ? (size_t)n : sizeof text - 1;
+        if (a->kind == AL_PREFIX)
+            snprintf(text + len, sizeof text - len, ": --%s %s%s)", f->name, a->text, arg);
+        else if (a->kind == AL_HOST)
+            snprintf(text + len, sizeof text - len, "; with --port: --%s HOST:PORT; default %s)",
+                     f->name, a->text);
+        else if (a->kind == AL_PORT)
+            snprintf(text + len, sizeof text - len, "; with --host; default %s)", a->text);
+        else if (a->kind == AL_DEFAULT)
+            snprintf(text + len, sizeof text - len, ": --%s %s unless set)", f->name, a->text);
+        else
+            snprintf(text + len, sizeof text - len, ")");
+        fputs(first ? "" : "; ", out);
+        md(out, text);
+        first = 0;
+    }
+}
+
 static const char *role_cell(int role) {
     return role == ROLE_BOTH ? "both" : role == ROLE_PY ? "Python" : "binary";
 }
 
 /* One table row per flag of role (exact: that role alone). */
 static void md_rows(FILE *out, int role, int exact) {
-    fputs("| flag | default | taken by | on HUP | what it does |\n|---|---|---|---|---|\n", out);
+    fputs("| flag | default | taken by | on HUP | what it does | also (other servers' spelling) "
+          "|\n|---|---|---|---|---|---|\n",
+          out);
     for (size_t i = 0; i < cli_nflags; i++) {
         const flag *f = &cli_flags[i];
         if (exact ? f->role != role : !(f->role & role))
@@ -143,6 +174,8 @@ static void md_rows(FILE *out, int role, int exact) {
                 : f->reload       ? "applied"
                                   : "restart");
         md(out, f->help);
+        fputs(" | ", out);
+        md_aliases(out, f);
         fputs(" |\n", out);
     }
 }
@@ -193,5 +226,18 @@ void cli_reference(FILE *out) {
     for (size_t i = 0; i < cli_nflags; i++)
         if (cli_flags[i].role == ROLE_BIN)
             fprintf(out, " `--%s`", cli_flags[i].name);
-    fputs(".\n", out);
+    fputs(".\n\n## Other servers' flags\n\n"
+          "uvicorn's and gunicorn's spellings (`src/cli/aliases.c`) are taken on the command line "
+          "only (config files and `SPINDLE_*` keep spindle's names): those that mean the same are "
+          "in the *also* column above. Those that mean something else here are refused (exit 2) "
+          "with spindle's way:\n\n| flag | from | spindle's way |\n|---|---|---|\n",
+          out);
+    for (size_t i = 0; i < cli_naliases; i++) {
+        const flag_alias *a = &cli_aliases[i];
+        if (a->kind != AL_ANSWER)
+            continue;
+        fprintf(out, "| `%s` | %s | ", a->name, a->from);
+        md(out, a->text);
+        fputs(" |\n", out);
+    }
 }
