@@ -1,7 +1,9 @@
 /* parse.c — cli_parse: the settings from the flag table's four sources
  * (defaults, the --config file, SPINDLE_* environment variables, flags),
  * a row of the other command refused from a flag and skipped with a
- * warning from a file or the environment; and --print-config. */
+ * warning from a file or the environment; and --print-config. The flags
+ * are walked by whole name only (a prefix is no flag), with the other
+ * servers' spellings of aliases.c. */
 #include "cli/flags.h"
 
 #include "base/log.h"
