@@ -281,6 +281,17 @@ def license_metadata():
 
 license_kw, license_classifiers = license_metadata()
 
+
+def console_scripts():
+    """`spindle MODULE:APP [flags]`: the same main() as `python -m spindle`.
+    Not when Debian's pybuild builds python3-spindle (debian/rules exports
+    PYBUILD_NAME): there the package spindle owns /usr/bin/spindle, the C
+    server, and python3-spindle keeps to `python3 -m spindle`. SPINDLE_COMMAND=0
+    leaves it out elsewhere too."""
+    if os.environ.get("PYBUILD_NAME") or os.environ.get("SPINDLE_COMMAND") == "0":
+        return []
+    return ["spindle = spindle._cli:main"]
+
 # The distribution is spindle-server (the name spindle on PyPI is another
 # project's); the import name and the command stay spindle.
 setup(
@@ -309,8 +320,7 @@ setup(
     package_dir={"spindle": rel("python", "spindle")},
     ext_modules=[ext],
     install_requires=["greenlet>=1.0"],
-    # `spindle MODULE:APP [flags]`: the same main() as `python -m spindle`.
-    entry_points={"console_scripts": ["spindle = spindle._cli:main"]},
+    entry_points={"console_scripts": console_scripts()},
     cmdclass={"build_ext": BuildExt, "sdist": Sdist},
     zip_safe=False,
     options={

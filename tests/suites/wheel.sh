@@ -11,6 +11,8 @@ V=$(cat VERSION)
   abort "build, twine and auditwheel are missing from $PY's environment (make deps: requirements.txt)"
 # Two cores, shared with the other suites: two compilers at a time (setup.py reads MAX_JOBS).
 export MAX_JOBS=${MAX_JOBS:-2}
+# Either would leave the spindle command out of the wheel (setup.py: console_scripts).
+unset PYBUILD_NAME SPINDLE_COMMAND
 
 # The tracked and new (not ignored) files as they are now, as debian.sh does:
 # nothing of build/ (no objects, no build/python) comes along.
@@ -213,6 +215,12 @@ if [ -x /usr/bin/python3 ] && /usr/bin/python3 -c 'import setuptools' 2>/dev/nul
       _ "$pkg"
     check "Debian's setuptools: the spindle console command" \
       grep -q "^spindle = spindle._cli:main" "$work"/deb/*.egg-info/entry_points.txt
+    # Under pybuild (PYBUILD_NAME, as debian/rules exports it) /usr/bin/spindle
+    # is the C server's, package spindle's: python3-spindle has no command.
+    rm -rf "$work/deb" && mkdir -p "$work/deb"
+    (cd "$src" && PYBUILD_NAME=spindle /usr/bin/python3 setup.py -q egg_info --egg-base "$work/deb" >/dev/null 2>&1)
+    check "under pybuild no console command (the C spindle owns /usr/bin/spindle)" \
+      bash -c '! grep -qs "^spindle = " "$1"/deb/*.egg-info/entry_points.txt' _ "$work"
   else
     tail -5 "$work/deb.log"
     bad "/usr/bin/python3 setup.py egg_info (Debian's setuptools)"
