@@ -170,11 +170,12 @@ def probe_system_libs(compiler, include_dirs, library_dirs):
                         os.dup2(saved, 2)
                         os.close(saved)
             except Exception as e:  # CompileError, LinkError (distutils' or setuptools')
-                missing.append((lib, headers, pkg, type(e).__name__))
+                why = "cannot link -l%s" % lib if "Link" in type(e).__name__ else "header not found or too old"
+                missing.append((lib, headers, pkg, why))
     if missing:
         pkgs = sorted({m[2] for m in missing})
         sys.exit("spindle: the build needs these system libraries and their headers:\n"
-                 + "".join("  -l%s with <%s> (%s)\n" % (lib, ">, <".join(h), why)
+                 + "".join("  %s with <%s>: %s\n" % (lib, ">, <".join(h), why)
                            for lib, h, _, why in missing)
                  + "install them (Debian/Ubuntu): sudo apt-get install %s" % " ".join(pkgs))
 
