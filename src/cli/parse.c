@@ -401,8 +401,7 @@ static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
         const flag *to = f ? f : cli_find_flag(al->to);
         int wants = al && al->kind != AL_SAME ? al->kind != AL_DEFAULT : to->arg != NULL;
         const char *what = al && al->arg ? al->arg : to->arg;
-        if (arg[1] != '-' && arg[2] && arg[2] != '=' &&
-            (cli_find_flag(arg + 1) || (al && !(al->to && cli_find_flag(al->to)->arg)))) {
+        if (arg[1] != '-' && arg[2] && arg[2] != '=' && (cli_find_flag(arg + 1) || !wants)) {
             unknown(c, arg); /* -workers, -help: a long name with one dash */
             return -1;
         }
