@@ -15,10 +15,16 @@ export MAX_JOBS=${MAX_JOBS:-2}
 unset PYBUILD_NAME SPINDLE_COMMAND
 
 # The tracked and new (not ignored) files as they are now, as debian.sh does:
-# nothing of build/ (no objects, no build/python) comes along.
+# nothing of build/ (no objects, no build/python) comes along. With
+# SPINDLE_WHEEL_FROM=REV, `git archive REV` instead (a shared checkout where
+# others' edits are half done).
 src=$work/src/spindle-$V
 mkdir -p "$src"
-git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C "$src"
+if [ -n "${SPINDLE_WHEEL_FROM:-}" ]; then
+  git archive "$SPINDLE_WHEEL_FROM" | tar -xf - -C "$src" || abort "git archive $SPINDLE_WHEEL_FROM failed"
+else
+  git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C "$src"
+fi
 
 # ---- sdist and wheel, with build isolation ----------------------------------
 start=$SECONDS
