@@ -49,6 +49,7 @@ typedef struct cli_config {
     const char *stats_bind;    /* --stats-bind ADDR: --stats on its own listener */
     int core_dumps;            /* --core-dumps: workers stay dumpable */
     int check_config;          /* --check-config: load everything, serve nothing */
+    int demo;                  /* --demo: the demo routes beside a static root */
     int reload;                /* --reload: restart the workers when a source changes */
     const char *reload_extra[CLI_MAX_LIST]; /* --reload-extra-file, as written */
     int nreload_extra;
@@ -95,6 +96,9 @@ void cli_usage(FILE *out, const char *prog);
 
 /* Prints spindle(1), the manual page in roff, from the flag table. */
 void cli_man(FILE *out, const char *version);
+/* The flag table as Markdown: docs/cli.md (--print-reference; checked by
+ * tests/suites/docs_reference.sh). */
+void cli_reference(FILE *out);
 
 /* What cli_serve serves: the caller's part of the start-up. */
 typedef struct cli_app {

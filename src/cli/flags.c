@@ -64,7 +64,7 @@ const flag cli_flags[] = {
      "worker processes; 0 serves in the master process itself, without supervision"},
     {"reuse-port", NULL, K_FLAG, B, RESTART, INT(mo.reuse_port), NULL,
      "each worker gets its own SO_REUSEPORT socket instead of sharing the master's "
-     "(a stopping worker's queued connections are then reset; see README)"},
+     "(a stopping worker's queued connections are then reset; see docs/operations.md)"},
     {"header-timeout", "SEC", K_SECONDS, B, HUP, INT(o.header_timeout_ms), "10",
      "whole request head, however trickled; then 408"},
     {"body-timeout", "SEC", K_SECONDS, B, HUP, INT(o.body_timeout_ms), "30",
@@ -125,7 +125,7 @@ const flag cli_flags[] = {
     {"stack-size", "BYTES", K_SIZE, B, HUP, SIZE(o.stack_size), "65536", "coroutine stack"},
     {"no-guard-pages", NULL, K_FLAG, B, HUP, INT(o.no_guard_pages), NULL,
      "coroutine stacks without guard pages: one memory mapping each "
-     "instead of two (see README, Limits)"},
+     "instead of two (see docs/edges.md, Limits)"},
     {"forwarded-allow-ips", "LIST", K_STR, B, HUP,
      STR_CHECKED(o.forwarded_allow_ips, set_forwarded_allow_ips), "none",
      "proxies trusted for the --forwarded-header: IPs and CIDRs, comma-separated; unix for "
@@ -139,8 +139,12 @@ const flag cli_flags[] = {
      "v2, as HAProxy's send-proxy sends) naming the client; only peers in "
      "--forwarded-allow-ips may send it; a connection without one is closed"},
     {"root", "DIR", K_STR, B, RESTART, STR(root), "none",
-     "serve the files under DIR for requests no route claims; under python3 -m spindle, "
-     "GET and HEAD of a path naming a file under DIR, the application everything else"},
+     "serve the files under DIR for requests no route claims (GET / is DIR's index.html); "
+     "under python3 -m spindle, GET and HEAD of a path naming a file under DIR, the "
+     "application everything else"},
+    {"demo", NULL, K_FLAG, ROLE_BIN, RESTART, INT(demo), NULL,
+     "serve the demo routes (GET / Hello world!, POST|PUT /echo, GET /sleep?ms=N) beside "
+     "--root or a static map of /; with no application and no root they are served anyway"},
     {"static-map", "PREFIX=DIR", K_LIST, B, RESTART, SET(add_static_map), NULL,
      "serve the files under DIR at URL PREFIX (a path starting with /) with the C static "
      "server, before any route or the application: a missing file is a 404, a method other "
@@ -225,6 +229,8 @@ const flag cli_flags[] = {
     {"help", NULL, K_META, B, RESTART, NOWHERE, NULL, "this text"},
     {"print-man", NULL, K_META, ROLE_BIN, RESTART, NOWHERE, NULL,
      "print the manual page spindle(1), in roff, made from this same table (man -l -)"},
+    {"print-reference", NULL, K_META, ROLE_BIN, RESTART, NOWHERE, NULL,
+     "print docs/cli.md, the command-line reference in Markdown, made from this same table"},
     {"version", NULL, K_META, B, RESTART, NOWHERE, NULL, "print the version"},
 };
 /* clang-format on */
@@ -283,24 +289,26 @@ static void print_rows(FILE *out, int role, int exact) {
 void cli_usage(FILE *out, const char *prog) {
     if (!prog) {
         fprintf(out, "usage: spindle [--bind ADDR]... [options]\n\n"
-                     "spindle serves HTTP/1.1 with one coroutine per connection. With no\n"
-                     "application it serves the demo routes: GET / (Hello world!), POST|PUT\n"
-                     "/echo, GET /sleep?ms=N.\n\n");
+                     "spindle serves HTTP/1.1, HTTP/2 and TLS with one coroutine per request:\n"
+                     "an --app module's C handlers, the files of --root, or with neither the\n"
+                     "demo routes: GET / (Hello world!), POST|PUT /echo, GET /sleep?ms=N.\n"
+                     "Python applications: spindle MODULE:APP (pip install), or\n"
+                     "python3 -m spindle MODULE:APP.\n\n");
         fprintf(out, "options:\n");
         print_rows(out, ROLE_BIN, 0);
         cli_usage_answered(out);
         return;
     }
     fprintf(out, "usage: python3 -m spindle MODULE:CALLABLE [--bind ADDR]... [options]\n\n"
-                 "Serves the WSGI callable CALLABLE (default: application) of MODULE, which is\n"
-                 "imported from the current directory.\n\n");
-    fprintf(out, "WSGI options:\n");
+                 "Serves the WSGI or ASGI application CALLABLE (default: application) of\n"
+                 "MODULE, which is imported from the current directory.\n\n");
+    fprintf(out, "Python options:\n");
     print_rows(out, ROLE_PY, 1);
     fprintf(out, "\noptions:\n");
     print_rows(out, ROLE_BOTH, 1);
     /* What the binary takes and this command refuses, named from the table. */
-    fprintf(out, "\nnot taken here (the spindle binary's only; the application is\n"
-                 "MODULE:CALLABLE, and WSGI has no WebSockets):");
+    fprintf(out, "\nnot taken here (the spindle binary's only: the application is\n"
+                 "MODULE:CALLABLE; its WebSockets are spindle.websocket or ASGI's):");
     for (size_t i = 0; i < cli_nflags; i++)
         if (cli_flags[i].role == ROLE_BIN)
             fprintf(out, " --%s", cli_flags[i].name);

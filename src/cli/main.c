@@ -1,12 +1,25 @@
 /* main.c — the `spindle` command: the flags (parse.c) into the start-up
- * sequence (startup.c) with an --app module or the demo routes. */
+ * sequence (startup.c) with an --app module, the demo routes, or neither
+ * when a static root is what was asked for. */
 #include "cli/app_module.h"
 #include "cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* The application's routes: the --app module's, or the demo routes. */
+/* Whether the flags serve a site at / (--root DIR, --static-map /=DIR): then
+ * GET / is the site's index, not the demo's hello world. */
+static int serves_a_site(const cli_config *c) {
+    if (c->root)
+        return 1;
+    for (int i = 0; i < c->nstatic_maps; i++)
+        if (strncmp(c->static_maps[i], "/=", 2) == 0)
+            return 1;
+    return 0;
+}
+
+/* The application's routes: the --app module's, or the demo routes when
+ * nothing else was asked for. */
 static int add_routes(sp_server *s, cli_config *c, void *ud) {
     if (c->app) {
         char err[512];
@@ -16,6 +29,8 @@ static int add_routes(sp_server *s, cli_config *c, void *ud) {
         }
         return 0;
     }
+    if (serves_a_site(c) && !c->demo)
+        return 0;
     int rc = sp_demo_routes(s);
     if (rc < 0) {
         fprintf(stderr, "spindle: cannot add the demo routes: %s\n", strerror(-rc));

@@ -103,10 +103,6 @@ void cli_man(FILE *out, const char *version) {
           out);
 }
 
-/* The flag table as Markdown: docs/cli.md, printed by --print-reference
- * (tests/suites/docs_reference.sh checks the file against it). */
-void cli_reference(FILE *out);
-
 /* Text for a Markdown table cell: | * < [ ] and backslashes escaped. */
 static void md(FILE *out, const char *s) {
     for (; *s; s++) {

@@ -286,6 +286,10 @@ static int take_flag(cli_config *c, flag_args *a, const flag *f, const char *val
         cli_man(stdout, SPINDLE_VERSION);
         return 1;
     }
+    if (!strcmp(f->name, "print-reference")) {
+        cli_reference(stdout);
+        return 1;
+    }
     if (!strcmp(f->name, "check-config"))
         c->check_config = 1; /* known now: a bad setting below exits 1 */
     if (!strcmp(f->name, "config"))

@@ -22,7 +22,8 @@ def srv(tmp_path_factory):
     (root / "big.bin").write_bytes(os.urandom(300000))
     (root / "small.txt").write_text("static over h2\n")
     log = root.parent / "h2-access.log"
-    s, stop = start(tmp_path_factory, "--root", str(root), "--access-log", str(log))
+    # --demo: GET / and /echo beside the files (a root alone serves only its files)
+    s, stop = start(tmp_path_factory, "--root", str(root), "--demo", "--access-log", str(log))
     s.root, s.log = root, log
     yield s
     stop()

@@ -370,3 +370,22 @@ def test_traversal_refused(static_server, target):
 def test_server_alive_after_attacks(static_server):
     assert static_server.alive()
     assert req(static_server, "/small.txt").body == SMALL
+
+
+# ------------------------------------------------------- a site, not the demo
+
+@pytest.mark.parametrize("how", ["--root", "--static-map"])
+def test_a_static_root_serves_its_index_not_the_demo(spindle, tmp_path, how):
+    """Given a root (or a map of /) and no application, GET / is the site's
+    index.html; the demo's routes (hello world, /echo, /sleep) are not there."""
+    (tmp_path / "index.html").write_bytes(b"<h1>my site</h1>\n")
+    srv = spindle(*(["--root", str(tmp_path)] if how == "--root" else ["--static-map", "/=%s" % tmp_path]))
+    r = req(srv, "/")
+    assert r.status == 200 and r.body == b"<h1>my site</h1>\n", (r.status, r.body[:100])
+    assert req(srv, "/sleep?ms=1").status == 404
+    assert req(srv, "/echo", method="POST", headers=[("Content-Length", "0")]).status in (404, 405)
+
+
+def test_the_demo_answers_without_a_root(spindle):
+    r = req(spindle(), "/")
+    assert r.status == 200 and r.body == b"Hello world!"

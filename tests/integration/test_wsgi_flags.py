@@ -57,7 +57,7 @@ def test_help_lists_every_python_row_of_the_table():
     missing = [f for f in want if f not in listed]
     assert not missing, missing
     assert out.startswith("usage: python3 -m spindle MODULE:CALLABLE")
-    assert "WSGI options:" in out
+    assert "Python options:" in out  # WSGI and ASGI alike
 
 
 def test_chdir_before_the_import(wsgi_server, appdir):
