@@ -1,0 +1,124 @@
+/* bus.h — the bus's insides, shared by the front (bus.c: configuration,
+ * subscribers' queues, recv) and its backends (bus_memory.c, bus_redis.c):
+ * refcounted messages, the subscriber, and what a backend does. */
+#ifndef SPINDLE_BUS_H
+#define SPINDLE_BUS_H
+
+#include "base/list.h"
+#include "loop/loop.h"
+#include "server/handler.h"
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The defaults of the limits (spindle.h documents them). */
+#define BUS_RETAIN       10000
+#define BUS_RETAIN_BYTES (16u << 20)
+#define BUS_MAX_MESSAGE  (1u << 20)
+#define BUS_QUEUE        1000
+#define BUS_QUEUE_BYTES  (1u << 20)
+#define BUS_HIST_BATCH   64 /* history messages fetched per step */
+
+typedef struct bus_limits {
+    size_t retain, retain_bytes, max_message, queue, queue_bytes;
+} bus_limits;
+
+/* An id, "ms-seq", as two numbers: compared in that order. */
+typedef struct bus_id {
+    uint64_t ms, seq;
+} bus_id;
+
+static inline int bus_id_cmp(bus_id a, bus_id b) {
+    return a.ms != b.ms ? (a.ms < b.ms ? -1 : 1) : a.seq != b.seq ? (a.seq < b.seq ? -1 : 1) : 0;
+}
+/* Parses "ms-seq" or "ms" (seq 0); "0" is 0-0. 0 or -EINVAL. */
+int bus_id_parse(const char *s, size_t len, bus_id *out);
+void bus_id_format(bus_id id, char out[SP_BUS_ID_MAX]);
+
+/* One message, shared by the retained ring, the queues and the receivers
+ * holding it; freed with its last reference. data is NUL-terminated. */
+typedef struct bus_msg {
+    unsigned refs;
+    bus_id id;
+    char ids[SP_BUS_ID_MAX];
+    size_t len;
+    char data[];
+} bus_msg;
+
+bus_msg *bus_msg_new(bus_id id, const void *data, size_t len); /* refs 1; NULL: no memory */
+static inline bus_msg *bus_msg_ref(bus_msg *m) {
+    m->refs++;
+    return m;
+}
+void bus_msg_unref(bus_msg *m);
+
+typedef struct bus bus;
+typedef struct bus_backend bus_backend;
+
+struct sp_bus_sub {
+    bus *b;
+    list_node node; /* in its topic's subscribers (the backend's) */
+    list_node all;  /* in the process's subscribers (stop, outages) */
+    void *topic;    /* the backend's topic */
+    char *name;     /* the topic's name */
+    loop *l;        /* the loop it belongs to */
+    task *waiter;   /* the receiver, while parked */
+    bus_id last;    /* the last delivered (or the starting point) */
+    char last_s[SP_BUS_ID_MAX];
+    bus_id hist_to;                /* history still to fetch: (last, hist_to]; */
+    int hist;                      /* 1 while some may be left */
+    bus_msg *hbuf[BUS_HIST_BATCH]; /* fetched history, in order */
+    size_t hhead, hlen;
+    bus_msg **q; /* the live queue: a ring of qcap */
+    size_t qcap, qhead, qlen, qbytes;
+    bus_msg *cur; /* what the caller holds since the last recv */
+    int cut;      /* cut for being slow: -EPIPE from now on */
+    int down;     /* Redis went away: one -ECONNRESET to tell */
+    int stopping; /* the server is stopping: -ESHUTDOWN */
+};
+
+struct bus_backend {
+    const char *name;
+    /* Publishes (the limits are checked). 0 with *id, or -errno. */
+    int (*publish)(bus *b, const char *topic, const void *data, size_t len, bus_id *id);
+    /* Attaches sub to its topic: sets sub->last (from since, NULL: the
+     * topic's newest), sub->hist and hist_to. 0 or -errno (not attached). */
+    int (*subscribe)(bus *b, sp_bus_sub *sub, const char *since);
+    /* Fills sub->hbuf with the next history after sub->last (at most
+     * hist_to); clears sub->hist when none is left. May park. 0 or -errno. */
+    int (*fetch)(bus *b, sp_bus_sub *sub);
+    /* Detaches sub from its topic. */
+    void (*unsubscribe)(bus *b, sp_bus_sub *sub);
+    /* Frees the backend's state (be). */
+    void (*free)(bus *b);
+};
+
+struct bus {
+    const bus_backend *ops;
+    bus_limits lim;
+    char *host, *password; /* Redis */
+    int port, db;
+    void *be;         /* the backend's state in this process; NULL until used */
+    pid_t be_pid;     /* the process be belongs to: a forked child makes its own */
+    list_head subs;   /* this process's subscribers */
+    int stopping;     /* the server is stopping */
+    pid_t *workers;   /* memory: a shared page of the workers that serve it */
+    pid_t config_pid; /* where sp_bus_configure ran */
+};
+
+extern const bus_backend bus_memory_backend;
+extern const bus_backend bus_redis_backend;
+
+/* s's bus (bus_config.c), or NULL when not configured. */
+bus *bus_of(sp_server *s);
+
+/* Gives m to sub's queue (if newer than what sub has), or cuts sub when
+ * the queue is full; wakes its receiver. Does not take m's reference. */
+void bus_deliver(sp_bus_sub *sub, bus_msg *m);
+/* Tells every subscriber of the process that Redis went away (once each). */
+void bus_mark_down(bus *b);
+/* Wakes sub's receiver, if parked. */
+void bus_wake(sp_bus_sub *sub);
+
+#endif

@@ -1,0 +1,379 @@
+/* test_bus_memory.c — the memory bus on one loop: order per topic and
+ * ids, since-id (all, after an id, new only), the retention limit, the
+ * slow subscriber cut with its log line while others go on, the message
+ * size limit, timeouts, many subscribers, the spec's errors, and the
+ * refusal of a second worker process. */
+#include "server/embed.h"
+#include "spindle.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static sp_loop *L;
+static sp_server *S;
+
+static void setup(const char *spec) {
+    L = sp_loop_new(NULL);
+    CHECK(L != NULL);
+    S = sp_server_new(NULL);
+    CHECK(S != NULL);
+    CHECK_EQ(sp_bus_configure(S, spec), 0);
+}
+
+static void teardown(void) {
+    sp_server_free(S);
+    sp_loop_free(L);
+}
+
+static void pub(const char *topic, int i, char id[SP_BUS_ID_MAX]) {
+    char body[32];
+    int n = snprintf(body, sizeof body, "m%d", i);
+    CHECK_EQ(sp_bus_publish(S, topic, body, (size_t)n, id), 0);
+}
+
+/* Receives one message (waiting up to 1 s) and checks its body. */
+static void expect(sp_bus_sub *sub, int i) {
+    sp_bus_msg m;
+    char want[32];
+    snprintf(want, sizeof want, "m%d", i);
+    int rc = sp_bus_recv(sub, &m, 1000);
+    CHECK_EQ(rc, 1);
+    CHECK_MEM(m.data, m.len, want);
+    CHECK_EQ(((const char *)m.data)[m.len], '\0');
+}
+
+static int got_all;
+static void ordered_reader(void *arg) {
+    sp_bus_sub *sub = arg;
+    char prev[SP_BUS_ID_MAX] = "0-0";
+    for (int i = 0; i < 100; i++) {
+        sp_bus_msg m;
+        CHECK_EQ(sp_bus_recv(sub, &m, 1000), 1);
+        char want[16];
+        snprintf(want, sizeof want, "m%d", i);
+        CHECK_MEM(m.data, m.len, want);
+        CHECK_STR(m.topic, "t");
+        CHECK(strchr(m.id, '-') != NULL);
+        /* ids grow: ms first, then the sequence */
+        unsigned long long pm, ps, cm, cs;
+        CHECK_EQ(sscanf(prev, "%llu-%llu", &pm, &ps), 2);
+        CHECK_EQ(sscanf(m.id, "%llu-%llu", &cm, &cs), 2);
+        CHECK(cm > pm || (cm == pm && cs > ps));
+        snprintf(prev, sizeof prev, "%s", m.id);
+        CHECK_STR(sp_bus_last_id(sub), m.id);
+    }
+    sp_bus_unsubscribe(sub);
+    got_all = 1;
+}
+
+static void publisher(void *arg) {
+    for (int i = 0; i < 100; i++) {
+        pub("t", i, NULL);
+        if (i % 7 == 0)
+            sp_sleep(1); /* the reader parks in between, and is woken */
+    }
+    pub("other", 0, NULL); /* another topic: not seen */
+}
+
+TEST(order_kept_and_ids_grow) {
+    setup("memory");
+    sp_bus_sub *sub = sp_bus_subscribe(S, "t", NULL);
+    CHECK(sub != NULL);
+    CHECK_EQ(sp_spawn(ordered_reader, sub), 0);
+    CHECK_EQ(sp_spawn(publisher, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK(got_all);
+    teardown();
+}
+
+static void since_task(void *arg) {
+    char ids[5][SP_BUS_ID_MAX];
+    for (int i = 0; i < 5; i++)
+        pub("s", i, ids[i]);
+    sp_bus_sub *all = sp_bus_subscribe(S, "s", "0");
+    sp_bus_sub *after = sp_bus_subscribe(S, "s", ids[1]);
+    sp_bus_sub *now = sp_bus_subscribe(S, "s", NULL);
+    CHECK(all && after && now);
+    CHECK_STR(sp_bus_last_id(after), ids[1]);
+    pub("s", 5, NULL); /* live, while the history is still unread */
+    for (int i = 0; i <= 5; i++)
+        expect(all, i);
+    for (int i = 2; i <= 5; i++)
+        expect(after, i);
+    expect(now, 5);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(all, &m, 0), 0);
+    CHECK_EQ(sp_bus_recv(now, &m, 0), 0);
+    /* Coming back with the last id seen misses nothing in between. */
+    char last[SP_BUS_ID_MAX];
+    snprintf(last, sizeof last, "%s", sp_bus_last_id(after));
+    sp_bus_unsubscribe(after);
+    pub("s", 6, NULL);
+    pub("s", 7, NULL);
+    after = sp_bus_subscribe(S, "s", last);
+    expect(after, 6);
+    expect(after, 7);
+    CHECK(sp_bus_subscribe(S, "s", "12x") == NULL);
+    CHECK_EQ(errno, EINVAL);
+    sp_bus_unsubscribe(all);
+    sp_bus_unsubscribe(after);
+    sp_bus_unsubscribe(now);
+    got_all = 1;
+}
+
+TEST(since_id_reads_retained_history_then_live) {
+    setup("memory");
+    got_all = 0;
+    CHECK_EQ(sp_spawn(since_task, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK(got_all);
+    teardown();
+}
+
+static void retention_task(void *arg) {
+    for (int i = 0; i < 25; i++)
+        pub("r", i, NULL);
+    sp_bus_sub *sub = sp_bus_subscribe(S, "r", "0");
+    for (int i = 15; i < 25; i++) /* only the newest 10 are kept */
+        expect(sub, i);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 0);
+    sp_bus_unsubscribe(sub);
+    /* The byte limit too: 3 messages of 40 bytes in 100 keep the last 2. */
+    char big[40];
+    memset(big, 'x', sizeof big);
+    for (int i = 0; i < 3; i++) {
+        big[0] = (char)('a' + i);
+        CHECK_EQ(sp_bus_publish(S, "rb", big, sizeof big, NULL), 0);
+    }
+    sub = sp_bus_subscribe(S, "rb", "0");
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 1);
+    CHECK_EQ(((const char *)m.data)[0], 'b');
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 1);
+    CHECK_EQ(((const char *)m.data)[0], 'c');
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 0);
+    sp_bus_unsubscribe(sub);
+    got_all = 1;
+}
+
+TEST(retention_keeps_the_newest) {
+    setup("memory?retain=10&retain_bytes=100");
+    got_all = 0;
+    CHECK_EQ(sp_spawn(retention_task, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK(got_all);
+    teardown();
+}
+
+/* stderr into a file, to read the log line back. */
+static char *capture_stderr_begin(int *saved) {
+    static char path[] = "/tmp/test_bus_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    fflush(stderr);
+    *saved = dup(2);
+    dup2(fd, 2);
+    close(fd);
+    return path;
+}
+
+static void capture_stderr_end(int saved, const char *path, char *out, size_t cap) {
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    int fd = open(path, O_RDONLY);
+    ssize_t n = read(fd, out, cap - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+}
+
+static void slow_task(void *arg) {
+    sp_bus_sub *slow = sp_bus_subscribe(S, "busy", NULL);
+    sp_bus_sub *fast = sp_bus_subscribe(S, "busy", NULL);
+    int saved;
+    char *path = capture_stderr_begin(&saved);
+    for (int i = 0; i < 10; i++) {
+        pub("busy", i, NULL); /* never fails: the slow one is cut, not waited for */
+        expect(fast, i);
+    }
+    char log[2048];
+    capture_stderr_end(saved, path, log, sizeof log);
+    CHECK(strstr(log, "topic \"busy\" was cut for being slow") != NULL);
+    CHECK(strstr(log, "queue=4") != NULL);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(slow, &m, 0), -EPIPE);
+    CHECK_EQ(sp_bus_recv(slow, &m, 1000), -EPIPE); /* dead for good */
+    /* It can come back from its last id, from what is retained. */
+    sp_bus_sub *again = sp_bus_subscribe(S, "busy", sp_bus_last_id(slow));
+    for (int i = 0; i < 10; i++)
+        expect(again, i);
+    sp_bus_unsubscribe(slow);
+    sp_bus_unsubscribe(fast);
+    sp_bus_unsubscribe(again);
+    got_all = 1;
+}
+
+TEST(slow_subscriber_is_cut_others_go_on) {
+    setup("memory?queue=4");
+    got_all = 0;
+    CHECK_EQ(sp_spawn(slow_task, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK(got_all);
+    teardown();
+}
+
+TEST(queue_bytes_cut) {
+    setup("memory?queue_bytes=100");
+    sp_bus_sub *sub = sp_bus_subscribe(S, "qb", NULL);
+    char big[60] = {0};
+    int saved;
+    char *path = capture_stderr_begin(&saved);
+    CHECK_EQ(sp_bus_publish(S, "qb", big, 60, NULL), 0); /* an empty queue takes it */
+    CHECK_EQ(sp_bus_publish(S, "qb", big, 60, NULL), 0); /* 120 > 100: cut */
+    char log[2048];
+    capture_stderr_end(saved, path, log, sizeof log);
+    CHECK(strstr(log, "queue_bytes=100") != NULL);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), -EPIPE);
+    sp_bus_unsubscribe(sub);
+    teardown();
+}
+
+TEST(message_size_limit) {
+    setup("memory?max_message=100");
+    char buf[101] = {0};
+    CHECK_EQ(sp_bus_publish(S, "big", buf, 100, NULL), 0);
+    CHECK_EQ(sp_bus_publish(S, "big", buf, 101, NULL), -EMSGSIZE);
+    teardown();
+    setup("memory"); /* the default: 1 MiB */
+    char *huge = calloc(1, (1 << 20) + 1);
+    CHECK_EQ(sp_bus_publish(S, "big", huge, 1 << 20, NULL), 0);
+    CHECK_EQ(sp_bus_publish(S, "big", huge, (1 << 20) + 1, NULL), -EMSGSIZE);
+    CHECK_EQ(sp_bus_publish(S, "big", "", 0, NULL), 0); /* empty is a message */
+    free(huge);
+    teardown();
+}
+
+static int64_t waited;
+static int timeout_rc = 99;
+static void timeout_task(void *arg) {
+    sp_bus_sub *sub = sp_bus_subscribe(S, "quiet", NULL);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 0); /* only looks */
+    int64_t t0 = sp_now_ms();
+    timeout_rc = sp_bus_recv(sub, &m, 50);
+    waited = sp_now_ms() - t0;
+    sp_bus_unsubscribe(sub);
+}
+
+TEST(recv_times_out) {
+    setup("memory");
+    CHECK_EQ(sp_spawn(timeout_task, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK_EQ(timeout_rc, 0);
+    CHECK(waited >= 45 && waited < 1000);
+    /* Outside a coroutine: nothing to wait with. */
+    sp_bus_sub *sub = sp_bus_subscribe(S, "quiet", NULL);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(sub, &m, 100), -EPERM);
+    sp_bus_unsubscribe(sub);
+    teardown();
+}
+
+#define NSUBS 200
+#define NMSGS 50
+static int done_subs;
+static void many_reader(void *arg) {
+    sp_bus_sub *sub = arg;
+    for (int i = 0; i < NMSGS; i++)
+        expect(sub, i);
+    sp_bus_unsubscribe(sub);
+    done_subs++;
+}
+static void many_publisher(void *arg) {
+    for (int i = 0; i < NMSGS; i++) {
+        pub("fan", i, NULL);
+        sp_yield();
+    }
+}
+
+TEST(many_subscribers_each_get_everything_in_order) {
+    setup("memory");
+    for (int i = 0; i < NSUBS; i++) {
+        sp_bus_sub *sub = sp_bus_subscribe(S, "fan", NULL);
+        CHECK(sub != NULL);
+        CHECK_EQ(sp_spawn(many_reader, sub), 0);
+    }
+    CHECK_EQ(sp_spawn(many_publisher, NULL), 0);
+    CHECK_EQ(sp_loop_run(L), 0);
+    CHECK_EQ(done_subs, NSUBS);
+    teardown();
+}
+
+TEST(spec_and_argument_errors) {
+    L = sp_loop_new(NULL);
+    S = sp_server_new(NULL);
+    CHECK_EQ(sp_bus_publish(S, "t", "x", 1, NULL), -ENXIO); /* not configured */
+    CHECK(sp_bus_subscribe(S, "t", NULL) == NULL);
+    CHECK_EQ(errno, ENXIO);
+    const char *bad[] = {"",
+                         "mem",
+                         "memory?retain=0",
+                         "memory?nope=1",
+                         "memory?queue=x",
+                         "redis://",
+                         "redis://host:0",
+                         "redis://host:99999",
+                         "redis://h:1/x",
+                         "redis://user@h",
+                         "redis://[::1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(sp_bus_configure(S, bad[i]), -EINVAL);
+    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380"), -ENOTSUP);
+    CHECK_EQ(sp_bus_configure(S, "redis://:pw@[::1]:7000/3?retain=5"), 0);
+    CHECK_EQ(sp_bus_configure(S, "redis://localhost"), 0);
+    CHECK_EQ(sp_bus_configure(S, "memory"), 0);
+    CHECK_EQ(sp_bus_publish(S, "", "x", 1, NULL), -EINVAL);
+    CHECK_EQ(sp_bus_publish(S, "a b", "x", 1, NULL), -EINVAL);
+    char long_topic[SP_BUS_TOPIC_MAX + 2];
+    memset(long_topic, 'a', sizeof long_topic - 1);
+    long_topic[sizeof long_topic - 1] = '\0';
+    CHECK_EQ(sp_bus_publish(S, long_topic, "x", 1, NULL), -EINVAL);
+    long_topic[SP_BUS_TOPIC_MAX] = '\0';
+    CHECK_EQ(sp_bus_publish(S, long_topic, "x", 1, NULL), 0);
+    teardown();
+}
+
+/* Two worker processes forked after the configure: the second refuses. */
+static int hold(sp_server *s, void *ud) {
+    usleep(600 * 1000);
+    return 0;
+}
+
+TEST(memory_bus_refuses_a_second_worker) {
+    S = sp_server_new(NULL);
+    CHECK_EQ(sp_bus_configure(S, "memory"), 0);
+    server_set_drive(S, hold, NULL);
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        if ((kids[k] = fork()) == 0)
+            _exit(sp_server_run(S) == 0 ? 0 : 3);
+        usleep(150 * 1000);
+    }
+    int st0, st1;
+    waitpid(kids[0], &st0, 0);
+    waitpid(kids[1], &st1, 0);
+    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 0);
+    CHECK(WIFEXITED(st1) && WEXITSTATUS(st1) == 3);
+    /* One after the other is fine: the first has gone. */
+    if ((kids[0] = fork()) == 0)
+        _exit(sp_server_run(S) == 0 ? 0 : 3);
+    waitpid(kids[0], &st0, 0);
+    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 0);
+    sp_server_free(S);
+}
