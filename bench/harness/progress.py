@@ -53,7 +53,8 @@ def plan(o, n_cpus):
     if hello:
         out.append(("hello", hello, cost / hello))
     if "wsgi" in wl:
-        wsgi = [x for x in o.servers if x not in ("spindle-c", "nginx", "node", "tornado")]
+        from .peers import BY_NAME
+        wsgi = [x for x in o.servers if x in BY_NAME and BY_NAME[x].kind == "wsgi"]
         apps = [a for a in o.apps if a != "hello" or "keepalive" not in wl]
         out.append(("wsgi", len(wsgi) * len(apps) * r, d + 2))
     if "static" in wl:
