@@ -432,8 +432,18 @@ static int read_flags(cli_config *c, int argc, char **argv, flag_args *a) {
             return rc;
     }
     if (i < argc) {
-        fprintf(stderr, "spindle: unexpected argument '%s'; %s lists the flags\n", argv[i],
-                help_cmd(c));
+        /* MODULE:APP given to the C binary: the pip command of the same name
+         * takes it, and a user whose PATH found this one should hear how. */
+        if (c->role == ROLE_BIN && strchr(argv[i], ':') && argv[i][0] != '/' && argv[i][0] != '-')
+            fprintf(stderr,
+                    "spindle: '%s' looks like a Python application: this spindle is the C "
+                    "server (C handlers: --app MODULE.so). Serve Python apps with "
+                    "python3 -m spindle %s, or the spindle command that `pip install` puts "
+                    "in a virtual environment\n",
+                    argv[i], argv[i]);
+        else
+            fprintf(stderr, "spindle: unexpected argument '%s'; %s lists the flags\n", argv[i],
+                    help_cmd(c));
         return -1;
     }
     return host_port_bind(c, a);

@@ -162,3 +162,11 @@ def test_python_command_dash_h_after_the_application_is_help():
     p = run_py("count_app:application", "-h")
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith("usage: python3 -m spindle MODULE:CALLABLE"), p.stdout[:200]
+
+
+def test_a_python_app_given_to_the_c_binary_says_how_to_serve_it():
+    """The pip command and the C binary share a name: a user whose PATH found
+    the binary is told how to serve MODULE:APP, not 'unexpected argument'."""
+    p = subprocess.run([BIN, "app:app"], capture_output=True, text=True, timeout=10)
+    assert p.returncode == 2
+    assert "looks like a Python application" in p.stderr and "python3 -m spindle app:app" in p.stderr, p.stderr
