@@ -56,6 +56,49 @@ static const char *const signals[][2] = {
     {"TTIN, TTOU", "one worker more, one less"},
 };
 
+/* Other servers' spellings: those taken, and those answered with spindle's
+ * way, as --help lists them (from the alias table). */
+static void other_servers(FILE *out) {
+    fputs(".SH \"OTHER SERVERS' FLAGS\"\n"
+          "uvicorn's and gunicorn's spellings, on the command line only:\n",
+          out);
+    for (size_t i = 0; i < cli_naliases; i++) {
+        const flag_alias *a = &cli_aliases[i];
+        fputs(".TP\n\\fB", out);
+        roff(out, a->name);
+        fputs("\\fR (", out);
+        roff(out, a->from);
+        fputs(")\n", out);
+        if (a->kind == AL_ANSWER) {
+            fputs("refused (exit 2): ", out);
+            roff(out, a->text);
+            fputc('\n', out);
+            continue;
+        }
+        static const char *const how[] = {
+            [AL_SAME] = "the same as",
+            [AL_PREFIX] = "a value V is",
+            [AL_HOST] = "the host of one",
+            [AL_PORT] = "the port of one",
+            [AL_DEFAULT] = "sets, unless a flag, file or variable does,",
+        };
+        fprintf(out, "%s \\fB\\-\\-", how[a->kind]);
+        roff(out, a->to);
+        fputs("\\fR", out);
+        if (a->kind == AL_PREFIX || a->kind == AL_DEFAULT) {
+            fputc(' ', out);
+            roff(out, a->text);
+            if (a->kind == AL_PREFIX)
+                fputc('V', out);
+        } else if (a->kind == AL_HOST || a->kind == AL_PORT) {
+            fputs(" HOST:PORT (default ", out);
+            roff(out, a->text);
+            fputc(')', out);
+        }
+        fputc('\n', out);
+    }
+}
+
 void cli_man(FILE *out, const char *version) {
     fprintf(out, ".TH SPINDLE 1 \"\" \"spindle %s\" \"User Commands\"\n", version);
     fputs(".SH NAME\nspindle \\- HTTP/1.1, HTTP/2 and TLS application server for C handlers and "
@@ -84,7 +127,9 @@ void cli_man(FILE *out, const char *version) {
             roff(out, cli_flags[i].name);
             fputs("\\fR", out);
         }
-    fputs(".\n.SH CONFIGURATION\n"
+    fputs(".\n", out);
+    other_servers(out);
+    fputs(".SH CONFIGURATION\n"
           "Each option can also be set in the \\fB\\-\\-config\\fR file, as a\n"
           "\\fIname\\fR = \\fIvalue\\fR line named as the option without \\-\\-, and in the\n"
           "environment as SPINDLE_\\fINAME\\fR (upper case, \\- as _; SPINDLE_BIND takes\n"
