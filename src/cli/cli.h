@@ -50,6 +50,7 @@ typedef struct cli_config {
     int core_dumps;            /* --core-dumps: workers stay dumpable */
     int check_config;          /* --check-config: load everything, serve nothing */
     int demo;                  /* --demo: the demo routes beside a static root */
+    const char *bus;           /* --bus SPEC: topics (sp_bus_configure) */
     int reload;                /* --reload: restart the workers when a source changes */
     const char *reload_extra[CLI_MAX_LIST]; /* --reload-extra-file, as written */
     int nreload_extra;

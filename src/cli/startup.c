@@ -238,6 +238,29 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
     return 0;
 }
 
+/* --bus: topics, configured in the master before the fork. A memory bus is
+ * one process's: with several workers a subscriber would miss what another
+ * worker's handlers publish, so that is refused here, as memory sessions
+ * are (the relay through the master is not built yet). */
+static int setup_bus(const cli_config *c, sp_server *s) {
+    if (!c->bus)
+        return 0;
+    if (strncmp(c->bus, "memory", 6) == 0 && (c->bus[6] == '\0' || c->bus[6] == '?') &&
+        c->mo.workers > 1) {
+        fprintf(stderr,
+                "spindle: --bus memory keeps topics in one process, and --workers is %d: a "
+                "subscriber on one worker would miss what the others publish. Use --bus "
+                "redis://HOST[:PORT] (every worker of every machine), or --workers 1\n",
+                c->mo.workers);
+        return -1;
+    }
+    if (sp_bus_configure(s, c->bus) < 0) {
+        fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus);
+        return -1;
+    }
+    return 0;
+}
+
 /* --user / --group, after binding. 0, or -1 with a message printed. */
 static int drop_privileges(const cli_config *c) {
     if (!c->user && !c->group)
@@ -365,7 +388,7 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         return 1;
     if (app->setup && (rc = app->setup(s, c, app->ud)) != 0)
         return rc;
-    if (setup_sessions(c, s) < 0)
+    if (setup_sessions(c, s) < 0 || setup_bus(c, s) < 0)
         return 1;
     /* Static files after the application's routes: those win. A fallback
      * (the WSGI catch-all) comes after them and takes what names no file. */

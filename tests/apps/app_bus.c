@@ -114,10 +114,12 @@ static int subscribe(sp_req *req, sp_res *res, void *ud) {
     return rc;
 }
 
+/* The bus is the --bus flag's, or $BUS_SPEC's when set (an application
+ * that configures its own). */
 static int init(sp_server *s) {
     const char *spec = getenv("BUS_SPEC");
     server = s;
-    int rc = sp_bus_configure(s, spec ? spec : "memory");
+    int rc = spec ? sp_bus_configure(s, spec) : 0;
     if (rc < 0)
         return rc;
     if ((rc = sp_route(s, "POST", "/pub", publish, NULL)) < 0)

@@ -62,8 +62,9 @@ def redis(tmp_path):
 @pytest.fixture
 def bus_spindle(spindle, monkeypatch, redis):
     def start(query="", workers="2"):
-        monkeypatch.setenv("BUS_SPEC", "redis://127.0.0.1:%d%s" % (redis.port, query))
-        return spindle("--app", APP, "--workers", workers)
+        monkeypatch.delenv("BUS_SPEC", raising=False)
+        return spindle("--app", APP, "--workers", workers,
+                       "--bus", "redis://127.0.0.1:%d%s" % (redis.port, query))
     return start
 
 
@@ -206,3 +207,13 @@ def test_memory_bus_refuses_several_workers(tmp_path, monkeypatch):
     assert p.returncode != 0, err
     assert "the memory bus keeps topics in one process" in err
     assert "redis://" in err and "--workers 0" in err
+
+
+def test_bus_flag_memory_refuses_several_workers():
+    """--bus memory with two workers: refused before the fork, naming redis://."""
+    p = subprocess.run([BIN, "--bind", "127.0.0.1:%d" % free_port(), "--app", APP, "--workers", "2",
+                        "--bus", "memory"], capture_output=True, timeout=20, cwd=str(ROOT))
+    err = p.stderr.decode(errors="replace")
+    assert p.returncode != 0, err
+    assert "--bus memory keeps topics in one process" in err and "redis://" in err, err
+    assert "listening" not in err
