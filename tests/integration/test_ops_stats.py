@@ -191,7 +191,9 @@ def test_counts_survive_a_reload(ops_spindle):
     assert wait_for(lambda: not (srv.workers_now() & old) and len(srv.workers_now()) == 2, 6), srv.stderr()
     m1 = scrape(srv)
     assert total(m1) >= total(m0), (total(m0), total(m1))
-    assert m1["spindle_workers"] == 2
+    # A new worker's slot is filled once it runs, a moment after the fork
+    # the process list already shows (seen on a loaded machine).
+    assert wait_for(lambda: scrape(srv)["spindle_workers"] == 2, 3), scrape(srv)["spindle_workers"]
 
 
 def test_html_status_page(ops_spindle):
