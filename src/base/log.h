@@ -1,6 +1,7 @@
 /* log.h — the error log: leveled lines with a timestamp and the pid, to
- * stderr (or a file set with log_open). Messages say what is wrong and what
- * to do. Flood-prone messages go through log_ratelimited. */
+ * stderr (or a file set with log_open), as text or JSON objects. Messages
+ * say what is wrong and what to do. Flood-prone messages go through
+ * log_ratelimited. */
 #ifndef SPINDLE_LOG_H
 #define SPINDLE_LOG_H
 
@@ -19,6 +20,12 @@ void log_reopen(void);
 
 /* Lines below level are dropped (default LOG_INFO). */
 void log_set_level(log_level level);
+/* The level set (the binding prints whole tracebacks at LOG_DEBUG). */
+log_level log_get_level(void);
+/* --error-log-format json: each line one JSON object, {"time", "level",
+ * "pid", "message"} (a multi-line message stays one line); 0: text,
+ * "TIME [PID] LEVEL: message". */
+void log_set_json(int on);
 /* Parses "debug", "info", "warning", "error", "critical"; -1 if unknown. */
 int log_parse_level(const char *name);
 
