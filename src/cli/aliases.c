@@ -87,9 +87,6 @@ const flag_alias cli_aliases[] = {
      "spindle reads unencrypted keys only (openssl pkey -in KEY -out PLAIN)", UV},
     {"--app-dir", NULL, AL_ANSWER, NULL,
      "spindle imports the application from the current directory: --chdir DIR", UV},
-    {"--factory", NULL, AL_ANSWER, NULL,
-     "spindle calls no factory: name the application object itself (app = create_app() in a "
-     "module, then MODULE:app)", UV},
     {"--reload-dir", NULL, AL_ANSWER, NULL,
      "spindle's --reload watches the modules the application imported; other files: "
      "--reload-extra-file FILE", UV},

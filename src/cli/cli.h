@@ -66,12 +66,15 @@ typedef struct cli_config {
     struct tls_ctx *tls;               /* the contexts the TLS listeners use */
     size_t ws_max_message; /* --ws-max-message: the default WebSocket message limit; 0 1 MiB */
     /* python3 -m spindle only */
-    int preload;           /* import the application in the master */
-    const char *root_path; /* SCRIPT_NAME */
-    int max_concurrent;    /* requests inside the application at once; 0 no limit */
-    int blocking_threads;  /* spindle.run_blocking's thread pool per worker; 0 default (4) */
-    const char *interface; /* --interface: auto, asgi or wsgi (NULL: auto) */
-    const char *lifespan;  /* --lifespan: auto, on or off (NULL: auto) */
+    int preload;            /* import the application in the master */
+    const char *root_path;  /* SCRIPT_NAME */
+    int max_concurrent;     /* requests inside the application at once; 0 no limit */
+    int blocking_threads;   /* spindle.run_blocking's thread pool per worker; 0 default (4) */
+    const char *interface;  /* --interface: auto, asgi or wsgi (NULL: auto) */
+    const char *lifespan;   /* --lifespan: auto, on or off (NULL: auto) */
+    int factory;            /* --factory: the spec names a callable returning the app */
+    const char *env_file;   /* --env-file: KEY=VALUE lines put into the environment */
+    const char *log_config; /* --log-config: Python logging dictConfig (JSON or YAML) */
     master_options mo;
     /* each setting's text and where it came from (0 default .. 3 flag) */
     const char *values[CLI_MAX_FLAGS];
@@ -113,6 +116,9 @@ typedef struct cli_app {
      * name no file. */
     sp_handler fallback;
     void *ud;
+    /* Optional: what is served, for the start-up banner: "app:app (ASGI)".
+     * Without it the banner names the --app module, --root or the demo. */
+    void (*describe)(const cli_config *c, void *ud, char *out, size_t n);
 } cli_app;
 
 /* The one start-up sequence of both commands: --chdir, the server, access
@@ -120,6 +126,12 @@ typedef struct cli_app {
  * dropped privileges, then the master until a stop signal. c must live as
  * long (reload re-parses into it). Returns the exit status. */
 int cli_serve(cli_config *c, const cli_app *app);
+
+/* --env-file: the KEY=VALUE lines of path put into the environment (#
+ * comments, blank lines, optional quotes, an `export ` prefix); a key the
+ * environment has already keeps its value. quiet: no message. 0, or -1
+ * with a message naming the file and line. */
+int cli_env_file_load(const char *path, int quiet);
 
 /* What a listener's --bind said (listener_scheme). */
 enum { CLI_BIND_ANY, CLI_BIND_HTTP, CLI_BIND_HTTPS, CLI_BIND_SIDE };

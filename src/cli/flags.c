@@ -26,6 +26,8 @@ static int set_interface(cli_config *c, const char *text);
 static int set_lifespan(cli_config *c, const char *text);
 static int set_http2(cli_config *c, const char *text);
 static int set_io_backend(cli_config *c, const char *text);
+static int set_error_log_format(cli_config *c, const char *text);
+static int set_env_file(cli_config *c, const char *text);
 
 /* A field its own setter checks or parses from words: reloaded like a field. */
 #define INT_WORDS(field, fn)   T_INT, offsetof(cli_config, field), fn
@@ -178,6 +180,9 @@ const flag cli_flags[] = {
     {"error-log", "FILE", K_STR, B, RESTART, STR(error_log), "stderr",
      "write the server's log, and all else written to stderr (Python tracebacks), to FILE, "
      "appending; reopened on USR1"},
+    {"error-log-format", "FMT", K_STR, B, HUP, SET(set_error_log_format), "text",
+     "the error log's lines: text (TIME [PID] LEVEL: message) or json (one object a line: "
+     "time, level, pid, message), as --access-log-format json"},
     {"stats", "PATH", K_STR, B, RESTART, STR(stats), "off",
      "serve Prometheus-format counters summed over all workers at PATH, and a status page at "
      "PATH?html"},
@@ -216,6 +221,18 @@ const flag cli_flags[] = {
     {"lifespan", "MODE", K_STR, ROLE_PY, RESTART, STR_CHECKED(lifespan, set_lifespan), "auto",
      "ASGI lifespan events per worker: on (a failed startup stops the server), off, or auto "
      "(an application failing the lifespan scope before receiving does not support it)"},
+    {"factory", NULL, K_FLAG, ROLE_PY, RESTART, INT(factory), NULL,
+     "the application named is a factory: it is called with no arguments (in each worker, or "
+     "once with --preload) and what it returns is served; MODULE:create_app() in the "
+     "application's name calls one too, with literal arguments if any"},
+    {"env-file", "FILE", K_STR, ROLE_PY, RESTART, STR_CHECKED(env_file, set_env_file), "none",
+     "put FILE's KEY=VALUE lines (# comments, optional quotes and export prefix) into the "
+     "environment before the SPINDLE_* variables are read and the application imported; a "
+     "variable already in the environment keeps its value"},
+    {"log-config", "FILE", K_STR, ROLE_PY, RESTART, STR(log_config), "none",
+     "configure Python's logging from FILE, a logging.config.dictConfig mapping in JSON (YAML "
+     "if it ends in .yaml or .yml and PyYAML is installed), in each worker before the "
+     "application is imported; spindle's own error log keeps its format"},
     {"ws-max-message", "BYTES", K_SIZE, B, RESTART, SIZE(ws_max_message), "1m",
      "the largest WebSocket message (reassembled) a handler receives (C handlers that pass no "
      "max_message of their own, spindle.websocket, ASGI); a larger one is closed with 1009"},
@@ -592,5 +609,95 @@ static int set_lifespan(cli_config *c, const char *text) {
     if (one_of("lifespan", text, words) < 0)
         return -1;
     c->lifespan = text;
+    return 0;
+}
+
+static int set_error_log_format(cli_config *c, const char *text) {
+    if (strcmp(text, "text") != 0 && strcmp(text, "json") != 0) {
+        fprintf(stderr, "spindle: --error-log-format is text or json, not '%s'\n", text);
+        return -1;
+    }
+    log_set_json(text[0] == 'j');
+    return 0;
+}
+
+/* The value of an env file's line after '=': unquoted (an inline " #"
+ * comment and trailing blanks dropped), 'single' (as written) or "double"
+ * (\n, \t, \" and \\ escapes). Written in place; 0, or -1 when a quote is
+ * not closed. */
+static int env_value(char *v, char **out) {
+    char q = *v;
+    if (q != '"' && q != '\'') {
+        char *end = v + strcspn(v, "\r\n");
+        for (char *h = v; (h = strchr(h, '#')) && h < end; h++)
+            if (h == v || h[-1] == ' ' || h[-1] == '\t') {
+                end = h;
+                break;
+            }
+        while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        *end = '\0';
+        *out = v;
+        return 0;
+    }
+    char *r = v + 1, *w = v;
+    for (; *r && *r != q; r++) {
+        if (q == '"' && *r == '\\' && r[1]) {
+            r++;
+            *w++ = *r == 'n' ? '\n' : *r == 't' ? '\t' : *r;
+        } else
+            *w++ = *r;
+    }
+    if (*r != q)
+        return -1;
+    *w = '\0';
+    *out = v;
+    return 0;
+}
+
+int cli_env_file_load(const char *path, int quiet) {
+    FILE *fp = fopen(path, "r");
+    if (!fp) {
+        if (!quiet)
+            fprintf(stderr, "spindle: --env-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    char line[8192];
+    int lineno = 0, rc = 0;
+    while (rc == 0 && fgets(line, sizeof line, fp)) {
+        lineno++;
+        char *p = line + strspn(line, " \t");
+        if (*p == '#' || *p == '\n' || *p == '\r' || *p == '\0')
+            continue;
+        if (strncmp(p, "export ", 7) == 0)
+            p += 7 + strspn(p + 7, " \t");
+        size_t klen = strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_");
+        char *eq = p + klen + strspn(p + klen, " \t");
+        char *value;
+        if (klen == 0 || (p[0] >= '0' && p[0] <= '9') || *eq != '=' ||
+            env_value(eq + 1 + strspn(eq + 1, " \t"), &value) < 0) {
+            if (!quiet)
+                fprintf(stderr,
+                        "spindle: --env-file %s:%d: want KEY=VALUE (a name of letters, "
+                        "digits and _; a quoted value closes its quote)\n",
+                        path, lineno);
+            rc = -1;
+            break;
+        }
+        p[klen] = '\0';
+        setenv(p, value, 0); /* the real environment wins, as dotenv and uvicorn do */
+    }
+    fclose(fp);
+    return rc;
+}
+
+/* Loaded here for a --config file's env-file (after the SPINDLE_* variables
+ * were read: only the application sees those); python3 -m spindle loads a
+ * command-line or SPINDLE_ENV_FILE one before parsing (module.c), so this
+ * second load changes nothing. */
+static int set_env_file(cli_config *c, const char *text) {
+    if (cli_env_file_load(text, 0) < 0)
+        return -1;
+    c->env_file = text;
     return 0;
 }
