@@ -1,11 +1,13 @@
 /* startup.c — cli_serve, the one start-up sequence of `spindle` and
  * `python3 -m spindle`: --chdir, the server, its access log and --stats,
  * the caller's application, --sessions, --root, the listeners (inherited or
- * new), --user/--group, the session store's first open (as that user), then
- * the master with the reload hook. */
+ * new), --user/--group, the session store's first open (as that user), the
+ * banner saying where to point a browser, then the master with the reload
+ * hook. */
 #include "cli/flags.h"
 
 #include "base/log.h"
+#include "loop/loop_backend.h"
 #include "loop/loop_select.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
@@ -14,6 +16,7 @@
 #include "server/static/static.h"
 #include "server/ws/ws_limits.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -374,6 +377,85 @@ static void setup_reload(cli_config *c) {
     free(app);
 }
 
+/* Listener i as a browser (or curl) would be pointed at it: http:// or
+ * https:// with the address bound (the port the kernel chose for :0), or
+ * unix:PATH. */
+static void listener_url(const sp_server *s, int i, char *out, size_t n) {
+    net_addr a;
+    a.len = sizeof a.u;
+    if (getsockname(server_listener_fd(s, i), &a.u.sa, &a.len) != 0)
+        a = *server_listener_addr(s, i);
+    const char *scheme = s->listeners[i].tls ? "https" : "http";
+    char host[INET6_ADDRSTRLEN] = "?";
+    switch (a.u.sa.sa_family) {
+    case AF_UNIX:
+        snprintf(out, n, "unix:%s", a.u.un.sun_path);
+        break;
+    case AF_INET6:
+        inet_ntop(AF_INET6, &a.u.in6.sin6_addr, host, sizeof host);
+        snprintf(out, n, "%s://[%s]:%d", scheme, host, ntohs(a.u.in6.sin6_port));
+        break;
+    default:
+        inet_ntop(AF_INET, &a.u.in.sin_addr, host, sizeof host);
+        snprintf(out, n, "%s://%s:%d", scheme, host, ntohs(a.u.in.sin_port));
+        break;
+    }
+    if (s->listeners[i].proxy && strlen(out) + 18 < n)
+        strcat(out, " (PROXY protocol)");
+}
+
+/* What the binary serves (main.c's choice): its --app module, the files
+ * of --root, or the demo routes. */
+static void describe_binary(const cli_config *c, char *out, size_t n) {
+    int site = c->root != NULL;
+    for (int i = 0; i < c->nstatic_maps; i++)
+        site |= strncmp(c->static_maps[i], "/=", 2) == 0;
+    if (c->app)
+        snprintf(out, n, "%s (C)", c->app);
+    else if (site && !c->demo)
+        snprintf(out, n, "the files of %s (static)", c->root ? c->root : "--static-map /");
+    else
+        snprintf(out, n, "the demo routes (C)");
+}
+
+/* The start-up banner, once, in the master, at info: "spindle 0.1 serving
+ * app:app (ASGI) on http://127.0.0.1:8000 with 2 workers, epoll". */
+static void banner(const cli_config *c, const cli_app *app, const sp_server *s) {
+    char what[512], urls[1024] = "", url[300];
+    if (app->describe)
+        app->describe(c, app->ud, what, sizeof what);
+    else
+        describe_binary(c, what, sizeof what);
+    int n = server_nlisteners(s), shown = 0;
+    for (int i = 0; i < n; i++) {
+        if (i < (int)sizeof c->listener_scheme && c->listener_scheme[i] == CLI_BIND_SIDE)
+            continue; /* --stats-bind: a side door, not the site */
+        listener_url(s, i, url, sizeof url);
+        size_t len = strlen(urls);
+        snprintf(urls + len, sizeof urls - len, "%s%s", shown ? ", " : "", url);
+        shown++;
+    }
+    backend_kind k = (backend_kind)c->io_backend;
+    if (k == BACKEND_KIND_AUTO)
+        k = backend_kind_auto();
+    const char *backend = k == BACKEND_KIND_URING ? backend_uring_ops.name : backend_epoll_ops.name;
+    char workers[64];
+    if (c->mo.workers > 0)
+        snprintf(workers, sizeof workers, "with %d worker%s", c->mo.workers,
+                 c->mo.workers == 1 ? "" : "s");
+    else
+        snprintf(workers, sizeof workers, "in this process (--workers 0)");
+        /* Only parse.c is built with the version (the Makefile keeps it so);
+         * setup.py's build defines it everywhere. */
+#ifdef SPINDLE_VERSION
+    const char *version = " " SPINDLE_VERSION;
+#else
+    const char *version = "";
+#endif
+    log_msg(LOG_INFO, "spindle%s serving %s on %s %s, %s", version, what,
+            shown ? urls : "no listener", workers, backend);
+}
+
 /* Everything before the master: 0, or the exit status. */
 static int setup(cli_config *c, const cli_app *app, sp_server *s) {
     int rc;
@@ -451,6 +533,7 @@ int cli_serve(cli_config *c, const cli_app *app) {
         c->mo.reload = cli_reload;
         c->mo.reload_ud = c;
         setup_reload(c);
+        banner(c, app, s);
         rc = master_run(s, &c->mo);
     }
     sp_server_free(s);
