@@ -1,8 +1,8 @@
 /* module.c — the _spindle extension module: serve() parses the flags shared
  * with the spindle binary and runs the shared start-up sequence (cli_serve)
- * with the WSGI application as the catch-all (imported in each worker after
- * the fork, or once before with --preload); plus sleep/wait_readable/
- * wait_writable for applications. */
+ * with the WSGI or ASGI application as the catch-all (imported in each
+ * worker after the fork, or once before with --preload; spindle/_load.py
+ * finds it and words a failure); plus sleep/wait_readable/wait_writable. */
 #include "asgi.h"
 #include "binding.h"
 #include "wsgi.h"
@@ -12,6 +12,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int hub_import_greenlet(void);
@@ -92,19 +93,148 @@ static void report_files(PyObject *exc) {
     Py_DECREF(files);
 }
 
-/* The worker's import failed: the traceback, and its files with --reload. */
-static void load_failed(hub *h) {
-    log_msg(LOG_CRITICAL, "cannot load the WSGI application:");
-    if (h->reload) {
-        PyObject *type, *val, *tb;
-        PyErr_Fetch(&type, &val, &tb);
-        PyErr_NormalizeException(&type, &val, &tb);
-        if (val && tb)
-            PyException_SetTraceback(val, tb);
-        report_files(val);
-        PyErr_Restore(type, val, tb);
+/* How the application is loaded: the flags read in the master (one server
+ * per process, so module state). */
+static struct {
+    int factory;            /* --factory */
+    const char *log_config; /* --log-config FILE, applied once per process */
+    int log_configured;     /* applied (in the master with --preload: inherited) */
+    int resolved;           /* the_hub->app is the application (loaded, checked) */
+    int *announced;         /* shared by the workers: the interface said once */
+} ld;
+
+/* The exception raised, taken (NULL if none), with its traceback attached. */
+static PyObject *take_exception(void) {
+#if PY_VERSION_HEX >= 0x030C0000
+    return PyErr_GetRaisedException();
+#else
+    PyObject *type, *val, *tb;
+    PyErr_Fetch(&type, &val, &tb);
+    PyErr_NormalizeException(&type, &val, &tb);
+    if (val && tb)
+        PyException_SetTraceback(val, tb);
+    Py_XDECREF(type);
+    Py_XDECREF(tb);
+    return val;
+#endif
+}
+
+/* spindle._load.NAME(args...): the result, or NULL with the exception set
+ * (the caller words it). */
+static PyObject *load_call(const char *name, const char *fmt, ...) {
+    PyObject *mod = PyImport_ImportModule("spindle._load");
+    PyObject *fn = mod ? PyObject_GetAttrString(mod, name) : NULL;
+    Py_XDECREF(mod);
+    if (!fn)
+        return NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *args = Py_VaBuildValue(fmt, ap);
+    va_end(ap);
+    PyObject *r = args ? PyObject_CallObject(fn, args) : NULL;
+    Py_XDECREF(args);
+    Py_DECREF(fn);
+    return r;
+}
+
+/* One line of the error log (a worker: to_log) or of stderr after
+ * "spindle: " (the master's --preload and --check-config, before serving). */
+static void say(int to_log, log_level level, const char *text) {
+    if (to_log)
+        log_msg(level, "%s", text);
+    else
+        fprintf(stderr, "spindle: %s\n", text);
+}
+
+/* The application did not load (the exception raised): the one line of
+ * spindle._load.failure, and at --log-level debug the traceback too, a
+ * line each; with --reload its files are watched (fixing them is the
+ * change awaited). */
+static void load_failed(hub *h, int to_log) {
+    PyObject *exc = take_exception();
+    if (to_log && h->reload)
+        report_files(exc);
+    PyObject *spec =
+        h->loader && h->loader != Py_None ? PyObject_GetAttrString(h->loader, "spec") : NULL;
+    PyErr_Clear();
+    PyObject *line =
+        load_call("failure", "(OOz)", spec ? spec : Py_None, exc ? exc : Py_None, h->interface);
+    const char *text = line ? PyUnicode_AsUTF8(line) : NULL;
+    if (text)
+        say(to_log, LOG_CRITICAL, text);
+    else { /* the formatter itself failed: Python's own words, then */
+        PyErr_Clear();
+        say(to_log, LOG_CRITICAL, "cannot load the application:");
+        if (exc) {
+            Py_INCREF(exc);
+#if PY_VERSION_HEX >= 0x030C0000
+            PyErr_SetRaisedException(exc);
+#else
+            Py_INCREF(Py_TYPE(exc));
+            PyErr_Restore((PyObject *)Py_TYPE(exc), exc, PyException_GetTraceback(exc));
+#endif
+            PyErr_Print();
+        }
     }
-    PyErr_Print();
+    if (text && exc && log_get_level() == LOG_DEBUG) {
+        PyObject *tb = load_call("traceback_text", "(O)", exc);
+        const char *t = tb ? PyUnicode_AsUTF8(tb) : NULL;
+        for (const char *p = t; p && *p;) {
+            size_t n = strcspn(p, "\n");
+            if (to_log)
+                log_msg(LOG_DEBUG, "%.*s", (int)n, p);
+            else
+                fprintf(stderr, "%.*s\n", (int)n, p);
+            p += n + (p[n] == '\n');
+        }
+        Py_XDECREF(tb);
+    }
+    PyErr_Clear();
+    Py_XDECREF(line);
+    Py_XDECREF(spec);
+    Py_XDECREF(exc);
+}
+
+/* --log-config, before the application is imported. 0, or -1 with the
+ * reason said (to_log as for say). */
+static int configure_logging(int to_log) {
+    if (!ld.log_config || ld.log_configured)
+        return 0;
+    ld.log_configured = 1;
+    PyObject *r = load_call("apply_log_config", "(s)", ld.log_config);
+    if (r) {
+        Py_DECREF(r);
+        return 0;
+    }
+    PyObject *exc = take_exception();
+    PyObject *why = exc ? PyObject_Str(exc) : NULL;
+    const char *w = why ? PyUnicode_AsUTF8(why) : NULL;
+    PyErr_Clear();
+    char text[1024];
+    if (w && strncmp(w, "--log-config", 12) == 0)
+        snprintf(text, sizeof text, "%s", w);
+    else
+        snprintf(text, sizeof text, "--log-config %s: %s: %s", ld.log_config,
+                 exc ? Py_TYPE(exc)->tp_name : "error", w ? w : "");
+    say(to_log, LOG_CRITICAL, text);
+    Py_XDECREF(why);
+    Py_XDECREF(exc);
+    return -1;
+}
+
+/* h->app made the application: imported by the loader unless given,
+ * called if --factory, checked callable (spindle._load.resolve). 0, or -1
+ * with the failure said. */
+static int resolve_app(hub *h, int to_log) {
+    PyObject *app = load_call("resolve", "(OOi)", h->loader ? h->loader : Py_None,
+                              h->app ? h->app : Py_None, ld.factory);
+    if (!app) {
+        load_failed(h, to_log);
+        return -1;
+    }
+    Py_XSETREF(h->app, app);
+    ld.resolved = 1;
+    return 0;
 }
 
 /* 1 if the app is ASGI (--interface, else spindle._asgi.is_asgi), 0 WSGI,
@@ -124,27 +254,33 @@ static int is_asgi(hub *h) {
     return asgi;
 }
 
+/* The first worker to find out says the interface, when the master could
+ * not say it in the banner (it imports nothing without --preload). */
+static void announce(hub *h) {
+    if (!ld.announced || __atomic_exchange_n(ld.announced, 1, __ATOMIC_RELAXED))
+        return;
+    PyObject *spec =
+        h->loader && h->loader != Py_None ? PyObject_GetAttrString(h->loader, "spec") : NULL;
+    const char *sp = spec && PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
+    PyErr_Clear();
+    log_msg(LOG_INFO, "%s is %s application", sp ? sp : "the application",
+            h->asgi ? "an ASGI" : "a WSGI");
+    Py_XDECREF(spec);
+}
+
 /* In each worker: import the application unless --preload did already. */
 static int worker_init(sp_server *s, void *ud) {
     hub *h = ud;
     /* The watchdog's stall signal dumps the Python traceback of the code
      * that holds the loop, before the kill. */
     call_dev("install_stall_dump", NULL, "(i)", MASTER_STALL_SIGNAL);
-    if (!h->app) {
-        h->app = PyObject_CallNoArgs(h->loader);
-        if (!h->app) {
-            load_failed(h);
-            return -1;
-        }
-    }
+    if (configure_logging(1) < 0 || (!ld.resolved && resolve_app(h, 1) < 0))
+        return -1; /* the worker's boot-failed status: the master stops */
     if (h->reload)
         report_files(NULL);
-    if (!PyCallable_Check(h->app)) {
-        log_msg(LOG_CRITICAL, "the application is not callable (a %s)", Py_TYPE(h->app)->tp_name);
-        return -1;
-    }
     if ((h->asgi = is_asgi(h)) < 0)
         return -1;
+    announce(h);
     if (environ_init(h) < 0) {
         PyErr_Print();
         return -1;
@@ -165,28 +301,29 @@ static int app_drive(sp_server *s, void *ud) {
     return ((hub *)ud)->asgi ? asgi_drive(s, ud) : hub_drive(s, ud);
 }
 
-/* A failed import, said in one line: "spindle: cannot load SPEC: Type: why". */
-static void report_load_error(PyObject *loader) {
-#if PY_VERSION_HEX >= 0x030C0000
-    PyObject *exc = PyErr_GetRaisedException();
-#else
-    PyObject *type, *exc, *tb;
-    PyErr_Fetch(&type, &exc, &tb);
-    PyErr_NormalizeException(&type, &exc, &tb);
-    Py_XDECREF(type);
-    Py_XDECREF(tb);
-#endif
-    PyObject *spec = PyObject_GetAttrString(loader, "spec");
-    PyObject *why = exc ? PyObject_Str(exc) : NULL;
-    PyErr_Clear();
+/* The banner's "app:app (ASGI)": the interface when the master knows it
+ * (--preload, an application object, --interface), else the workers say. */
+static void describe(const cli_config *c, void *ud, char *out, size_t n) {
+    hub *h = ud;
+    PyObject *spec =
+        h->loader && h->loader != Py_None ? PyObject_GetAttrString(h->loader, "spec") : NULL;
     const char *sp = spec && PyUnicode_Check(spec) ? PyUnicode_AsUTF8(spec) : NULL;
-    const char *w = why ? PyUnicode_AsUTF8(why) : NULL;
     PyErr_Clear();
-    fprintf(stderr, "spindle: cannot load %s: %s: %s\n", sp ? sp : "the WSGI application",
-            exc ? Py_TYPE(exc)->tp_name : "error", w ? w : "");
-    Py_XDECREF(why);
+    const char *kind = NULL;
+    if (ld.resolved) {
+        int a = is_asgi(h);
+        kind = a < 0 ? NULL : a ? "ASGI" : "WSGI";
+    } else if (h->interface && strcmp(h->interface, "auto") != 0)
+        kind = strcmp(h->interface, "asgi") == 0 ? "ASGI" : "WSGI";
+    snprintf(out, n, "%s (%s)", sp ? sp : "the application object",
+             kind ? kind : "WSGI or ASGI, as the workers find it");
     Py_XDECREF(spec);
-    Py_XDECREF(exc);
+    if (!kind) {
+        /* Said once by the first worker: a shared word, before the fork. */
+        void *m =
+            mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ld.announced = m == MAP_FAILED ? NULL : m;
+    }
 }
 
 /* The application's part of the start-up (cli_serve): --preload imports it
@@ -206,18 +343,16 @@ static int wsgi_setup(sp_server *s, cli_config *c, void *ud) {
     if (c->reload && c->preload)
         log_msg(LOG_WARNING, "--reload imports the application in each worker: --preload is "
                              "ignored");
-    /* --check-config imports it here too: that is what it checks. */
-    if (((c->preload && !c->reload) || c->check_config) && !h->app) {
-        h->app = h->loader == Py_None ? NULL : PyObject_CallNoArgs(h->loader);
-        if (!h->app) {
-            report_load_error(h->loader);
+    ld.factory = c->factory;
+    ld.log_config = c->log_config;
+    /* --check-config imports it here too: that is what it checks. A given
+     * application object is checked (and --factory called) here as well. */
+    int here = (c->preload && !c->reload) || c->check_config || h->app;
+    if (here && (h->app || h->loader != Py_None)) {
+        if (!h->app && configure_logging(0) < 0)
             return 1;
-        }
-        if (!PyCallable_Check(h->app)) {
-            fprintf(stderr, "spindle: the WSGI application is not callable (a %s)\n",
-                    Py_TYPE(h->app)->tp_name);
+        if (resolve_app(h, 0) < 0)
             return 1;
-        }
     }
     server_set_drive(s, app_drive, h);
     server_set_worker_init(s, worker_init, h);
@@ -245,6 +380,21 @@ static char **argv_from_list(PyObject *list, const char *prog) {
         }
     }
     return argv;
+}
+
+/* --env-file (or SPINDLE_ENV_FILE) loaded before the flags are parsed, so
+ * the SPINDLE_* variables it sets count as the environment's; a bad file
+ * is said by the flag's own parse, after. */
+static void load_env_file(char **argv) {
+    const char *path = getenv("SPINDLE_ENV_FILE");
+    for (int i = 1; argv[i] && strcmp(argv[i], "--") != 0; i++) {
+        if (strcmp(argv[i], "--env-file") == 0 && argv[i + 1])
+            path = argv[++i];
+        else if (strncmp(argv[i], "--env-file=", 11) == 0)
+            path = argv[i] + 11;
+    }
+    if (path)
+        cli_env_file_load(path, 1);
 }
 
 /* --root-path without its trailing slashes, unless the caller gave one. */
@@ -290,6 +440,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     char **argv = argv_from_list(argv_list, prog);
     if (!argv)
         return NULL;
+    load_env_file(argv);
     static cli_config c; /* lives as long as serving: reload re-parses into it */
     c.prog = prog;
     int rc = cli_parse((int)PyList_GET_SIZE(argv_list) + 1, argv, &c);
@@ -311,7 +462,7 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     the_hub = h;
     /* Every method and path no --root file claims goes to the application
      * (OPTIONS * excepted). */
-    int status = h->root_path ? cli_serve(&c, &(cli_app){wsgi_setup, app_handler, h}) : 1;
+    int status = h->root_path ? cli_serve(&c, &(cli_app){wsgi_setup, app_handler, h, describe}) : 1;
     PyMem_Free(argv);
     the_hub = NULL;
     hub_free(h);
@@ -326,6 +477,21 @@ static PyObject *py_wait_readable(PyObject *self, PyObject *args, PyObject *kw) 
 
 static PyObject *py_wait_writable(PyObject *self, PyObject *args, PyObject *kw) {
     return py_wait_fd(self, args, kw, 1);
+}
+
+/* log(level, message): one line of the error log, in its format (text or
+ * --error-log-format json), for spindle's own Python code. */
+static PyObject *py_log(PyObject *self, PyObject *args) {
+    const char *level, *text;
+    if (!PyArg_ParseTuple(args, "ss:log", &level, &text))
+        return NULL;
+    int lv = log_parse_level(level);
+    if (lv < 0) {
+        PyErr_Format(PyExc_ValueError, "log(): unknown level %s", level);
+        return NULL;
+    }
+    log_msg((log_level)lv, "%s", text);
+    Py_RETURN_NONE;
 }
 
 static PyObject *py_in_request(PyObject *self, PyObject *unused) {
@@ -357,6 +523,9 @@ static PyMethodDef methods[] = {
     {"on_loop_thread", py_on_loop_thread, METH_NOARGS,
      "on_loop_thread() -> bool: the calling thread is the worker loop's (or no loop drives "
      "yet)"},
+    {"log", py_log, METH_VARARGS,
+     "log(level, message): a line of spindle's error log (debug, info, warning, error, "
+     "critical)"},
     {"in_request", py_in_request, METH_NOARGS,
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,

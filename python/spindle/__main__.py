@@ -1,26 +1,14 @@
 """python3 -m spindle MODULE:CALLABLE [flags]: serves a WSGI or ASGI application
-(detected; --interface forces it).
+(detected; --interface forces it). MODULE:factory() calls a factory.
 
 The flags are the spindle binary's (--bind, --workers, timeouts, limits...)
 plus the WSGI ones (--preload, --root-path, --max-concurrent-app-calls), all
 parsed from the one flag table in C; --help lists them all."""
 
-import importlib
-import os
 import sys
 
-
-def load(spec):
-    """Imports MODULE and returns CALLABLE from it (default: application)."""
-    module_name, _, attr = spec.partition(":")
-    attr = attr or "application"
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    module = importlib.import_module(module_name)
-    obj = module
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
+# The import itself lives in _load.py (spindle.run imports load from here).
+from ._load import load  # noqa: F401
 
 
 def main(argv):
