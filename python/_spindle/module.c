@@ -397,6 +397,26 @@ static void load_env_file(char **argv) {
         cli_env_file_load(path, 1);
 }
 
+/* os.environ is a copy Python took at start: the variables an env file put
+ * into the C environment since are added to it (none is changed). */
+static void sync_os_environ(void) {
+    extern char **environ;
+    PyObject *os = PyImport_ImportModule("os");
+    PyObject *env = os ? PyObject_GetAttrString(os, "environ") : NULL;
+    for (char **e = environ; env && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        PyObject *k = eq ? PyUnicode_DecodeFSDefaultAndSize(*e, eq - *e) : NULL;
+        PyObject *v = k ? PyUnicode_DecodeFSDefault(eq + 1) : NULL;
+        if (v && PyMapping_HasKey(env, k) == 0)
+            PyObject_SetItem(env, k, v);
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
+    PyErr_Clear();
+    Py_XDECREF(env);
+    Py_XDECREF(os);
+}
+
 /* --root-path without its trailing slashes, unless the caller gave one. */
 static PyObject *root_path_of(const cli_config *c, PyObject *given) {
     if (given && PyUnicode_GET_LENGTH(given) > 0) {
@@ -444,6 +464,8 @@ static PyObject *py_serve(PyObject *self, PyObject *args, PyObject *kw) {
     static cli_config c; /* lives as long as serving: reload re-parses into it */
     c.prog = prog;
     int rc = cli_parse((int)PyList_GET_SIZE(argv_list) + 1, argv, &c);
+    if (c.env_file)
+        sync_os_environ();
     hub *h = rc == 0 ? PyMem_Calloc(1, sizeof *h) : NULL;
     if (!h) {
         PyMem_Free(argv);
