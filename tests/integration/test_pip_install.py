@@ -44,7 +44,8 @@ def test_run_with_a_missing_module_says_so(tmp_path):
     r = subprocess.run([PY, str(script), str(free_port())], env=env_for(), cwd=str(APPS),
                        capture_output=True, timeout=20)
     assert r.returncode != 0
-    assert b"cannot load no_such_module:app" in r.stderr, r.stderr
+    assert b"cannot load the application 'no_such_module:app': ModuleNotFoundError" in r.stderr, \
+        r.stderr
 
 
 def test_without_greenlet_import_says_what_to_install():

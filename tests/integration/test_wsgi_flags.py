@@ -78,7 +78,8 @@ def test_preload_import_error_is_one_clear_line(appdir):
              "127.0.0.1:%d" % free_port(), "--workers", "1"])
     err = r.stderr.decode()
     assert r.returncode == 1, err
-    assert "spindle: cannot load flags_app:nope: AttributeError:" in err, err
+    assert ("spindle: cannot load the application 'flags_app:nope': AttributeError: module "
+            "'flags_app' has no attribute 'nope'") in err, err
     assert "nope" in err and "Traceback" not in err
 
 
