@@ -100,6 +100,8 @@ void cli_usage(FILE *out, const char *prog);
 
 /* Prints spindle(1), the manual page in roff, from the flag table. */
 void cli_man(FILE *out, const char *version);
+/* VERSION, as the build was given it (only parse.c is compiled with it). */
+const char *cli_version(void);
 /* The flag table as Markdown: docs/cli.md (--print-reference; checked by
  * tests/suites/docs_reference.sh). */
 void cli_reference(FILE *out);

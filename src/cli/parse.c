@@ -218,6 +218,10 @@ static void refuse(const flag *f) {
 
 /* --version: the number, the revision built from, and what this build is
  * made of (the switch and the backend name themselves). */
+const char *cli_version(void) {
+    return SPINDLE_VERSION;
+}
+
 static void print_version(void) {
     printf("spindle %s (API %d)\n", SPINDLE_VERSION, SPINDLE_API_VERSION);
     printf("git revision: %s\n",

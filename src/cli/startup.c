@@ -445,14 +445,7 @@ static void banner(const cli_config *c, const cli_app *app, const sp_server *s) 
                  c->mo.workers == 1 ? "" : "s");
     else
         snprintf(workers, sizeof workers, "in this process (--workers 0)");
-        /* Only parse.c is built with the version (the Makefile keeps it so);
-         * setup.py's build defines it everywhere. */
-#ifdef SPINDLE_VERSION
-    const char *version = " " SPINDLE_VERSION;
-#else
-    const char *version = "";
-#endif
-    log_msg(LOG_INFO, "spindle%s serving %s on %s %s, %s", version, what,
+    log_msg(LOG_INFO, "spindle %s serving %s on %s %s, %s", cli_version(), what,
             shown ? urls : "no listener", workers, backend);
 }
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from wsgiutil import APPS, BIN, PY, env_for, free_port, wsgi_server  # noqa: F401
+from wsgiutil import APPS, BIN, PY, ROOT, env_for, free_port, wsgi_server  # noqa: F401
 
 
 def run(args, cwd=APPS, timeout=20, env=None, cmd=None):
@@ -120,8 +120,8 @@ def test_banner_of_the_binary(wsgi_server, tmp_path):
                                               "unix:%s" % sock, "--workers", "1"])
     b = banners(s.stderr())
     assert len(b) == 1 and b[0].endswith(
-        "serving the demo routes (C) on http://127.0.0.1:%d, unix:%s with 1 worker, epoll"
-        % (s.port, sock)), b
+        "spindle %s serving the demo routes (C) on http://127.0.0.1:%d, unix:%s with 1 worker, epoll"
+        % ((ROOT / "VERSION").read_text().strip(), s.port, sock)), b
     site = tmp_path / "site"
     site.mkdir()
     s2 = wsgi_server("binary-root", workers=0, cmd=[BIN, "--bind", "127.0.0.1:{port}", "--root",
