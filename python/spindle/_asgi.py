@@ -124,8 +124,9 @@ async def _run(app, scope, cycle):
 
 
 def _log(level, text):
-    sys.stderr.write("spindle: %s: %s\n" % (level, text))
-    sys.stderr.flush()
+    # spindle's error log: its line format, its level filter, JSON when asked
+    from . import _spindle
+    _spindle.log(level, text)
 
 
 class Lifespan:

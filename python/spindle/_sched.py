@@ -20,9 +20,9 @@ _stop_hooks = []
 
 def _log_exception(what, fn):
     name = getattr(fn, "__qualname__", None) or repr(fn)
-    _sys.stderr.write("spindle: exception in %s %s (the worker carries on):\n%s"
-                      % (what, name, _traceback.format_exc()))
-    _sys.stderr.flush()
+    from . import _spindle
+    _spindle.log("error", "exception in %s %s (the worker carries on):\n%s"
+                 % (what, name, _traceback.format_exc().rstrip("\n")))
 
 
 def _guarded(what, fn, args, kw):
