@@ -38,20 +38,20 @@ API_VERSION = _spindle.API_VERSION
 
 def _flags(kw):
     """Turns keyword arguments into the command's flags: max_body_size=1
-    becomes --max-body-size 1, True becomes a bare flag, a list or tuple
-    repeats the flag (static_map=["/static=./public", ...])."""
+    becomes --max-body-size=1 (the = form: a value may begin with -), True
+    becomes a bare flag, a list or tuple repeats the flag
+    (static_map=["/static=./public", ...])."""
     argv = []
     for key, value in kw.items():
         flag = "--" + key.replace("_", "-")
         if isinstance(value, (list, tuple)):
-            for v in value:
-                argv += [flag, str(v)]
+            argv += ["%s=%s" % (flag, v) for v in value]
         elif value is True:
             argv.append(flag)
         elif value is False or value is None:
             continue
         else:
-            argv += [flag, str(value)]
+            argv.append("%s=%s" % (flag, value))
     return argv
 
 
@@ -70,10 +70,15 @@ def run(app, bind="127.0.0.1:8080", workers=1, root_path="", max_concurrent_app_
     arguments are the flags of ``spindle --help`` with ``_`` for ``-``
     (``keepalive_timeout=5``, ``max_body_size="10m"``, ``static_map=[...]``
     repeats one). Returns the exit status."""
-    binds = [bind] if isinstance(bind, str) else list(bind)
+    # uvicorn's host=/port= (taken as aliases of one --bind) replace the
+    # default address instead of adding a second listener beside it.
+    if ("host" in flags or "port" in flags) and bind == "127.0.0.1:8080":
+        binds = []
+    else:
+        binds = [bind] if isinstance(bind, str) else list(bind)
     argv = []
     for b in binds:
-        argv += ["--bind", b]
+        argv.append("--bind=%s" % b)
     argv += ["--workers", str(workers)] + _flags(flags)
     loader = None
     if isinstance(app, str):

@@ -36,6 +36,19 @@ def test_run_with_a_module_attr_string(wsgi_server, tmp_path):
     assert s.stop() == 0
 
 
+def test_run_with_uvicorns_host_and_port(wsgi_server, tmp_path):
+    """spindle.run(app, host=..., port=...) as uvicorn.run takes them: the one
+    listener is there, not a second one beside 127.0.0.1:8080."""
+    script = tmp_path / "serve_host_port.py"
+    script.write_text("import sys, spindle\n"
+                      "sys.exit(spindle.run('run_script:app', host='127.0.0.1', port=int(sys.argv[1]),\n"
+                      "                     graceful_timeout=3))\n")
+    s = wsgi_server("run_script", workers=1, cmd=[PY, str(script), "{port}"])
+    assert s.get("/hp").status == 200
+    assert "127.0.0.1:8080" not in s.stderr(), s.stderr()[-2000:]
+    assert s.stop() == 0
+
+
 def test_run_with_a_missing_module_says_so(tmp_path):
     script = tmp_path / "serve_missing.py"
     script.write_text("import sys, spindle\n"
