@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "loop/loop.h"
 #include "process/sd_notify.h"
+#include "process/slot_log.h"
 #include "server/server.h"
 
 #include <errno.h>
@@ -119,6 +120,7 @@ static pid_t spawn(master *m, int i) {
     memset(slot, 0, sizeof *slot);
     slot->pid = getpid();
     slot->max_rss = m->mo->max_worker_memory;
+    slot->log = slot_log_buffer(i); /* the access log formats into the master's memory */
     stall_install(slot);
     if (m->mo->reload_on_change)
         reload_watch_child();
@@ -270,8 +272,10 @@ static void reap(master *m, int64_t now) {
                 continue;
             k->pid = 0;
             k->kill_at = 0;
-            /* Its counters live on in the totals, so sums never go back. */
+            /* Its counters live on in the totals, so sums never go back;
+             * its access-log lines reach the log, however it died. */
             worker_stats_fold(m->mo->board.retired, (const worker_stats *)&m->slots[i].st);
+            slot_log_salvage(i, pid);
             m->slots[i].pid = 0;
             memset((void *)&m->slots[i].st, 0, sizeof m->slots[i].st);
             /* A stop signal still pending counts as stopping (on_flags
@@ -295,6 +299,7 @@ static void reap(master *m, int64_t now) {
                 break;
             }
             worker_slot *sl = &m->slots[i];
+            m->mo->board.restarts[worker_restart_cause(status, sl)]++;
             if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
                 /* --max-requests: it stopped itself after its share. */
                 log_msg(LOG_INFO, "worker %d recycled after %llu requests; starting a new one",
@@ -346,6 +351,7 @@ static void tick(master *m, int64_t now) {
                     "C: wrap it in sp_run_blocking)",
                     (int)k->pid, (long long)(now - sl->heartbeat_ms),
                     sl->busy ? "serving" : "after", sl->request);
+            sl->ended_by = WORKER_ENDED_WATCHDOG; /* its death is the watchdog's */
             kill(k->pid, MASTER_STALL_SIGNAL);
             k->kill_at = now + STALL_GRACE_MS;
         }
@@ -382,21 +388,29 @@ static int serve_alone(sp_server *s, master_options *mo) {
     return rc;
 }
 
-/* The slots, then the retired workers' folded counters, then how many
- * slots have ever been used (slots are taken lowest first, so readers
- * scan only those), in memory the workers share. 0, or -1 logged. */
-#define SHM_BYTES (sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) + sizeof(int))
+/* The slots, then the retired workers' folded counters, then the
+ * restarts by cause, then how many slots have ever been used (slots are
+ * taken lowest first, so readers scan only those), in memory the workers
+ * share; and, mapped apart, each slot's access-log buffer. 0, or -1 logged. */
+#define SHM_BYTES                                                                                  \
+    (sizeof(worker_slot) * MAX_WORKERS + sizeof(worker_stats) +                                    \
+     sizeof(uint64_t) * RESTART_CAUSES + sizeof(int))
 static int map_board(master *m) {
     m->slots = mmap(NULL, SHM_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (m->slots == MAP_FAILED) {
         log_msg(LOG_ERROR, "cannot map the workers' shared memory: %s", strerror(errno));
         return -1;
     }
+    if (slot_log_map(MAX_WORKERS) < 0) {
+        munmap(m->slots, SHM_BYTES);
+        return -1;
+    }
     worker_board *b = &m->mo->board;
     b->slots = m->slots;
     b->nslots = MAX_WORKERS;
     b->retired = (worker_stats *)(void *)(m->slots + MAX_WORKERS);
-    b->slots_used = (volatile int *)(void *)(b->retired + 1);
+    b->restarts = (volatile uint64_t *)(void *)(b->retired + 1);
+    b->slots_used = (volatile int *)(void *)(b->restarts + RESTART_CAUSES);
     return 0;
 }
 
@@ -533,6 +547,7 @@ int master_run(sp_server *s, master_options *mo) {
     signals_restore(m, saved);
     int rc = m->boot_failed ? 1 : 0;
     munmap(m->slots, SHM_BYTES);
+    slot_log_unmap();
     free(m->cmdline);
     free(m);
     return rc;

@@ -31,7 +31,8 @@ static void gather(const worker_board *b, totals *t) {
     }
 }
 
-#define OUT_CAP 16384
+/* About 4 KB of totals and up to 256 per-worker lines of ~60 bytes. */
+#define OUT_CAP 32768
 
 static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     /* The request's own buffer: a send that parks must not see it change
@@ -76,6 +77,13 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     for (int i = 0; i < 3; i++)
         P("spindle_tls_handshakes_total{kind=\"%s\"} %llu\n", tls_kind[i],
           (unsigned long long)t.sum.tls[i]);
+    P("# HELP spindle_worker_restarts_total Workers the master started again, by how the old one "
+      "ended: crashed (a signal), exited (a non-zero status), recycled (--max-requests), "
+      "watchdog (its loop stalled past --worker-timeout), memory (--max-worker-memory).\n"
+      "# TYPE spindle_worker_restarts_total counter\n");
+    for (int i = 0; i < RESTART_CAUSES; i++)
+        P("spindle_worker_restarts_total{cause=\"%s\"} %llu\n", worker_restart_names[i],
+          (unsigned long long)(board->restarts ? board->restarts[i] : 0));
     P("# HELP spindle_workers Workers running.\n# TYPE spindle_workers gauge\nspindle_workers %d\n",
       t.workers);
     P("# HELP spindle_worker_requests_total Requests served, per worker.\n"

@@ -1,11 +1,12 @@
 /* worker.c — one serving process: its loop, created after the fork, with
  * stop signals read from a signalfd (so they are handled on the loop, not in
  * a handler), a heartbeat for the master's watchdog (which also checks
- * --max-worker-memory), and the graceful timeout that ends a drain that
- * takes too long. */
+ * --max-worker-memory), the graceful timeout that ends a drain that
+ * takes too long, and its access log in the master's shared memory. */
 #include "process/master.h"
 
 #include "base/log.h"
+#include "server/access_log.h"
 #include "server/server.h"
 
 #include <errno.h>
@@ -62,6 +63,7 @@ static void check_memory(loop *l, worker *w) {
             "recycling it gracefully",
             (int)getpid(), (double)rss / (1 << 20), (double)w->slot->max_rss / (1 << 20));
     w->stops++;
+    w->slot->ended_by = WORKER_ENDED_MEMORY; /* the master counts why it restarts us */
     sp_server_stop(w->s);
     loop_timer_arm(l, &w->graceful, loop_now(l) + w->graceful_timeout_ms, on_graceful_timeout, w);
 }
@@ -140,6 +142,10 @@ int worker_run(sp_server *s, worker_slot *slot, worker_board *board, int gracefu
     }
     board->own.pid = getpid();
     worker_watch_install(s, &w.watch);
+    /* Under a master the lines go into its shared memory, so that they
+     * reach the log even if this process is killed (slot_log.c). */
+    if (slot && slot->log)
+        access_log_use_buffer(slot->log);
     int rc = server_open_access_log(s); /* says why it failed */
     if (rc < 0) {
         server_set_observer(s, NULL);

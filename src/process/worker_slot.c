@@ -9,9 +9,24 @@
 #include "server/server.h"
 
 #include <string.h>
+#include <sys/wait.h>
 
 const uint64_t stats_bucket_us[STATS_BUCKETS] = {500,   1000,  2500,   5000,   10000,
                                                  25000, 50000, 100000, 500000, 1000000};
+
+const char *const worker_restart_names[RESTART_CAUSES] = {"crashed", "exited", "recycled",
+                                                          "watchdog", "memory"};
+
+/* The watchdog first: its SIGKILL would read as a crash. */
+int worker_restart_cause(int status, const worker_slot *w) {
+    if (w->ended_by == WORKER_ENDED_WATCHDOG)
+        return RESTART_WATCHDOG;
+    if (WIFSIGNALED(status))
+        return RESTART_CRASHED;
+    if (WEXITSTATUS(status) != 0)
+        return RESTART_EXITED;
+    return w->ended_by == WORKER_ENDED_MEMORY ? RESTART_MEMORY : RESTART_RECYCLED;
+}
 
 void worker_stats_fold(worker_stats *total, const worker_stats *w) {
     for (int i = 0; i < 6; i++)

@@ -1,7 +1,8 @@
 /* worker_slot.h — what a worker tells its master through shared memory:
  * a heartbeat the loop refreshes 4 times a second (a stale one means a handler
- * blocked the loop), its request count, and the request line it is serving
- * (for the master's log when the worker dies or hangs). */
+ * blocked the loop), its request count, the request line it is serving
+ * (for the master's log when the worker dies or hangs), its access-log
+ * buffer, and why it ended; and the master's count of restarts by cause. */
 #ifndef SPINDLE_WORKER_SLOT_H
 #define SPINDLE_WORKER_SLOT_H
 
@@ -25,13 +26,33 @@ typedef struct worker_stats {
     uint64_t conns_open; /* a gauge: not folded */
 } worker_stats;
 
+/* Why the master restarted a worker (spindle_worker_restarts_total). */
+enum {
+    RESTART_CRASHED,  /* killed by a signal (a segfault, an abort, SIGKILL, the OOM killer) */
+    RESTART_EXITED,   /* a non-zero exit status */
+    RESTART_RECYCLED, /* stopped itself after --max-requests (exit 0) */
+    RESTART_WATCHDOG, /* killed by the master: its loop stalled past --worker-timeout */
+    RESTART_MEMORY,   /* stopped itself past --max-worker-memory (exit 0) */
+    RESTART_CAUSES
+};
+extern const char *const worker_restart_names[RESTART_CAUSES];
+
+/* What a slot's ended_by says, besides the exit status, before the master
+ * reaps it: set by the worker (memory) or by the master (watchdog). */
+#define WORKER_ENDED_MEMORY   1
+#define WORKER_ENDED_WATCHDOG 2
+
+struct access_buffer;
+
 typedef struct worker_slot {
     volatile pid_t pid;
     volatile int64_t heartbeat_ms; /* CLOCK_MONOTONIC ms, by the worker */
     volatile uint64_t requests;
-    volatile int busy; /* inside a handler */
-    char request[120]; /* "METHOD target" of the current or last request */
-    uint64_t max_rss;  /* --max-worker-memory in bytes, set at the fork; 0 never */
+    volatile int busy;         /* inside a handler */
+    char request[120];         /* "METHOD target" of the current or last request */
+    uint64_t max_rss;          /* --max-worker-memory in bytes, set at the fork; 0 never */
+    volatile int ended_by;     /* WORKER_ENDED_*, or 0 */
+    struct access_buffer *log; /* the master's shared access-log buffer (slot_log.c), or NULL */
     worker_stats st;
 } worker_slot;
 
@@ -40,15 +61,19 @@ typedef struct worker_slot {
 typedef struct worker_board {
     worker_slot *slots;
     int nslots;
-    volatile int *slots_used; /* slots ever used (<= nslots), or NULL: all */
-    worker_stats *retired;    /* dead workers' counters, folded by the master */
-    worker_slot own;          /* --workers 0 */
+    volatile int *slots_used;    /* slots ever used (<= nslots), or NULL: all */
+    worker_stats *retired;       /* dead workers' counters, folded by the master */
+    volatile uint64_t *restarts; /* [RESTART_CAUSES], counted by the master, or NULL */
+    worker_slot own;             /* --workers 0 */
 } worker_board;
 
 /* How many of the board's slots are worth scanning. */
 static inline int worker_board_used(const worker_board *b) {
     return b->slots_used ? *b->slots_used : b->nslots;
 }
+
+/* The cause of a restart: the reaped worker's wait status and its slot. */
+int worker_restart_cause(int status, const worker_slot *w);
 
 /* Adds a retired worker's counters into total. */
 void worker_stats_fold(worker_stats *total, const worker_stats *w);
