@@ -97,6 +97,7 @@ typedef struct acycle {
     struct aws *ws;
     struct acycle *ws_prev, *ws_next; /* the worker's accepted WebSockets */
     int ws_listed;
+    void *bus_subs; /* the subscriptions it made (asgi_bus.c), closed at EV_END */
 } acycle;
 
 /* The worker's ASGI state (one per process). */

@@ -6,6 +6,7 @@
  * checked (asgi_send.c); an app that fails gets a 500 or a cut connection. */
 #include "asgi.h"
 #include "asgi_send.h"
+#include "bus_py.h"
 
 #include "base/log.h"
 
@@ -97,7 +98,9 @@ static PyTypeObject cycle_type;
 static int run_ops(acycle *c, int *rc) {
     sp_res *res = c->res;
     if (c->op & A_ABORT) {
-        *rc = -EIO;
+        /* A client that hung up is no error to log (a long poll's, say);
+         * the server closes quietly on -ECONNRESET after a hang-up. */
+        *rc = c->disconnected ? -ECONNRESET : -EIO;
         return 1;
     }
     if (c->op & A_ERROR500) {
@@ -253,6 +256,8 @@ void asgi_events(acycle *c, uint32_t ev) {
         give_message(c, read_msg(c, c->rresult));
     if ((ev & EV_HUP) && c->is_ws)
         asgi_ws_dead(c);
+    if (ev & EV_HUP) /* a recv waiting for nobody would hold its subscription */
+        bus_hangup_list((bus_sub_obj **)&c->bus_subs);
     if ((ev & (EV_HUP | EV_END)) && c->recv_fut && !c->is_ws) {
         if (c->rbytes) /* a read cut short */
             give_message(c, read_msg(c, -ECONNRESET));
@@ -260,6 +265,7 @@ void asgi_events(acycle *c, uint32_t ev) {
             asgi_resolve(&c->recv_fut, asgi_disconnect_msg());
     }
     if (ev & EV_END) {
+        bus_release_list((bus_sub_obj **)&c->bus_subs); /* nothing outlives its request */
         Py_CLEAR(c->rbytes);
         asgi_resolve(&c->send_fut, Py_NewRef(Py_None));
         if (c->is_ws) {

@@ -5,6 +5,7 @@
  * turn produced for Python: new requests become tasks, finished reads and
  * writes resolve the futures their callers await. No thread, no polling. */
 #include "asgi.h"
+#include "bus_py.h"
 
 #include "base/log.h"
 
@@ -284,7 +285,8 @@ PyObject *py_asgi_select(PyObject *self, PyObject *arg) {
     }
     if (loop_has_ready(l))
         loop_run_pending(l);
-    int work = a->ev_head || (a->accepting && a->new_head && a->busy < a->h->max_busy);
+    int work = a->ev_head || asgi_bus_pending() ||
+               (a->accepting && a->new_head && a->busy < a->h->max_busy);
     if (work)
         ms = 0;
     if (!work || ++a->polls_skipped >= 8) {
@@ -305,6 +307,7 @@ PyObject *py_asgi_select(PyObject *self, PyObject *arg) {
         loop_run_pending(l);
     dispatch_new(a);
     drain_events(a);
+    asgi_bus_drain();
     if (a->h->stop_asked && !a->stop_told) {
         a->stop_told = 1;
         asgi_ws_stop_all();

@@ -24,7 +24,8 @@ typedef enum job_op {
     OP_WS_UPGRADE, /* websocket.c: the sp_ws_* calls, which yield */
     OP_WS_RECV,
     OP_WS_SEND,
-    OP_WS_CLOSE
+    OP_WS_CLOSE,
+    OP_BUS /* bus.c: an sp_bus_* call, which may yield (Redis) */
 } job_op;
 
 /* OP_SESSION's calls (session.c): the store may yield, so they run on the
@@ -77,6 +78,10 @@ typedef struct pyjob {
     int64_t ws_timeout;    /* OP_WS_RECV: ms, -1 none */
     sp_ws_msg ws_msg;      /* OP_WS_RECV: data points into the sp_ws (heap) */
     const char *ws_reason; /* OP_WS_CLOSE */
+    /* spindle.publish/subscribe (bus.c): the call OP_BUS runs, and the
+     * subscriptions this request made (closed when it ends). */
+    struct bus_call *bus_call;
+    struct bus_sub_obj *bus_subs;
     hub_wake wake;
     struct pyjob *next;
 } pyjob;
@@ -220,6 +225,18 @@ ssize_t ws_do_op(pyjob *j);
 /* After the app returned (or failed: code 1011): closes j's WebSocket if
  * still open and lets the coroutine end. 1 if j had one, else 0. */
 int ws_finish(pyjob *j, int code);
+
+/* bus.c: the bus from Python */
+int bus_init(PyObject *module);
+ssize_t bus_do_op(pyjob *j); /* on the coroutine: OP_BUS */
+/* The request ended (the app is done): its subscriptions close. */
+void bus_release_job(pyjob *j);
+PyObject *py_bus_publish(PyObject *self, PyObject *args);
+PyObject *py_bus_subscribe(PyObject *self, PyObject *args);
+PyObject *py_bus_stats(PyObject *self, PyObject *unused);
+/* asgi_bus.c: the same calls as awaitables */
+PyObject *py_bus_apublish(PyObject *self, PyObject *args);
+PyObject *py_bus_asubscribe(PyObject *self, PyObject *args);
 
 /* header_keys.c */
 int header_keys_init(void);

@@ -147,6 +147,9 @@ static void do_op(pyjob *j) {
     case OP_WS_CLOSE:
         r = ws_do_op(j);
         break;
+    case OP_BUS:
+        r = bus_do_op(j);
+        break;
     default:
         break;
     }
@@ -218,6 +221,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
         PyObject *me = j->wake.greenlet;
         (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
         wsgi_run(h, j);
+        bus_release_job(j);
         job_table_del(me);
         j->wake.greenlet = NULL;
         h->busy--;
@@ -285,6 +289,7 @@ static void run_inline(hub *h, pyjob *j) {
     h->busy++;
     j->wake.greenlet = h->hub_g; /* borrowed: the hub outlives its calls */
     wsgi_run(h, j);
+    bus_release_job(j);
     j->wake.greenlet = NULL;
     h->busy--;
     h->inline_active = 0;
@@ -445,6 +450,7 @@ static long nested_wait(hub *h, hub_wake *w) {
 
 int hub_drive(sp_server *s, void *ud) {
     hub *h = ud;
+    h->s = s; /* for calls outside a request (bus.c) */
     h->l = loop_current();
     PyGreenlet *cur = PyGreenlet_GetCurrent();
     h->hub_g = (PyObject *)cur; /* owned */

@@ -552,6 +552,11 @@ static PyMethodDef methods[] = {
      "in_request() -> bool: running inside a request's greenlet (cooperative waits work)"},
     {"_session_open", py_session_open, METH_O,
      "_session_open(environ) -> the request's session handle (spindle.session wraps it)"},
+    {"_bus_publish", py_bus_publish, METH_VARARGS, "_bus_publish(topic, data) -> id"},
+    {"_bus_subscribe", py_bus_subscribe, METH_VARARGS, "_bus_subscribe(topic, since=None)"},
+    {"_bus_apublish", py_bus_apublish, METH_VARARGS, "_bus_apublish(topic, data) -> awaitable"},
+    {"_bus_asubscribe", py_bus_asubscribe, METH_VARARGS, "_bus_asubscribe(topic, since, cycle)"},
+    {"_bus_stats", py_bus_stats, METH_NOARGS, "_bus_stats() -> dict (for tests)"},
     {"_asgi_select", py_asgi_select, METH_O, "_asgi_select(timeout) -> [(fd, events)]"},
     {"_asgi_watch", py_asgi_watch, METH_VARARGS, "_asgi_watch(fd, events)"},
     {"_asgi_unwatch", py_asgi_unwatch, METH_O, "_asgi_unwatch(fd)"},
@@ -574,7 +579,8 @@ PyMODINIT_FUNC PyInit__spindle(void) {
     if (!m)
         return NULL;
     if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0 ||
-        websocket_init(m) < 0 || asgi_types_init(m) < 0 || asgi_soon_init(m) < 0) {
+        websocket_init(m) < 0 || asgi_types_init(m) < 0 || asgi_soon_init(m) < 0 ||
+        bus_init(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

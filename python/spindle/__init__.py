@@ -10,6 +10,8 @@ the other requests. ``spindle.patch()`` makes socket, ssl, name resolution,
 select/poll/selectors, ``time.sleep``, psycopg2 and threading locks
 cooperative for pure-Python clients. ``spindle.session(environ)`` is the
 visitor's session (a str -> str mapping; needs ``--sessions STORE``).
+``spindle.publish`` / ``spindle.subscribe`` (ASGI: ``apublish`` /
+``asubscribe``) are the bus's topics (needs ``--bus SPEC``).
 """
 
 try:
@@ -27,11 +29,15 @@ from ._filewrapper import FileWrapper
 from ._sched import every, on_worker_start, on_worker_stop, run_blocking, spawn
 from ._session import Session, session
 from ._sync import Channel, ChannelClosed, Event
+from ._bus import (AsyncSubscription, BusError, Message, Subscription, apublish, asubscribe,
+                   publish, subscribe)
 
 __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patch",
            "in_request", "FileWrapper", "session", "Session", "websocket", "WebSocket",
            "WebSocketError", "spawn", "every", "Event", "Channel", "ChannelClosed",
-           "run_blocking", "on_worker_start", "on_worker_stop"]
+           "run_blocking", "on_worker_start", "on_worker_stop", "publish", "subscribe",
+           "apublish", "asubscribe", "Subscription", "AsyncSubscription", "Message",
+           "BusError"]
 
 API_VERSION = _spindle.API_VERSION
 

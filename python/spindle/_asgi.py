@@ -9,6 +9,7 @@ returns. Requests become tasks running ``_run``; lifespan is handled here.
 """
 
 import asyncio
+import contextvars
 import functools
 import inspect
 import selectors
@@ -18,6 +19,9 @@ from . import _spindle
 
 _loop = None
 _lifespan = None
+# The request cycle the running task serves (its subscriptions are that
+# request's: spindle.asubscribe); tasks it creates inherit it.
+current_cycle = contextvars.ContextVar("spindle_asgi_cycle")
 
 
 def is_asgi(app):
@@ -109,6 +113,7 @@ class Selector(selectors.BaseSelector):
 
 async def _run(app, scope, cycle):
     """One application call; its end (or failure) is told to the cycle."""
+    current_cycle.set(cycle)  # the task's own context: no reset needed
     try:
         await app(scope, cycle.receive, cycle.send)
     except asyncio.CancelledError:  # the worker's stop (or the app's own doing)

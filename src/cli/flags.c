@@ -158,11 +158,12 @@ const flag cli_flags[] = {
      "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
      "survives restarts) or redis://HOST[:PORT] (several machines); C handlers reach "
      "them with sp_session_of, WSGI applications with spindle.session(environ)"},
-    {"bus", "SPEC", K_STR, ROLE_BIN, RESTART, STR(bus), "none; sp_bus_* fail with -ENXIO",
-     "topics to publish and subscribe (sp_bus_* in spindle.h): memory (one process: "
-     "--workers 0 or 1) or redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, shared by "
-     "every worker of every machine), each with optional ?retain=N&max_message=BYTES&"
-     "queue=N limits; not yet for Python applications"},
+    {"bus", "SPEC", K_STR, B, RESTART, STR(bus),
+     "none; sp_bus_* fail with -ENXIO, spindle.publish with BusError",
+     "topics to publish and subscribe (sp_bus_* in spindle.h; spindle.publish/subscribe, "
+     "apublish/asubscribe for ASGI): memory (one process: --workers 0 or 1) or "
+     "redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, shared by every worker of every "
+     "machine), each with optional ?retain=N&max_message=BYTES&queue=N limits"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},
