@@ -178,8 +178,9 @@ def test_hup_applies_the_reloadable_rows_and_names_the_others(ops_spindle, tmp_p
     """HUP applies the reloadable settings (keepalive-timeout); a changed
     setting that is not (root, access-log-format) is named as needing a
     restart, and the running value stays."""
-    (tmp_path / "a").mkdir()
-    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):  # a root serves its index at / (no demo routes beside it)
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "index.html").write_text("root %s\n" % d)
     conf = tmp_path / "spindle.conf"
     _write(conf, "keepalive-timeout = 0.5\nroot = %s\n" % (tmp_path / "a"))
     srv = ops_spindle("--config", str(conf), workers=1, fast=False)

@@ -318,11 +318,14 @@ def test_cookie_secure(spindle, sess_env, tmp_path):
         assert len(got) == 1 and got[0].endswith("; Secure"), (path, got)
 
 
-@pytest.mark.parametrize("flags", [["--sessions", "memory"], ["--session-secret", "s" * 32]])
-def test_memory_sessions_with_several_workers_are_refused(flags):
+@pytest.mark.parametrize("flags", [["--sessions", "memory"], ["--session-secret-file", "SECRET"]])
+def test_memory_sessions_with_several_workers_are_refused(flags, tmp_path):
     """One worker's memory cannot hold a session the next request may need
     on another worker: refused at start-up, naming what works, never split
     silently (the default store is memory too)."""
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef0123456789abcdef\n")
+    flags = [str(secret) if f == "SECRET" else f for f in flags]
     p = subprocess.run([BIN, "--bind", "127.0.0.1:%d" % free_port(), "--workers", "2", "--app", APP] + flags,
                        capture_output=True, text=True, timeout=20)
     assert p.returncode != 0, p.stderr[-2000:]
