@@ -95,6 +95,11 @@ static pid_t spawn(master *m, int i) {
         server_fork_hook(s, FORK_PARENT);
         return pid;
     }
+    /* Before the fork hook (Python's at-fork callbacks) and everything
+     * after it: no code but ours runs with the master's rights. The switch
+     * clears PR_SET_PDEATHSIG, so that is set below, after it. */
+    if (m->mo->worker_setup && m->mo->worker_setup(m->mo->worker_setup_ud) < 0)
+        _exit(MASTER_BOOT_FAILED);
     server_fork_hook(s, FORK_CHILD);
     /* The worker: default dispositions, its own signal handling (worker.c),
      * and it stops if the master dies without telling it. */

@@ -24,6 +24,12 @@ typedef struct master_options {
      * new workers fork. 0, or -1 to keep the running workers. */
     int (*reload)(sp_server *s, struct master_options *mo, void *ud);
     void *reload_ud;
+    /* In each worker, first thing after the fork, before any hook or
+     * application code: the cli's switch to --user/--group (the master
+     * keeps its own rights, to reread root-only keys on HUP). 0, or -1
+     * logged: the worker exits MASTER_BOOT_FAILED. NULL: nothing. */
+    int (*worker_setup)(void *ud);
+    void *worker_setup_ud;
     /* Every worker's slot, filled by master_run (read by the --stats page,
      * which may be added before: stats_page_add_route). */
     worker_board board;
