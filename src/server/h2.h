@@ -1,7 +1,8 @@
 /* h2.h — HTTP/2 in the server core: the connection driver (h2_conn.c: one
  * coroutine reads frames into nghttp2 and writes what it has to send) and
  * its streams (h2_stream.c: each request in a coroutine of its own, through
- * the same dispatch as HTTP/1.1, with an exchange_ops sink and source).
+ * the same dispatch as HTTP/1.1, with an exchange_ops sink and source)
+ * and its clocks (h2_limits.c: the read deadline, what ends when it passes).
  * nghttp2 frames and compresses; the socket I/O is ours, through conn_io. */
 #ifndef SPINDLE_H2_H
 #define SPINDLE_H2_H
@@ -12,11 +13,14 @@
 
 #include <nghttp2/nghttp2.h>
 
-#define H2_STREAM_WINDOW 65535     /* a stream's receive window: its body buffer */
-#define H2_CONN_WINDOW   (1 << 20) /* the connection's: all its streams' buffers */
-#define H2_OUT_MAX       65536     /* response bytes a stream holds before its handler waits */
-#define H2_KICK          (-EINTR)  /* the reader's read, interrupted: output is pending */
-#define H2_WBUF          (4 * 16393 + 64) /* the write buffer: four full DATA frames and more */
+#define H2_STREAM_WINDOW  65535      /* a stream's receive window: its body buffer */
+#define H2_CONN_WINDOW    (1 << 20)  /* the connection's: all its streams' buffers */
+#define H2_OUT_MAX        65536      /* response bytes a stream holds before its handler waits */
+#define H2_OUT_MIN        4096       /* ... at least, when its connection or worker holds much */
+#define H2_CONN_OUT_MAX   (1 << 20)  /* response buffers a connection holds before they shrink */
+#define H2_WORKER_OUT_MAX (64 << 20) /* ... and all of a worker's connections */
+#define H2_KICK           (-EINTR)   /* the reader's read, interrupted: output is pending */
+#define H2_WBUF           (4 * 16393 + 64) /* the write buffer: four full DATA frames and more */
 
 typedef struct h2_conn h2_conn;
 
@@ -42,11 +46,13 @@ typedef struct h2_stream {
     char *in;
     size_t in_len;
     uint64_t in_total;
+    int64_t out_since; /* loop ms of its output's last progress (bytes taken) or start */
     /* the response out: what the handler wrote and nghttp2 has not taken */
     char *out;
     size_t out_off, out_len, out_cap;
     uint8_t in_eof, closed, running, spawned, out_eof, no_body;
-    uint8_t expect; /* "expect: 100-continue": a 100 goes out before the first wait */
+    uint8_t expect;   /* "expect: 100-continue": a 100 goes out before the first wait */
+    uint8_t eof_wait; /* the end of the body is queued, not taken (no bytes left) */
 } h2_stream;
 
 struct h2_conn {
@@ -67,6 +73,9 @@ struct h2_conn {
     uint8_t goaway;       /* a graceful GOAWAY is out */
     uint8_t peer_gone;    /* the client closed (or the socket failed) */
     int64_t progress;     /* loop ms of the last byte read or written */
+    int64_t quiet_since;  /* loop ms the last stream ended: idle (keep-alive) from there */
+    int64_t head_since;   /* loop ms a header block began, while it is incomplete; else 0 */
+    size_t out_held;      /* its streams' response buffers (h2_stream.c) */
     int32_t last_id;      /* the highest stream id a HEADERS named */
     int32_t last_refused; /* the last stream refused (REFUSED_STREAM) */
     h2_bucket ctl;        /* PING, SETTINGS, PRIORITY, empty DATA frames */
@@ -92,6 +101,14 @@ void h2_server_stop(sp_server *s);
 void h2_kick(h2_conn *hc);
 /* Tells the observer (--stats) of a stream, a reset or a GOAWAY. */
 void h2_event(h2_conn *hc, int what);
+
+/* h2_limits.c: a frame budget spent (GOAWAY ENHANCE_YOUR_CALM when it is
+ * out); the next read's deadline with streams open; what ends when it
+ * passes (1: the connection, GOAWAY queued); the idle connection's end. */
+void h2_spend(h2_conn *hc, h2_bucket *b, double burst, double rate);
+int64_t h2_read_deadline(const h2_conn *hc);
+int h2_deadline_passed(h2_conn *hc);
+int64_t h2_idle_deadline(const h2_conn *hc);
 
 /* h2_stream.c */
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id);

@@ -61,21 +61,8 @@ static void calm_down(h2_conn *hc, uint32_t code) {
     nghttp2_session_terminate_session(hc->ng, code);
 }
 
-/* A frame budget: a token bucket refilled with time; spent, GOAWAY. */
-static void spend(h2_conn *hc, h2_bucket *b, double burst, double rate) {
-    int64_t now = loop_now(hc->s->l);
-    if (b->when == 0)
-        b->tokens = burst;
-    b->tokens += (double)(now - b->when) * rate / 1000.0;
-    if (b->tokens > burst)
-        b->tokens = burst;
-    b->when = now;
-    if (--b->tokens < 0)
-        calm_down(hc, NGHTTP2_ENHANCE_YOUR_CALM);
-}
-
 static void ctl_spend(h2_conn *hc) {
-    spend(hc, &hc->ctl, H2_CTL_BURST, H2_CTL_RATE);
+    h2_spend(hc, &hc->ctl, H2_CTL_BURST, H2_CTL_RATE);
 }
 
 static h2_stream *stream_of(nghttp2_session *ng, int32_t id) {
@@ -93,7 +80,18 @@ static int on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, void 
     /* Every RST_STREAM counts, to a stream open, refused or gone: nghttp2's
      * own limit sees only the open ones (CVE-2023-44487). */
     if (hd->type == NGHTTP2_RST_STREAM)
-        spend(hc, &hc->resets, H2_RESET_BURST, H2_RESET_RATE);
+        h2_spend(hc, &hc->resets, H2_RESET_BURST, H2_RESET_RATE);
+    /* The head's clock (--header-timeout) runs from its HEADERS through its
+     * CONTINUATIONs; any other frame means no block is in progress. A
+     * final frame for a stream nghttp2 will ignore (trailers after our
+     * reset) gets no on_frame_recv to stop it: it is not timed. */
+    if (hd->type == NGHTTP2_HEADERS)
+        hc->head_since = (hd->flags & NGHTTP2_FLAG_END_HEADERS) && hd->stream_id <= hc->last_id &&
+                                 !nghttp2_session_find_stream(ng, hd->stream_id)
+                             ? 0
+                             : loop_now(hc->s->l);
+    else if (hd->type != NGHTTP2_CONTINUATION)
+        hc->head_since = 0;
     if (hd->type != NGHTTP2_HEADERS || !(hd->stream_id & 1))
         return 0;
     if (hd->stream_id > hc->last_id) {
@@ -211,6 +209,7 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *f, void *ud) 
     h2_stream *st = stream_of(ng, f->hd.stream_id);
     switch (f->hd.type) {
     case NGHTTP2_HEADERS:
+        hc->head_since = 0; /* the block is whole */
         if (st && f->headers.cat == NGHTTP2_HCAT_REQUEST)
             on_request_head(hc, st, f);
         else if (st && (f->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
@@ -376,16 +375,6 @@ static int flush(h2_conn *hc) {
     }
 }
 
-/* How long the next read may wait with streams open: only streams whose
- * handlers are done (their output waits for the client's window, or their
- * head is half sent), the send timeout since the last progress; handlers
- * running, they time themselves. */
-static int64_t read_deadline(const h2_conn *hc) {
-    if (hc->nlive == 0)
-        return hc->progress + hc->s->opt.send_timeout_ms;
-    return LOOP_NO_DEADLINE;
-}
-
 #define DRIVE_DONE 0
 #define DRIVE_IDLE 1
 
@@ -401,7 +390,7 @@ static ssize_t idle_read(h2_conn *hc) {
         return n;
     if (errno != EAGAIN && errno != EINTR)
         return 0;
-    if (loop_now(s->l) - hc->progress < s->opt.keepalive_timeout_ms)
+    if (loop_now(s->l) < h2_idle_deadline(hc)) /* streams count, PINGs do not */
         return READ_IDLE;
     calm_down(hc, NGHTTP2_NO_ERROR); /* idle too long: GOAWAY, then close */
     flush(hc);
@@ -440,13 +429,14 @@ static int drive(h2_conn *hc) {
                 return DRIVE_DONE;
         } else {
             hc->in_read = 1;
-            n = conn_read(s->l, c, c->buf, s->buf_size, read_deadline(hc));
+            n = conn_read(s->l, c, c->buf, s->buf_size, h2_read_deadline(hc));
             hc->in_read = 0;
             if (n == H2_KICK)
                 continue;
             if (n == -ETIMEDOUT) {
-                calm_down(hc, NGHTTP2_CANCEL); /* a client that stopped taking what it asked for */
-                flush(hc);
+                if (!h2_deadline_passed(hc))
+                    continue; /* stalled streams reset: the others go on */
+                flush(hc);    /* a client that stopped taking what it asked for */
                 return DRIVE_DONE;
             }
         }
@@ -500,7 +490,7 @@ static h2_conn *conn_new(sp_server *s, conn *c) {
         return NULL;
     hc->s = s;
     hc->c = c;
-    hc->progress = loop_now(s->l);
+    hc->progress = hc->quiet_since = loop_now(s->l);
     if (!(hc->ng = session_new(hc))) {
         free(hc);
         return NULL;

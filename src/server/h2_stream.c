@@ -19,6 +19,14 @@
 
 #define SPARES_KEPT 8 /* freed streams a busy connection keeps for its next ones */
 
+/* Response buffers held, counted per connection and per worker (out_cap
+ * of every live stream) so that clients that never open their windows
+ * cannot make the server hold 64 KB for each of their streams. */
+static void out_held(h2_stream *st, ssize_t delta) {
+    st->hc->out_held += (size_t)delta;
+    st->hc->s->h2_out_held += (size_t)delta;
+}
+
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
     size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
@@ -41,6 +49,7 @@ h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     st->out = out;
     st->out_cap = out_cap;
     st->hc = hc;
+    out_held(st, (ssize_t)out_cap);
     st->id = id;
     st->hcap = o->head_max;
     st->head.fields = (http_field *)(st + 1);
@@ -57,6 +66,9 @@ void h2_stream_free(h2_stream *st) {
     h2_conn *hc = st->hc;
     list_remove(&hc->streams, &st->node);
     hc->nstreams--;
+    if (hc->nstreams == 0)
+        hc->quiet_since = loop_now(hc->s->l); /* idle from here (--keepalive-timeout) */
+    out_held(st, -(ssize_t)st->out_cap);
     free(st->in);
     st->in = NULL;
     if (hc->nspares < SPARES_KEPT && !hc->dead) {
@@ -90,10 +102,10 @@ void h2_stream_wake(h2_stream *st, int result) {
 }
 
 /* Parks the handler until the driver wakes it or the deadline passes. */
-static int stream_wait(h2_stream *st, int timeout_ms) {
+static int stream_wait(h2_stream *st, int64_t deadline) {
     sp_server *s = st->hc->s;
     st->waiter = loop_task(s->l);
-    int rc = loop_park(s->l, loop_now(s->l) + timeout_ms, &st->hc->c->w);
+    int rc = loop_park(s->l, deadline, &st->hc->c->w);
     st->waiter = NULL;
     return rc;
 }
@@ -138,6 +150,7 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
                 r->body_left -= n < r->body_left ? n : r->body_left;
             if (st->in_eof && st->in_len == 0)
                 r->body_done = 1;
+            req_body_charge(r, loop_now(s->l), n); /* the bytes' credit: no waiting here */
             loop_charge(s->l, n);
             return (ssize_t)n;
         }
@@ -157,7 +170,12 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
             nghttp2_submit_headers(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, NULL, cont, 1, NULL);
             h2_kick(st->hc);
         }
-        int rc = stream_wait(st, s->opt.body_timeout_ms);
+        /* The same budget as an HTTP/1.1 body (--body-min-rate): each
+         * stream's waits are charged, so a trickle on many streams of one
+         * connection is cut as it is on as many connections. */
+        int64_t t0 = loop_now(s->l);
+        int rc = stream_wait(st, req_body_deadline(r, t0));
+        req_body_charge(r, t0, 0);
         if (rc == -ETIMEDOUT) {
             reset(st, NGHTTP2_CANCEL);
             return body_fail(r, -ETIMEDOUT, 408);
@@ -218,6 +236,25 @@ static int submit_head(h2_stream *st, sp_res *res, int body) {
     return 0;
 }
 
+/* The most response bytes this stream may hold: H2_OUT_MAX while the
+ * connection (H2_CONN_OUT_MAX) and the worker (H2_WORKER_OUT_MAX) have room,
+ * what is left of it beyond, never less than H2_OUT_MIN or than it holds,
+ * so every stream still moves, a buffer at a time. */
+static size_t out_limit(const h2_stream *st) {
+    const h2_conn *hc = st->hc;
+    size_t lim = H2_OUT_MAX, others = hc->out_held - st->out_cap;
+    size_t conn_left = H2_CONN_OUT_MAX > others ? H2_CONN_OUT_MAX - others : 0;
+    size_t wothers = hc->s->h2_out_held - st->out_cap;
+    size_t worker_left = H2_WORKER_OUT_MAX > wothers ? H2_WORKER_OUT_MAX - wothers : 0;
+    if (conn_left < lim)
+        lim = conn_left;
+    if (worker_left < lim)
+        lim = worker_left;
+    if (lim < H2_OUT_MIN)
+        lim = H2_OUT_MIN;
+    return lim > st->out_cap ? lim : st->out_cap;
+}
+
 /* Room for up to want more response bytes: a pointer into the stream's
  * buffer and its size, waiting (up to the send timeout) while it is full,
  * as a socket would make a writer wait. NULL when the stream is gone or the
@@ -233,22 +270,24 @@ static char *out_room(h2_stream *st, size_t want, size_t *room, int *rc) {
             memmove(st->out, st->out + st->out_off, st->out_len);
             st->out_off = 0;
         }
-        if (st->out_len < H2_OUT_MAX) {
-            size_t need = st->out_len + want < H2_OUT_MAX ? st->out_len + want : H2_OUT_MAX;
+        size_t max = out_limit(st);
+        if (st->out_len < max) {
+            size_t need = st->out_len + want < max ? st->out_len + want : max;
             if (need > st->out_cap) {
-                size_t cap = need < 4096 ? 4096 : need;
+                size_t cap = need < H2_OUT_MIN ? H2_OUT_MIN : need;
                 char *p = realloc(st->out, cap);
                 if (!p) {
                     *rc = -ENOMEM;
                     return NULL;
                 }
                 st->out = p;
+                out_held(st, (ssize_t)(cap - st->out_cap));
                 st->out_cap = cap;
             }
             *room = st->out_cap - st->out_len;
             return st->out + st->out_len;
         }
-        if (stream_wait(st, s->opt.send_timeout_ms) == -ETIMEDOUT) {
+        if (stream_wait(st, loop_now(s->l) + s->opt.send_timeout_ms) == -ETIMEDOUT) {
             reset(st, NGHTTP2_CANCEL); /* the client never opened its window */
             *rc = -ETIMEDOUT;
             return NULL;
@@ -258,7 +297,11 @@ static char *out_room(h2_stream *st, size_t want, size_t *room, int *rc) {
 
 /* The bytes are queued: nghttp2 takes them when the window allows. */
 static void out_queued(h2_stream *st, size_t n) {
+    if (st->out_len == 0 && !st->eof_wait)
+        st->out_since = loop_now(st->hc->s->l); /* blocked from now if the window is shut */
     st->out_len += n;
+    if (n == 0 && st->out_eof)
+        st->eof_wait = 1; /* an empty END_STREAM DATA: a shut window holds it back too */
     if (!gone(st)) {
         nghttp2_session_resume_data(st->hc->ng, st->id);
         h2_kick(st->hc);
@@ -388,9 +431,12 @@ ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
     st->out_len -= n;
     if (st->out_len == 0)
         st->out_off = 0;
+    if (n)
+        st->out_since = loop_now(st->hc->s->l); /* output progress (the driver's send timeout) */
     if (n && st->waiter)
         h2_stream_wake(st, 0); /* room again */
     if (st->out_len == 0 && st->out_eof) {
+        st->eof_wait = 0;
         *flags |= NGHTTP2_DATA_FLAG_EOF;
         return (ssize_t)n;
     }

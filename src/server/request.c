@@ -177,34 +177,46 @@ static ssize_t body_fail(sp_req *r, int err, int status) {
     return err;
 }
 
+/* The body's rate budget, shared by HTTP/1.1 (socket_read) and HTTP/2
+ * streams (h2_stream.c) so both hold a trickle to one rule: silences longer
+ * than the body timeout, or a body slower than body_min_rate. That rate is
+ * a budget of waiting (body_credit_us): the first body_timeout of it is
+ * free, each byte buys 1/rate s more, at most body_timeout is banked, and
+ * only the time spent waiting for the client is charged, never the
+ * handler's own pace. A trickle of one byte per gap shorter than the
+ * timeout so runs out within about one body timeout, as mod_reqtimeout's
+ * MinRate would have it. */
+int64_t req_body_deadline(const sp_req *r, int64_t now) {
+    const sp_server *s = r->srv;
+    int64_t wait_ms = s->opt.body_timeout_ms;
+    if (s->opt.body_min_rate && r->body_credit_us / 1000 < wait_ms)
+        wait_ms = r->body_credit_us > 0 ? r->body_credit_us / 1000 : 0;
+    return now + wait_ms;
+}
+
+void req_body_charge(sp_req *r, int64_t since, size_t n) {
+    const sp_server *s = r->srv;
+    uint64_t rate = s->opt.body_min_rate;
+    if (!rate)
+        return;
+    int64_t cap = (int64_t)s->opt.body_timeout_ms * 1000;
+    r->body_credit_us -= (loop_now(s->l) - since) * 1000;
+    r->body_credit_us += (int64_t)((uint64_t)n * 1000000 / rate);
+    if (r->body_credit_us > cap)
+        r->body_credit_us = cap;
+}
+
 /* Reads body bytes from the socket; a client that closes or stalls mid-body
- * is a body error (400, 408). Stalls: silence longer than the body timeout,
- * or a body slower than body_min_rate. That rate is a budget of waiting
- * (body_credit_us): the first body_timeout of it is free, each byte buys
- * 1/rate s more, at most body_timeout is banked, and only the time spent
- * waiting here is charged, never the handler's own pace. A trickle of one
- * byte per gap shorter than the timeout so runs out within about one body
- * timeout, as mod_reqtimeout's MinRate would have it. A drain also ends at
- * its deadline, whatever the rate. */
+ * (req_body_deadline) is a body error (400, 408). A drain also ends at its
+ * deadline, whatever the rate. */
 static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
     sp_server *s = r->srv;
-    uint64_t rate = s->opt.body_min_rate;
     int64_t now = loop_now(s->l);
-    int64_t wait_ms = s->opt.body_timeout_ms;
-    if (rate && r->body_credit_us / 1000 < wait_ms)
-        wait_ms = r->body_credit_us > 0 ? r->body_credit_us / 1000 : 0;
-    int64_t deadline = now + wait_ms;
+    int64_t deadline = req_body_deadline(r, now);
     if (r->drain_deadline && r->drain_deadline < deadline)
         deadline = r->drain_deadline;
     ssize_t n = conn_read(s->l, r->c, dst, len, deadline);
-    if (rate) {
-        int64_t cap = (int64_t)s->opt.body_timeout_ms * 1000;
-        r->body_credit_us -= (loop_now(s->l) - now) * 1000;
-        if (n > 0)
-            r->body_credit_us += (int64_t)((uint64_t)n * 1000000 / rate);
-        if (r->body_credit_us > cap)
-            r->body_credit_us = cap;
-    }
+    req_body_charge(r, now, n > 0 ? (size_t)n : 0);
     if (n == 0)
         return body_fail(r, -ECONNRESET, 400);
     if (n < 0)

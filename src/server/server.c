@@ -216,9 +216,11 @@ void server_conn_idle(sp_server *s, conn *c) {
         c->buf = NULL;
     }
     c->buf_len = c->buf_off = 0;
-    /* A fresh connection keeps the deadline it got at accept. */
-    int64_t deadline =
-        c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms;
+    /* A fresh connection keeps the deadline it got at accept; HTTP/2 counts
+     * from its last stream, not its last frame (h2_idle_deadline). */
+    int64_t deadline = c->h2          ? h2_idle_deadline(c->h2)
+                       : c->nreq == 0 ? c->idle_timer.when
+                                      : loop_now(s->l) + s->opt.keepalive_timeout_ms;
     if (idle_until(s, c, deadline) < 0)
         server_conn_close(s, c);
 }

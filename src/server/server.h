@@ -81,7 +81,8 @@ struct sp_server {
     /* HTTP/2 (server_set_http2; not in sp_server_options, whose size is ABI):
      * off, and the concurrent streams per connection (100) */
     int http2_off, http2_max_streams;
-    loop_timer tick; /* once a second: date, buffer trim */
+    size_t h2_out_held; /* the HTTP/2 streams' response buffers in this worker (h2_stream.c) */
+    loop_timer tick;    /* once a second: date, buffer trim */
     buf_pool bufs;
     http_date_cache date;
     int64_t log_last;
@@ -227,6 +228,11 @@ void req_init(sp_req *r, sp_server *s, conn *c);
 void req_run_deferred(sp_req *r);
 /* Discards the rest of the body, at most max bytes: 1 if it all went. */
 int req_drain(sp_req *r, uint64_t max);
+/* The body's rate budget (--body-timeout, --body-min-rate), one rule for
+ * HTTP/1.1 and HTTP/2: how long a read may wait from now, and the waiting
+ * since then and the n bytes it brought, charged to the request. */
+int64_t req_body_deadline(const sp_req *r, int64_t now);
+void req_body_charge(sp_req *r, int64_t since, size_t n);
 
 /* req_park.c: the park hook (loop.h) of a request's task, arg a pointer to
  * the sp_req being served (NULL between requests):

@@ -67,8 +67,9 @@ def raw_frame(ftype, flags, sid, payload=b""):
 class Raw:
     """One HTTP/2 connection from frames up. Every read has a deadline."""
 
-    def __init__(self, port, preface=True, settings=(), timeout=3.0):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port, preface=True, settings=(), timeout=3.0, sock=None):
+        """sock: a connection made already (a TLS one, "h2" chosen by ALPN)."""
+        self.sock = sock or socket.create_connection(("127.0.0.1", port), timeout=timeout)
         self.enc = Encoder()
         self.dec = Decoder()
         self.buf = b""
@@ -151,7 +152,7 @@ class Raw:
                 chunk = self.sock.recv(65536)
             except socket.timeout:
                 return None
-            except ConnectionResetError:
+            except (ConnectionResetError, ssl.SSLError):
                 chunk = b""
             if not chunk:
                 self.eof = True
@@ -214,6 +215,20 @@ class Raw:
             if "END_STREAM" in f.flags:
                 return hdrs, body, None
         return hdrs, body, "timeout"
+
+
+def ended_despite_pings(r, ids, timeout=4.0):
+    """Sends a PING every 0.25 s (each one a frame read) until every stream
+    of ids is reset or the connection gets a GOAWAY; returns the ids ended."""
+    ended, end = set(), time.monotonic() + timeout
+    while not ended >= set(ids) and time.monotonic() < end and not r.eof:
+        r.send(raw_frame(PING, 0, 0, b"\0" * 8))
+        for f in r.until(lambda f: False, timeout=0.25):
+            if isinstance(f, RstStreamFrame):
+                ended.add(f.stream_id)
+            elif isinstance(f, GoAwayFrame):
+                ended.update(ids)
+    return ended
 
 
 def h2_client(port, timeout=5.0, tls=None):

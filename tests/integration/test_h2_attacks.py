@@ -2,8 +2,11 @@
 ending the attacker's stream or connection with the right code while the
 server keeps serving another client: concurrent streams, rapid reset
 (CVE-2023-44487), CONTINUATION flood (CVE-2024-27316), HPACK bomb, PING /
-SETTINGS / empty-DATA floods, a window never opened (--send-timeout), the
-HTTP/1.1 head limits applied to HTTP/2 heads, and --http2 off.
+SETTINGS / empty-DATA floods, a window never opened (--send-timeout,
+judged by output progress, not by PINGs), the HTTP/1.1 head limits applied
+to HTTP/2 heads, the HTTP/1.1 clocks applied to streams (--header-timeout
+across CONTINUATIONs, --body-min-rate per stream, --keepalive-timeout
+counting streams, not PINGs), and --http2 off.
 """
 import socket
 import time
@@ -11,8 +14,9 @@ import time
 import pytest
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame
 
-from h2util import (CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS, PING,
-                    PREFACE, REFUSED_STREAM, RST_STREAM, SETTINGS, Raw, h2_get, raw_frame, start)
+from h2util import (CANCEL, CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS,
+                    NO_ERROR, PING, PREFACE, REFUSED_STREAM, RST_STREAM, SETTINGS, Raw,
+                    ended_despite_pings, h2_get, raw_frame, start)
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +202,65 @@ class TestWindowNeverOpened:
         fs = r.until(lambda f: isinstance(f, (RstStreamFrame, GoAwayFrame)), timeout=4)
         assert fs and isinstance(fs[-1], (RstStreamFrame, GoAwayFrame))
         assert served(port)
+
+
+    def test_pings_do_not_hold_a_shut_window(self, port):
+        # CVE-2019-9517 class: every frame read used to count as progress, so
+        # a PING a second kept the streams and their buffers forever. The
+        # streams are judged by their output (--send-timeout 1 s here).
+        r = Raw(port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+        ids = [r.headers() for _ in range(4)]
+        t0 = time.monotonic()
+        assert ended_despite_pings(r, ids) >= set(ids)
+        assert time.monotonic() - t0 < 3
+        assert served(port)
+
+
+class TestHttp11Clocks:
+    def test_continuations_share_one_head_deadline(self, port):
+        # --header-timeout 1 s: six CONTINUATIONs 0.4 s apart (each within
+        # any per-frame clock) bring the head whole only after 2.4 s
+        r = Raw(port)
+        r.send(raw_frame(HEADERS, END_STREAM, 1, r.block(r.req_headers())))
+        for i in range(6):
+            time.sleep(0.4)
+            r.send(raw_frame(CONTINUATION, END_HEADERS if i == 5 else 0, 1, r.block([("x-c%d" % i, "v")])))
+        fs = r.until(lambda f: isinstance(f, GoAwayFrame), timeout=2)
+        assert not [f for f in fs if isinstance(f, HeadersFrame)]  # never answered
+        assert fs and isinstance(fs[-1], GoAwayFrame) and fs[-1].error_code == CANCEL
+        assert served(port)
+
+    def test_trickled_bodies_cut_per_stream(self, port):
+        # --body-timeout 1 s, --body-min-rate 1024 (the default): a byte per
+        # stream every 0.3 s is within the timeout each time but far below
+        # the rate; every stream is cut as an HTTP/1.1 connection would be
+        r = Raw(port)
+        ids = [r.headers(method="POST", path="/echo", end_stream=False,
+                         extra=[("content-length", "100")]) for _ in range(3)]
+        cut, t0 = {}, time.monotonic()
+        while len(cut) < len(ids) and time.monotonic() - t0 < 4:
+            for sid in ids:
+                if sid not in cut:
+                    r.data(sid, b"x")
+            for f in r.until(lambda f: False, timeout=0.3):
+                if isinstance(f, RstStreamFrame) or (isinstance(f, HeadersFrame) and
+                                                     dict(f.fields).get(":status") == "408"):
+                    cut.setdefault(f.stream_id, f)
+        assert set(cut) == set(ids)
+        assert time.monotonic() - t0 < 3
+        assert served(port)
+
+    def test_pings_alone_do_not_keep_it_open(self, port):
+        # --keepalive-timeout 1 s counts from the last stream, not the last frame
+        r = Raw(port)
+        _, body, _ = r.response(r.headers())
+        assert body == b"Hello world!"
+        t0, g = time.monotonic(), None
+        while g is None and not r.eof and time.monotonic() - t0 < 4:
+            r.send(raw_frame(PING, 0, 0, b"\0" * 8))
+            g = next((f for f in r.until(lambda f: False, timeout=0.3) if isinstance(f, GoAwayFrame)), g)
+        assert g is not None and g.error_code == NO_ERROR
+        assert time.monotonic() - t0 < 2.5
 
 
 class TestBodyLimit:

@@ -10,7 +10,9 @@ import subprocess
 import pytest
 
 from conftest import CURL
-from h2util import h2_requests
+from hyperframe.frame import SettingsFrame
+
+from h2util import Raw, ended_despite_pings, h2_requests
 from tlsutil import certs  # noqa: F401 (the session fixture)
 
 
@@ -92,3 +94,15 @@ def test_idle_h2_over_tls_wakes_for_the_next_request(tls, certs):  # noqa: F811
         time.sleep(0.3)
     assert bodies == [b"Hello world!"] * 3
     s.close()
+
+
+def test_zero_window_streams_end_despite_pings(tls, certs):  # noqa: F811
+    # The send timeout judges output progress over TLS too: PINGs (each a
+    # TLS record read) do not keep streams whose window is shut.
+    srv = tls("--send-timeout", "1")
+    sock = ctx(certs, ["h2"]).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=3),
+                                          server_hostname="localhost")
+    assert sock.selected_alpn_protocol() == "h2"
+    r = Raw(srv.port, sock=sock, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
+    ids = [r.headers() for _ in range(4)]
+    assert ended_despite_pings(r, ids) >= set(ids)
