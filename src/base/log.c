@@ -20,7 +20,13 @@ static const char *const level_names[] = {"debug", "info", "warning", "error", "
 
 static int json_lines; /* --error-log-format json; set before the workers fork */
 
-static const char *log_path; /* --error-log FILE; NULL: stderr as inherited */
+static const char *log_path;                /* --error-log FILE; NULL: stderr as inherited */
+static long owner_uid = -1, owner_gid = -1; /* log_set_owner */
+
+void log_set_owner(long uid, long gid) {
+    owner_uid = uid;
+    owner_gid = gid;
+}
 
 /* Opens path (O_APPEND: the processes sharing it never overwrite each
  * other's lines) and puts it on fd 2; its own fd is closed. */
@@ -28,6 +34,13 @@ static int open_onto_stderr(const char *path) {
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
+    /* A file the master made as root after logrotate moved the old one
+     * would refuse the workers' own reopen: it becomes theirs. */
+    if (owner_uid >= 0 && geteuid() == 0 && fchown(fd, (uid_t)owner_uid, (gid_t)owner_gid) != 0) {
+        int e = errno;
+        close(fd);
+        return -e;
+    }
     if (fd != STDERR_FILENO) {
         int rc = dup2(fd, STDERR_FILENO) < 0 ? -errno : 0;
         close(fd);

@@ -17,6 +17,10 @@ int log_open(const char *path);
 /* Opens the path of log_open again onto fd 2 (after logrotate moved the
  * file; on USR1, in each process). A failure is logged to the old file. */
 void log_reopen(void);
+/* With --user, the master (root) opens and reopens the file for workers that
+ * run as uid:gid: each open then hands the file to them (as nginx does), so
+ * a worker's own reopen on USR1 can write it. -1, -1: no owner (default). */
+void log_set_owner(long uid, long gid);
 
 /* Lines below level are dropped (default LOG_INFO). */
 void log_set_level(log_level level);

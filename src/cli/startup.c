@@ -596,6 +596,9 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         c->mo.worker_setup = drop_worker;
         c->mo.worker_setup_ud = c;
         set_dumpable(c);
+        log_set_owner(the_run_as.has_user ? (long)the_run_as.uid : (long)getuid(),
+                      (long)the_run_as.gid);
+        log_reopen(); /* the file opened at start becomes the workers' too */
         return 0;
     }
     /* --workers 0: no master to keep them; this process switches now

@@ -193,3 +193,21 @@ def test_preload_with_user_is_refused(pub_dir):
                        env=env_for({"PYTHONPATH": env_for()["PYTHONPATH"] + ":%s" % pub_dir}))
     assert r.returncode != 0 and "--preload with --user" in r.stderr, r.stderr
     assert "imported as root" not in r.stderr, r.stderr  # refused before the import
+
+
+def test_error_log_reopened_by_the_root_master_stays_the_workers(ops_spindle, pub_dir, nobody):
+    """logrotate moves --error-log away and sends USR1: the master (root)
+    makes the new file, which becomes nobody's, so each worker's own reopen
+    succeeds and its lines land in the new file (nginx chowns likewise)."""
+    log = pub_dir / "error.log"
+    srv = ops_spindle("--user", "nobody", "--error-log", str(log), workers=1)
+    assert log.stat().st_uid == nobody.pw_uid
+    os.rename(log, pub_dir / "error.log.1")
+    srv.signal(signal.SIGUSR1)
+    assert wait_for(lambda: log.exists() and "reopening the logs" in log.read_text(), 5)
+    assert log.stat().st_uid == nobody.pw_uid
+    worker = sorted(children(srv.pid))[0]
+    srv.stop()
+    text = log.read_text()
+    assert "cannot reopen" not in text + (pub_dir / "error.log.1").read_text(), text
+    assert "worker %d exiting" % worker in text, text
