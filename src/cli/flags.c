@@ -194,9 +194,11 @@ const flag cli_flags[] = {
      "debug, info, warning, error or critical"},
     {"pid", "FILE", K_STR, B, RESTART, STR(mo.pid_file), "none", "write the master's pid to FILE"},
     {"user", "NAME", K_STR, B, RESTART, STR(user), "stay",
-     "switch to this user after binding the sockets"},
+     "the workers run as this user, switched right after the fork; the master keeps its "
+     "rights to reread keys on HUP (--workers 0: the process switches after binding and "
+     "reading the keys; --preload is refused with it)"},
     {"group", "NAME", K_STR, B, RESTART, STR(group), "the user's",
-     "switch to this group after binding the sockets (as root, only with --user)"},
+     "the workers' group, as --user (as root, only with --user)"},
     {"core-dumps", NULL, K_FLAG, B, RESTART, INT(core_dumps), NULL,
      "let workers dump core when they crash (off: a core would carry the session key and "
      "requests in flight)"},
