@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/x509v3.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,7 +25,10 @@ struct tls_ctx {
     int nnames[TLS_MAX_CERTS];
     const char *const *lists[TLS_MAX_CERTS]; /* names[i], for tls_pick_cert */
     char *file[TLS_MAX_CERTS], *subject[TLS_MAX_CERTS], *expiry[TLS_MAX_CERTS];
-    unsigned char alpn[256]; /* wire format: length-prefixed names */
+    unsigned char sid[TLS_MAX_CERTS][SSL_MAX_SID_CTX_LENGTH]; /* see sid_context */
+    unsigned sidlen[TLS_MAX_CERTS];
+    unsigned char ca_hash[32]; /* SHA-256 of the --ca-certs file's bytes, for sid_context */
+    unsigned char alpn[256];   /* wire format: length-prefixed names */
     unsigned alpn_len;
 };
 
@@ -81,14 +85,76 @@ static int alpn_cb(SSL *ssl, const unsigned char **out, unsigned char *outlen,
     return SSL_TLSEXT_ERR_NOACK;
 }
 
-static int sni_cb(SSL *ssl, int *alert, void *arg) {
+/* The SNI name of the ClientHello being handled, kept for the ticket check
+ * (tls_ticket.c): an SSL's ex_data, freed with it. */
+static int sni_index = -1;
+
+static void free_sni(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp) {
+    OPENSSL_free(ptr);
+}
+
+const char *tls_ctx_hello_sni(const SSL *ssl) {
+    return sni_index < 0 ? NULL : SSL_get_ex_data(ssl, sni_index);
+}
+
+/* The host_name of a server_name extension (RFC 6066 §3), NUL-terminated
+ * into out; 0, or -1 when there is none (or it is malformed: OpenSSL will
+ * refuse the ClientHello itself). */
+static int parse_sni(const unsigned char *p, size_t len, char *out, size_t cap) {
+    if (len < 2 || (size_t)((p[0] << 8) | p[1]) != len - 2)
+        return -1;
+    for (p += 2, len -= 2; len >= 3;) {
+        size_t n = (size_t)((p[1] << 8) | p[2]);
+        if (n > len - 3)
+            return -1;
+        if (p[0] == TLSEXT_NAMETYPE_host_name) {
+            if (n == 0 || n >= cap || memchr(p + 3, '\0', n))
+                return -1;
+            memcpy(out, p + 3, n);
+            out[n] = '\0';
+            return 0;
+        }
+        p += 3 + n;
+        len -= 3 + n;
+    }
+    return -1;
+}
+
+/* The certificate is chosen here, from the ClientHello's SNI name, rather
+ * than in the servername callback: OpenSSL decides on resumption before
+ * that runs, and must compare a ticket's session with the session-id
+ * context of the certificate this name gets (sid_context). */
+static int hello_cb(SSL *ssl, int *alert, void *arg) {
     tls_ctx *t = arg;
-    if (t->n < 2)
-        return SSL_TLSEXT_ERR_OK;
-    const char *host = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
+    const unsigned char *ext;
+    size_t len;
+    char host[256];
+    if (!SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &ext, &len) ||
+        parse_sni(ext, len, host, sizeof host) < 0)
+        return SSL_CLIENT_HELLO_SUCCESS; /* no name: the default certificate */
+    char *keep = OPENSSL_strdup(host);
+    /* After a HelloRetryRequest this runs again: the first name goes. */
+    OPENSSL_free(SSL_get_ex_data(ssl, sni_index));
+    SSL_set_ex_data(ssl, sni_index, NULL);
+    if (!keep || !SSL_set_ex_data(ssl, sni_index, keep)) {
+        OPENSSL_free(keep);
+        *alert = SSL_AD_INTERNAL_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
     int i = tls_pick_cert(t->lists, t->nnames, t->n, host);
-    if (t->ctx[i] != SSL_get_SSL_CTX(ssl))
+    if (t->ctx[i] != SSL_get_SSL_CTX(ssl)) {
         SSL_set_SSL_CTX(ssl, t->ctx[i]);
+        /* SSL_set_SSL_CTX copies the session-id context only when the
+         * SSL's was the old context's: set it outright. */
+        SSL_set_session_id_context(ssl, t->sid[i], t->sidlen[i]);
+    }
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* Acknowledges the name (without a servername callback OpenSSL would not
+ * keep it in the session, and the ticket check would have nothing to
+ * compare); the certificate was chosen in hello_cb. */
+static int sni_cb(SSL *ssl, int *alert, void *arg) {
     return SSL_TLSEXT_ERR_OK;
 }
 
@@ -150,12 +216,13 @@ static int configure(SSL_CTX *ctx, const tls_config *cfg, tls_ctx *t, char *err,
         fail(err, cap, NULL, "the key exchange groups %s", DEFAULT_GROUPS);
         return -1;
     }
-    /* Tickets only: they resume on any worker; a per-process cache would not. */
+    /* Tickets only: they resume on any worker; a per-process cache would
+     * not. The session-id context is set per certificate (sid_context). */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
-    SSL_CTX_set_session_id_context(ctx, (const unsigned char *)"spindle", 7);
     SSL_CTX_set_num_tickets(ctx, 1);
     tls_ticket_install(ctx);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, t);
+    SSL_CTX_set_client_hello_cb(ctx, hello_cb, t);
     SSL_CTX_set_tlsext_servername_callback(ctx, sni_cb);
     SSL_CTX_set_tlsext_servername_arg(ctx, t);
     if (cfg->cert_reqs != TLS_VERIFY_NONE) {
@@ -180,6 +247,62 @@ static int configure(SSL_CTX *ctx, const tls_config *cfg, tls_ctx *t, char *err,
             NULL);
     }
     return 0;
+}
+
+/* The session-id context of context i, which OpenSSL compares with the one
+ * a ticket's session was made under before resuming it: a hash of what the
+ * session's trust rests on (as nginx's ngx_ssl_session_id_context) — the
+ * certificate chain served, the CA file's bytes, --cert-reqs, the verify
+ * mode and depth. A session made under another certificate (another SNI
+ * name's) or before a reload changed any of them gets a full handshake, so
+ * a client certificate is checked again under today's settings. */
+static int sid_context(tls_ctx *t, int i, SSL_CTX *ctx, const tls_config *cfg) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned mdlen = 0;
+    EVP_MD_CTX *h = EVP_MD_CTX_new();
+    int ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1;
+    int params[4] = {cfg->cert_reqs, SSL_CTX_get_verify_mode(ctx), SSL_CTX_get_verify_depth(ctx),
+                     cfg->ca_certs != NULL};
+    ok = ok && EVP_DigestUpdate(h, "spindle sid 1", 13) == 1 &&
+         EVP_DigestUpdate(h, params, sizeof params) == 1 &&
+         EVP_DigestUpdate(h, t->ca_hash, sizeof t->ca_hash) == 1;
+    STACK_OF(X509) *chain = NULL;
+    SSL_CTX_get0_chain_certs(ctx, &chain);
+    for (int k = -1; ok && k < sk_X509_num(chain); k++) {
+        X509 *x = k < 0 ? SSL_CTX_get0_certificate(ctx) : sk_X509_value(chain, k);
+        unsigned char *der = NULL;
+        int n = x ? i2d_X509(x, &der) : -1;
+        ok = n > 0 && EVP_DigestUpdate(h, der, (size_t)n) == 1;
+        OPENSSL_free(der);
+    }
+    ok = ok && EVP_DigestFinal_ex(h, md, &mdlen) == 1;
+    EVP_MD_CTX_free(h);
+    if (mdlen > SSL_MAX_SID_CTX_LENGTH)
+        mdlen = SSL_MAX_SID_CTX_LENGTH;
+    memcpy(t->sid[i], md, mdlen);
+    t->sidlen[i] = mdlen;
+    return ok && SSL_CTX_set_session_id_context(ctx, md, mdlen) == 1 ? 0 : -1;
+}
+
+/* The SHA-256 of the CA file's bytes into t->ca_hash (zeros without one).
+ * 0, or -1. */
+static int hash_ca_file(tls_ctx *t, const char *path) {
+    memset(t->ca_hash, 0, sizeof t->ca_hash);
+    if (!path)
+        return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    EVP_MD_CTX *h = EVP_MD_CTX_new();
+    int ok = h && EVP_DigestInit_ex(h, EVP_sha256(), NULL) == 1;
+    char buf[4096];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        ok = EVP_DigestUpdate(h, buf, n) == 1;
+    ok = ok && !ferror(f) && EVP_DigestFinal_ex(h, t->ca_hash, NULL) == 1;
+    EVP_MD_CTX_free(h);
+    fclose(f);
+    return ok ? 0 : -1;
 }
 
 /* Context i: the shared settings, then certificate i and its key. */
@@ -212,6 +335,10 @@ static int build_one(tls_ctx *t, int i, const tls_config *cfg, char *err, size_t
              "--keyfile %s does not match --certfile %s", kf, cf);
         return -1;
     }
+    if (sid_context(t, i, ctx, cfg) < 0) {
+        fail(err, cap, NULL, "cannot make the session-id context of --certfile %s", cf);
+        return -1;
+    }
     t->file[i] = strdup(cf);
     read_names(t, i, SSL_CTX_get0_certificate(ctx));
     return 0;
@@ -222,7 +349,9 @@ tls_ctx *tls_ctx_build(const tls_config *cfg, char *err, size_t cap) {
         snprintf(err, cap, "TLS needs 1 to %d --certfile files", TLS_MAX_CERTS);
         return NULL;
     }
-    if (tls_ticket_secret_init() < 0) {
+    if (sni_index < 0)
+        sni_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, free_sni);
+    if (sni_index < 0 || tls_ticket_secret_init() < 0) {
         fail(err, cap, NULL, "cannot make the session ticket secret");
         return NULL;
     }
@@ -237,6 +366,9 @@ tls_ctx *tls_ctx_build(const tls_config *cfg, char *err, size_t cap) {
         tls_ctx_free(t);
         return NULL;
     }
+    /* Unreadable: configure() says so, naming the file and the reason. */
+    if (cfg->cert_reqs != TLS_VERIFY_NONE)
+        hash_ca_file(t, cfg->ca_certs);
     for (int i = 0; i < cfg->ncerts; i++, t->n++)
         if (build_one(t, i, cfg, err, cap) < 0) {
             t->n++; /* free what build_one made */

@@ -44,6 +44,9 @@ SSL *tls_ctx_new_ssl(tls_ctx *t, int fd);
  * caller's own on other BIOs (a fuzz target's memory BIOs). */
 SSL_CTX *tls_ctx_default(tls_ctx *t);
 
+/* The SNI name of the ClientHello an SSL of tls_ctx_new_ssl is handling or
+ * handled (NULL: none), as parsed before resumption is decided. */
+const char *tls_ctx_hello_sni(const SSL *ssl);
 /* Prints one line per certificate: file, subject, names, expiry. */
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent);
 
@@ -68,8 +71,19 @@ typedef struct tls_ticket_key {
 } tls_ticket_key;
 
 /* Makes the secret every worker derives ticket keys from (random, once, in
- * the master before the fork; kept over reloads). 0 or -1. */
+ * the master before the fork; over reloads it keeps ratcheting). 0 or -1. */
 int tls_ticket_secret_init(void);
+/* Steps the secret forward to the current period (one ratchet step per
+ * period passed; the previous secret kept to decrypt, older ones wiped).
+ * Cheap when the period has not changed: called from the master's tick and
+ * each worker's heartbeat, so idle processes hold no old secret. 0 or -1. */
+int tls_ticket_tick(void);
+/* One ratchet step: out = HKDF-SHA256(in, "spindle ticket secret ratchet").
+ * 0 or -1. */
+int tls_ticket_ratchet(const unsigned char in[32], unsigned char out[32]);
+/* Whether a session made for SNI name made_for may resume on a connection
+ * that asks for asked (either may be NULL: no SNI). Case-insensitive. */
+int tls_ticket_same_name(const char *made_for, const char *asked);
 /* The key for an epoch: HKDF-SHA256 of the secret with the epoch as info.
  * 0 or -1. */
 int tls_ticket_derive(const unsigned char *secret, size_t len, uint64_t epoch, tls_ticket_key *k);

@@ -330,6 +330,7 @@ static void reap(master *m, int64_t now) {
 }
 
 static void tick(master *m, int64_t now) {
+    tls_ticket_tick(); /* the secret new workers inherit steps on too (tls_ticket.c) */
     if (m->mo->reload_on_change && !m->stopping)
         master_dev_tick(m, now);
     for (int i = 0; i < MAX_WORKERS; i++) {

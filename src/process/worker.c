@@ -71,6 +71,7 @@ static void check_memory(loop *l, worker *w) {
 static void on_heartbeat(loop *l, loop_timer *t) {
     worker *w = t->data;
     w->slot->heartbeat_ms = loop_clock_ms();
+    tls_ticket_tick(); /* an idle worker wipes an old ticket secret too (tls_ticket.c) */
     if (w->slot->max_rss && ++w->beats % (1000 / HEARTBEAT_MS) == 0)
         check_memory(l, w);
     loop_timer_arm(l, t, loop_now(l) + HEARTBEAT_MS, on_heartbeat, w);
