@@ -247,6 +247,9 @@ SP_API const char *sp_req_scheme(const sp_req *r);
  * Static strings. */
 SP_API const char *sp_req_tls_version(const sp_req *r);
 SP_API const char *sp_req_tls_cipher(const sp_req *r);
+/* The server name the client asked for in the handshake (SNI), as mod_ssl's
+ * SSL_TLS_SNI; NULL when it sent none, or not TLS. Valid for the request. */
+SP_API const char *sp_req_tls_sni(const sp_req *r);
 /* The client certificate's subject, RFC 2253 ("CN=alice,O=Example"), as
  * mod_ssl's SSL_CLIENT_S_DN, into buf (NUL-terminated, cut to cap - 1
  * bytes). Its length, or -1: no client certificate (or not TLS). */

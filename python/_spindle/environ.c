@@ -16,7 +16,7 @@
 static PyObject *s_get, *s_head, *s_post, *s_put, *s_http10, *s_http11, *s_empty;
 static PyObject *k_method, *k_path, *k_query, *k_proto, *k_sname, *k_sport, *k_raddr, *k_rport,
     *k_ctype, *k_clen, *k_input, *k_raw_uri, *k_scheme, *k_ssl_protocol, *k_ssl_cipher,
-    *k_ssl_verify, *k_ssl_s_dn, *s_on;
+    *k_ssl_verify, *k_ssl_s_dn, *k_ssl_sni, *s_on;
 
 static PyObject *intern(const char *s) {
     return PyUnicode_InternFromString(s);
@@ -40,6 +40,7 @@ int environ_init(hub *h) {
     k_ssl_cipher = intern("SSL_CIPHER");
     k_ssl_verify = intern("SSL_CLIENT_VERIFY");
     k_ssl_s_dn = intern("SSL_CLIENT_S_DN");
+    k_ssl_sni = intern("SSL_TLS_SNI");
     s_on = intern("on");
     s_get = intern("GET");
     s_head = intern("HEAD");
@@ -250,7 +251,7 @@ static PyObject *port_text(unsigned port) {
 }
 
 /* A TLS connection's variables, named as mod_ssl names them: HTTPS,
- * SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY, SSL_CLIENT_S_DN. */
+ * SSL_PROTOCOL, SSL_CIPHER, SSL_CLIENT_VERIFY, SSL_CLIENT_S_DN, SSL_TLS_SNI. */
 static int tls_environ(PyObject *env, const sp_req *r) {
     char buf[1024];
     if (set_new(env, k_scheme, PyUnicode_FromString("https")) < 0 ||
@@ -260,6 +261,9 @@ static int tls_environ(PyObject *env, const sp_req *r) {
         return -1;
     if (sp_req_tls_client_verify(r, buf, sizeof buf) >= 0 &&
         set_new(env, k_ssl_verify, PyUnicode_FromString(buf)) < 0)
+        return -1;
+    const char *sni = sp_req_tls_sni(r);
+    if (sni && set_new(env, k_ssl_sni, PyUnicode_DecodeUTF8(sni, strlen(sni), "replace")) < 0)
         return -1;
     int n = sp_req_tls_client_subject(r, buf, sizeof buf);
     if (n >= 0 && set_new(env, k_ssl_s_dn, PyUnicode_DecodeUTF8(buf, n, "replace")) < 0)

@@ -219,6 +219,7 @@ static int configure(SSL_CTX *ctx, const tls_config *cfg, tls_ctx *t, char *err,
     /* Tickets only: they resume on any worker; a per-process cache would
      * not. The session-id context is set per certificate (sid_context). */
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_app_data(ctx, t);
     SSL_CTX_set_num_tickets(ctx, 1);
     tls_ticket_install(ctx);
     SSL_CTX_set_alpn_select_cb(ctx, alpn_cb, t);
@@ -403,6 +404,33 @@ SSL *tls_ctx_new_ssl(tls_ctx *t, int fd) {
     else
         ERR_clear_error();
     return ssl;
+}
+
+const tls_ctx *tls_ctx_of(const SSL *ssl) {
+    return ssl ? SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl)) : NULL;
+}
+
+int tls_ctx_misdirected(const tls_ctx *t, const SSL *ssl, const char *sni, const char *host,
+                        size_t len) {
+    char name[256];
+    if (!t || t->n < 2 || !sni || !*sni || !host || !len)
+        return 0;
+    if (host[0] == '[')
+        return 0; /* an IPv6 literal: no certificate's DNS name */
+    const char *colon = memchr(host, ':', len);
+    if (colon)
+        len = (size_t)(colon - host);
+    if (len == 0 || len >= sizeof name)
+        return 0;
+    memcpy(name, host, len);
+    name[len] = '\0';
+    int h = tls_find_cert(t->lists, t->nnames, t->n, name);
+    if (h < 0)
+        return 0;
+    /* The certificate this connection was given (by its SNI name) */
+    SSL_CTX *served = SSL_get_SSL_CTX(ssl);
+    int s = tls_find_cert(t->lists, t->nnames, t->n, sni);
+    return s >= 0 && t->ctx[h] != served && t->ctx[s] == served;
 }
 
 SSL_CTX *tls_ctx_default(tls_ctx *t) {

@@ -44,9 +44,19 @@ SSL *tls_ctx_new_ssl(tls_ctx *t, int fd);
  * caller's own on other BIOs (a fuzz target's memory BIOs). */
 SSL_CTX *tls_ctx_default(tls_ctx *t);
 
+/* Whether a request whose Host is host (host_len bytes, a ":port" ignored)
+ * on a connection whose SNI name is sni was misdirected (RFC 9110
+ * §15.5.20): both names are served by certificates of ctx's listener, but
+ * not by the same one. A Host no certificate names is not (the app's). */
+int tls_ctx_misdirected(const tls_ctx *t, const SSL *ssl, const char *sni, const char *host,
+                        size_t host_len);
 /* The SNI name of the ClientHello an SSL of tls_ctx_new_ssl is handling or
  * handled (NULL: none), as parsed before resumption is decided. */
 const char *tls_ctx_hello_sni(const SSL *ssl);
+/* The tls_ctx an SSL of tls_ctx_new_ssl belongs to (SNI may have switched
+ * its SSL_CTX to another certificate's of the same tls_ctx). */
+const tls_ctx *tls_ctx_of(const SSL *ssl);
+
 /* Prints one line per certificate: file, subject, names, expiry. */
 void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent);
 
@@ -55,6 +65,9 @@ void tls_ctx_describe(const tls_ctx *t, FILE *out, const char *indent);
 /* Whether host (an SNI name) matches a certificate's name: equal ignoring
  * case, or a "*.rest" wildcard standing for exactly one left-most label. */
 int tls_name_match(const char *pattern, const char *host);
+/* The index of the certificate whose names hold host exactly, else the
+ * first that matches it by a wildcard, else -1. */
+int tls_find_cert(const char *const *const *names, const int *n, int ncerts, const char *host);
 /* The index of the certificate for host: the first whose names hold it
  * exactly, else the first that matches it by a wildcard, else 0. names[i]
  * lists certificate i's names, n[i] of them. */

@@ -27,8 +27,13 @@ int tls_name_match(const char *pattern, const char *host) {
 }
 
 int tls_pick_cert(const char *const *const *names, const int *n, int ncerts, const char *host) {
+    int i = tls_find_cert(names, n, ncerts, host);
+    return i < 0 ? 0 : i;
+}
+
+int tls_find_cert(const char *const *const *names, const int *n, int ncerts, const char *host) {
     if (!host || !*host)
-        return 0;
+        return -1;
     for (int i = 0; i < ncerts; i++)
         for (int j = 0; j < n[i]; j++)
             if (names[i][j][0] != '*' && tls_name_match(names[i][j], host))
@@ -37,5 +42,5 @@ int tls_pick_cert(const char *const *const *names, const int *n, int ncerts, con
         for (int j = 0; j < n[i]; j++)
             if (names[i][j][0] == '*' && tls_name_match(names[i][j], host))
                 return i;
-    return 0;
+    return -1;
 }

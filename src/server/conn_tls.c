@@ -142,7 +142,18 @@ const char *server_conn_alpn(const conn *c, unsigned *len) {
     return *len ? (const char *)p : NULL;
 }
 
+int conn_tls_misdirected(const sp_req *r) {
+    SSL *ssl = r->c->tls;
+    return tls_ctx_misdirected(tls_ctx_of(ssl), ssl,
+                               SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name), r->head.host,
+                               r->head.host_len);
+}
+
 /* ---- what handlers see (spindle.h) ------------------------------------ */
+
+const char *sp_req_tls_sni(const sp_req *r) {
+    return r->c->tls ? SSL_get_servername(r->c->tls, TLSEXT_NAMETYPE_host_name) : NULL;
+}
 
 const char *sp_req_tls_version(const sp_req *r) {
     return r->c->tls ? SSL_get_version(r->c->tls) : NULL;

@@ -216,6 +216,10 @@ __attribute__((always_inline)) static inline int dispatch(sp_server *s, sp_req *
     const http_request *h = &req->head;
     int is_options = h->method_id == HTTP_M_OPTIONS;
     const router *rt = server_routes_for(s, req->c); /* its listener's own, or the server's */
+    /* RFC 9110 §15.5.20: a connection whose SNI chose one certificate may
+     * not be reused for a host that another certificate of ours serves. */
+    if (req->c->tls && conn_tls_misdirected(req))
+        return res_send_error(res, 421, 0, NULL);
     if (req->path.len == 1 && req->path.ptr[0] == '*') {
         if (!is_options)
             return res_send_error(res, 400, 1, NULL);

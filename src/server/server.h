@@ -209,6 +209,9 @@ void server_conn_wake(sp_server *s, conn *c);
 int conn_tls_accept(sp_server *s, conn *c);
 /* At close: close_notify if it can go at once, and the SSL freed. */
 void conn_tls_free(conn *c);
+/* Whether r (on a TLS connection) names in its Host another certificate's
+ * host than its SNI name's: it gets 421 (tls_ctx_misdirected). */
+int conn_tls_misdirected(const sp_req *r);
 
 /* http_conn.c: the coroutine that serves a connection with bytes to read. */
 void http_conn_main(void *arg);

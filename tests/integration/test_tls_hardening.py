@@ -1,8 +1,10 @@
 """TLS hardening (a security review): a session resumes only under the trust
 settings and the SNI name it was made under; the ticket secret itself steps
 forward every period (an old ticket never opens again, even with the clock
-set back). openssl s_client with -sess_out/-sess_in is the client ("Reused"
-or "New")."""
+set back); the SNI name reaches the application (SSL_TLS_SNI), and a Host
+of another certificate's name than the SNI's gets 421. openssl s_client
+with -sess_out/-sess_in is the client ("Reused" or "New")."""
+import json
 import os
 import shutil
 import signal
@@ -11,6 +13,7 @@ import time
 
 import pytest
 
+from conftest import CURL
 from proctools import wait_for
 from tlsutil import OPENSSL, certs  # noqa: F401 (the session fixture)
 
@@ -228,3 +231,61 @@ def test_after_rotations_a_ticket_resumes_on_either_worker(clocked, certs, tmp_p
     assert s_client(srv.port, certs, "localhost", sess_out=sess)[0].startswith("New")
     hs = [s_client(srv.port, certs, "localhost", sess_in=sess)[0] for _ in range(12)]
     assert all(h.startswith("Reused") for h in hs), hs
+
+
+# ---- 4. the SNI name for applications, and 421 ---------------------------------------------
+
+SNI_APP = """
+import json
+
+
+def application(environ, start_response):
+    body = json.dumps({k: environ.get(k) for k in ("SSL_TLS_SNI", "HTTP_HOST")}).encode()
+    start_response("200 OK", [("Content-Type", "application/json")])
+    return [body]
+"""
+
+
+def test_wsgi_environ_has_the_sni_name(certs, tmp_path):  # noqa: F811
+    from wsgiutil import WsgiServer
+    (tmp_path / "sni_app.py").write_text(SNI_APP)
+    srv = WsgiServer("sni_app:application", certs.flags("a", "b"), chdir=tmp_path, logdir=tmp_path)
+    srv.start()
+    try:
+        for sni, host in [("a.test", "a.test"), ("x.b.test", "x.b.test"), (None, "a.test")]:
+            hs, _, reply = s_client(srv.port, certs, sni, host=host)
+            assert status(reply) == 200, (sni, reply)
+            env = json.JSONDecoder().raw_decode(reply.partition("\r\n\r\n")[2])[0]
+            assert env == {"SSL_TLS_SNI": sni, "HTTP_HOST": host}, env
+    finally:
+        srv.stop()
+    assert not srv.problems(), srv.problems()
+
+
+@pytest.mark.parametrize("version", [TLS12, TLS13])
+def test_a_host_of_another_certificate_than_the_sni_gets_421(spindle, certs, version):  # noqa: F811
+    srv = spindle(*certs.flags("a", "b"))
+    for sni, host, want in [("a.test", "b.test", 421), ("a.test", "x.b.test:443", 421),
+                            ("b.test", "www.a.test", 421), ("a.test", "a.test", 200),
+                            ("a.test", "www.a.test:%d" % srv.port, 200),  # the same certificate
+                            ("b.test", "X.B.TEST", 200), ("a.test", "elsewhere.test", 200),
+                            (None, "b.test", 200),  # no SNI: nothing to compare
+                            ("elsewhere.test", "b.test", 200)]:  # an SNI no certificate names
+        reply = s_client(srv.port, certs, sni, version, host=host)[2]
+        assert status(reply) == want, (sni, host, reply)
+
+
+def test_421_over_http2(spindle, certs):  # noqa: F811
+    srv = spindle(*certs.flags("a", "b"))
+    url = "https://a.test:%d/" % srv.port
+    base = [CURL, "-sS", "--http2", "--cacert", certs.ca, "--resolve", "a.test:%d:127.0.0.1" % srv.port,
+            "-o", "/dev/null", "-w", "%{http_version} %{response_code}"]
+    p = subprocess.run(base + [url], capture_output=True, timeout=20)
+    assert p.stdout == b"2 200", p
+    p = subprocess.run(base + ["-H", "Host: b.test", url], capture_output=True, timeout=20)
+    assert p.stdout == b"2 421", p
+
+
+def test_one_certificate_never_421(spindle, certs):  # noqa: F811
+    srv = spindle(*certs.flags("a"))
+    assert status(s_client(srv.port, certs, "a.test", host="b.test")[2]) == 200
