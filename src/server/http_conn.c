@@ -103,9 +103,15 @@ __attribute__((noinline)) static int take_proxy_header(sp_server *s, conn *c, si
         memset(c->peer_ip, 0, sizeof c->peer_ip);
         c->peer_port = 0;
     }
-    if (h.family != AF_UNSPEC) { /* UNKNOWN, LOCAL: the proxy itself is the client */
+    if (h.family != AF_UNSPEC) {
         c->peer_family = (uint8_t)h.family;
         c->peer_trusted = (uint8_t)fwd_peer_trusted(&s->fwd, c->peer_family, c->peer_ip);
+    } else {
+        /* UNKNOWN, LOCAL: the proxy stays the peer, but it names no client
+         * (its own health check, or a connection it cannot describe), so it
+         * vouches for nothing: the request's forwarded headers came from
+         * whoever is on the far side and must not name the client. */
+        c->peer_trusted = 0;
     }
     return 1;
 }

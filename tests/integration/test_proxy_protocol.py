@@ -244,3 +244,29 @@ def test_wsgi_remote_addr_and_port(wsgi_server):
     got, port = _env(srv, V2_LOCAL)
     assert got == [("127.0.0.1", str(port))] * 2
     _unanswered(b"GET /env HTTP/1.1\r\nHost: x\r\n\r\n", ("127.0.0.1", srv.port))
+
+
+def test_unknown_and_local_do_not_trust_the_clients_forwarded_headers(proxied):
+    """UNKNOWN / LOCAL name no client: the connection is the proxy's own (a
+    health check) or one it relays without saying whose. The proxy stays the
+    peer, but it is not vouching for the request's X-Forwarded-For, which
+    came from whoever is on the other side: ignored, never the client."""
+    for hdr in (b"PROXY UNKNOWN\r\n", V2_LOCAL, v2(1, 0x00, b"")):
+        with _conn(proxied) as c:
+            port = c.sock.getsockname()[1]
+            c.send(hdr + b"GET /peer HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 7.7.7.7\r\n"
+                   b"Forwarded: for=7.7.7.8\r\nConnection: close\r\n\r\n")
+            r = c.read_response()
+            assert r.body.decode().split() == ["127.0.0.1:%d" % port, "127.0.0.1"], hdr
+    assert _logged(proxied.log, 3) == ["127.0.0.1"] * 3
+
+
+def test_wsgi_unknown_ignores_forwarded_for(wsgi_server):
+    srv = wsgi_server("validated:application", "--proxy-protocol", "--forwarded-allow-ips",
+                      "127.0.0.1")
+    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5) as c:
+        c.send(b"PROXY UNKNOWN\r\nGET /env HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 7.7.7.7\r\n"
+               b"X-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
+        e = json.loads(c.read_response().body)
+    assert e["REMOTE_ADDR"] == "127.0.0.1"
+    assert e["wsgi.url_scheme"] == "http"
