@@ -192,6 +192,9 @@ const flag cli_flags[] = {
      "the --bind listeners"},
     {"log-level", "LEVEL", K_STR, B, HUP, SET(set_log_level), "info",
      "debug, info, warning, error or critical"},
+    {"log-query", NULL, K_FLAG, B, RESTART, INT(mo.board.log_query), NULL,
+     "the error log's lines about a stalled or dead worker name its request with the query "
+     "string (off: the path only, as a query may carry a token)"},
     {"pid", "FILE", K_STR, B, RESTART, STR(mo.pid_file), "none", "write the master's pid to FILE"},
     {"user", "NAME", K_STR, B, RESTART, STR(user), "stay",
      "the workers run as this user, switched right after the fork; the master keeps its "

@@ -44,7 +44,10 @@ void worker_stats_fold(worker_stats *total, const worker_stats *w) {
 }
 
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
-                       size_t tlen) {
+                       size_t tlen, int keep_query) {
+    const char *q = keep_query ? NULL : memchr(target, '?', tlen);
+    if (q)
+        tlen = (size_t)(q - target);
     size_t cap = sizeof w->request - 1;
     size_t m = mlen < cap ? mlen : cap;
     memcpy(w->request, method, m);
@@ -82,8 +85,9 @@ static int on_accept_step_aside(void *ud, int nconns) {
 }
 
 static void on_request_begin(void *ud, const http_request *h) {
-    worker_slot_begin(((worker_watch *)ud)->slot, h->method, h->method_len, h->target,
-                      h->target_len);
+    const worker_watch *ww = ud;
+    worker_slot_begin(ww->slot, h->method, h->method_len, h->target, h->target_len,
+                      ww->board->log_query);
 }
 
 static void on_request_end(void *ud) {

@@ -65,6 +65,7 @@ typedef struct worker_board {
     worker_stats *retired;       /* dead workers' counters, folded by the master */
     volatile uint64_t *restarts; /* [RESTART_CAUSES], counted by the master, or NULL */
     worker_slot own;             /* --workers 0 */
+    int log_query;               /* --log-query: slots keep the target's query (tokens in URLs) */
 } worker_board;
 
 /* How many of the board's slots are worth scanning. */
@@ -78,9 +79,11 @@ int worker_restart_cause(int status, const worker_slot *w);
 /* Adds a retired worker's counters into total. */
 void worker_stats_fold(worker_stats *total, const worker_stats *w);
 
-/* Records the request about to run (truncated). Cheap: a few dozen bytes. */
+/* Records the request about to run (truncated), for the watchdog's and
+ * the reaper's log lines: its path only unless keep_query (--log-query), as
+ * a query often carries a token. Cheap: a few dozen bytes. */
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
-                       size_t tlen);
+                       size_t tlen, int keep_query);
 static inline void worker_slot_end(worker_slot *w) {
     w->busy = 0;
     w->requests++;

@@ -55,3 +55,22 @@ def check_dump_then_kill(srv):
     assert "blocked serving 'GET /spin'" in err, err
     assert re.search(r'File ".*stall_app\.py", line \d+ in spin_the_loop', err), err
     assert srv.get("/").status == 200
+
+
+def test_stalled_worker_logs_the_path_not_the_query(tmp_path):
+    """A query often carries a token: the watchdog's line and the reaper's
+    name the path only, unless --log-query (a C worker's own dump reads the
+    same slot: test_workers.py)."""
+    for flags, shown in (([], "GET /block"), (["--log-query"], "GET /block?token=s3cret")):
+        srv = WsgiServer("stall_app:application", ["--worker-timeout", "1"] + flags,
+                         logdir=tmp_path).start()
+        try:
+            victim = stall(srv, "/block?token=s3cret")
+            err = srv.stderr()
+            assert "blocked serving '%s'" % shown in err, err
+            assert re.search(r"worker %d was killed by signal 9 .*'%s'" % (victim, re.escape(shown)),
+                             err), err
+            if not flags:
+                assert "s3cret" not in err, err
+        finally:
+            assert srv.stop() == 0, srv.stderr()
