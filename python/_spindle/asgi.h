@@ -20,6 +20,7 @@ enum {
     A_WS_RECV = 64,
     A_WS_SEND = 128,
     A_WS_CLOSE = 256,
+    A_GONE = 512, /* with A_ABORT: the client left, no fault of the app's */
 };
 
 /* Events the coroutine queues for the main stack (acycle.ev bits). */

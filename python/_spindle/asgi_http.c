@@ -98,9 +98,10 @@ static PyTypeObject cycle_type;
 static int run_ops(acycle *c, int *rc) {
     sp_res *res = c->res;
     if (c->op & A_ABORT) {
-        /* A client that hung up is no error to log (a long poll's, say);
-         * the server closes quietly on -ECONNRESET after a hang-up. */
-        *rc = c->disconnected ? -ECONNRESET : -EIO;
+        /* -ECONNRESET tells the server the client left (a 499, not a
+         * failure: a long poll's, say); -EIO that the app broke a response
+         * it had started. */
+        *rc = (c->op & A_GONE) || c->disconnected ? -ECONNRESET : -EIO;
         return 1;
     }
     if (c->op & A_ERROR500) {
@@ -401,7 +402,7 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
 void end_cut(acycle *c) {
     if (c->gone)
         return;
-    c->op |= A_ABORT; /* the coroutine ends; the connection closes */
+    c->op |= A_ABORT | A_GONE; /* the coroutine ends; the connection closes */
     asgi_wake(c);
 }
 

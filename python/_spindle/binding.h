@@ -57,9 +57,11 @@ typedef struct pyjob {
     size_t count;
     int finish_after; /* end the response after the op */
     ssize_t result;
-    int app_done;   /* the greenlet is finished with this request */
-    int app_rc;     /* the handler's return: 0, or -errno to close */
-    PyObject *keep; /* kept alive for a last op nobody waits for */
+    int app_done;     /* the greenlet is finished with this request */
+    int app_rc;       /* the handler's return: 0, or -errno to close */
+    int gone;         /* the client hung up while the app ran: nothing is sent */
+    int64_t began_ms; /* CLOCK_MONOTONIC_COARSE at the call's start */
+    PyObject *keep;   /* kept alive for a last op nobody waits for */
     /* OP_SESSION (session.c): the call, its arguments (owned by Python
      * objects the waiting greenlet holds), the session once opened, and the
      * head fields it added (kept by commit_head: its Set-Cookie). */

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <time.h>
 
 hub *the_hub;
 
@@ -123,17 +125,48 @@ void hub_op_last(pyjob *j, int op, PyObject *keep) {
 
 /* ---- the coroutine side of a WSGI call ---------------------------------- */
 
+static int64_t coarse_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* An app that blocked the loop (time.sleep, a slow query without green
+ * I/O) kept the hang-up from being seen: before its head goes out, a peek
+ * asks the socket (EOF or a reset: the client left, as nginx decides it).
+ * Only an HTTP/1 call that took a while pays for the syscall. */
+static int left_meanwhile(const pyjob *j) {
+    if (j->gone || j->req->xops || coarse_ms() - j->began_ms < 10)
+        return j->gone;
+    char b;
+    conn *c = j->req->c;
+    ssize_t n = recv(c->w.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
+        c->w.hup |= LOOP_RDHUP; /* as the loop would have latched it */
+        return 1;
+    }
+    return 0;
+}
+
 static void do_op(pyjob *j) {
     ssize_t r = 0;
     switch (j->op) {
     case OP_WRITE:
+    case OP_SENDFILE:
+        if (!j->res->head_sent && (j->gone = left_meanwhile(j))) {
+            /* The client hung up while the app ran: no answer to give,
+             * and -ECONNRESET has the server log a 499, not a failure. */
+            r = -ECONNRESET;
+            break;
+        }
+        if (j->op == OP_SENDFILE) {
+            r = sp_res_sendfile(j->res, j->fd, j->off, j->count);
+            break;
+        }
         r = j->len || !j->res->head_sent ? sp_res_write(j->res, j->data, j->len) : 0;
         break;
     case OP_READ:
         r = sp_read(j->req, j->rbuf, j->len);
-        break;
-    case OP_SENDFILE:
-        r = sp_res_sendfile(j->res, j->fd, j->off, j->count);
         break;
     case OP_FINISH:
         r = sp_res_finish(j->res);
@@ -161,14 +194,18 @@ static void do_op(pyjob *j) {
 
 int wsgi_handler(sp_req *req, sp_res *res, void *ud) {
     hub *h = ud;
-    pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h};
+    pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h, .began_ms = coarse_ms()};
     if (h->pending_tail)
         h->pending_tail->next = &j;
     else
         h->pending_head = &j;
     h->pending_tail = &j;
+    loop_watch *hw = loop_task_hup_watch(j.t);
     for (;;) {
-        loop_park(h->l, LOOP_NO_DEADLINE, NULL);
+        /* Watching for a hang-up while the app runs (as ASGI does): a
+         * client gone before the answer is not answered. */
+        if (loop_park(h->l, LOOP_NO_DEADLINE, j.gone ? NULL : hw) == -ECONNRESET)
+            j.gone = 1;
         if (j.op != OP_NONE) {
             do_op(&j);
             if (j.keep) {

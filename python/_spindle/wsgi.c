@@ -378,7 +378,10 @@ static int send_iterable(hub *h, sr_obj *sr, PyObject *result) {
 /* The app failed (exception set): log it, then a 500 if nothing was sent,
  * else close (a started response cannot be completed honestly). */
 static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr_obj *sr) {
-    if (j->res->failed) {
+    /* The client left: its write failed, it hung up while the app ran, or
+     * its body was cut (wsgi.input raised). Not the application's fault. */
+    int left = j->res->failed || j->gone || j->req->body_errno == -ECONNRESET;
+    if (left) {
         /* The client went away mid-response: not the application's fault. */
         PyErr_Clear();
         log_msg(LOG_DEBUG, "client left during '%.*s %.*s'", (int)j->req->head.method_len,
@@ -393,7 +396,7 @@ static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr
     if (sr)
         sr->j = NULL;
     session_detach(j);
-    if (!j->res->head_sent && !j->res->failed) {
+    if (!j->res->head_sent && !left) {
         sp_res *res = j->res;
         res_clear_head(res);
         res->declared = (int64_t)(sizeof error_body - 1);
@@ -404,7 +407,7 @@ static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr
         j->len = sizeof error_body - 1;
         hub_op_last(j, OP_WRITE, NULL);
     } else {
-        j->app_rc = -EIO;
+        j->app_rc = left ? -ECONNRESET : -EIO;
         j->app_done = 1;
         loop_wake(h->l, j->t, 0);
     }

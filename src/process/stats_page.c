@@ -46,10 +46,12 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     gather(board, &t);
     size_t n = 0;
 #define P(...) n += (size_t)snprintf(out + n, n < OUT_CAP ? OUT_CAP - n : 0, __VA_ARGS__)
-    P("# HELP spindle_requests_total Requests answered, by status class.\n"
+    P("# HELP spindle_requests_total Requests answered, by status class; client_closed: the "
+      "client left before its answer (a 499 in the access log).\n"
       "# TYPE spindle_requests_total counter\n");
-    static const char *const cls[] = {"none", "1xx", "2xx", "3xx", "4xx", "5xx"};
-    for (int i = 0; i < 6; i++)
+    static const char *const cls[WORKER_CLASSES] = {"none", "1xx", "2xx",          "3xx",
+                                                    "4xx",  "5xx", "client_closed"};
+    for (int i = 0; i < WORKER_CLASSES; i++)
         P("spindle_requests_total{class=\"%s\"} %llu\n", cls[i],
           (unsigned long long)t.sum.by_class[i]);
     P("# HELP spindle_received_bytes_total Request bytes read (heads and bodies).\n"
@@ -129,7 +131,8 @@ static const char status_page[] =
     "total+=m['spindle_requests_total{class=\"'+c+'\"}']||0;\n"
     "const rate=prev?((total-prev)*1000/(now-prevT)).toFixed(1):'-';prev=total;prevT=now;\n"
     "let h=row('requests',total)+row('requests/s',rate);\n"
-    "for(const c of ['2xx','3xx','4xx','5xx'])h+=row(c,m['spindle_requests_total{class=\"'+c+"
+    "for(const c of "
+    "['2xx','3xx','4xx','5xx','client_closed'])h+=row(c,m['spindle_requests_total{class=\"'+c+"
     "'\"}']||0);\n"
     "h+=row('open connections',m['spindle_open_connections'])+row('workers',m['spindle_workers'])"
     "+row('bytes in',m['spindle_received_bytes_total'])+row('bytes out',"

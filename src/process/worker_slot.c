@@ -7,6 +7,7 @@
 
 #include "process/master.h"
 #include "server/server.h"
+#include "server/stats.h"
 
 #include <string.h>
 #include <sys/wait.h>
@@ -29,7 +30,7 @@ int worker_restart_cause(int status, const worker_slot *w) {
 }
 
 void worker_stats_fold(worker_stats *total, const worker_stats *w) {
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < WORKER_CLASSES; i++)
         total->by_class[i] += w->by_class[i];
     total->bytes_in += w->bytes_in;
     total->bytes_out += w->bytes_out;
@@ -97,7 +98,11 @@ static void on_request_end(void *ud) {
 static void on_request_done(void *ud, int status, uint64_t bytes_in, uint64_t bytes_out,
                             uint64_t us, int timed) {
     worker_stats *st = &((worker_watch *)ud)->slot->st;
-    st->by_class[status >= 100 && status < 600 ? status / 100 : 0]++;
+    /* A departed client is no 4xx: the server refused nothing. */
+    if (status == SP_STATUS_CLIENT_CLOSED)
+        st->by_class[WORKER_CLASS_CLIENT_CLOSED]++;
+    else
+        st->by_class[status >= 100 && status < 600 ? status / 100 : 0]++;
     st->bytes_in += bytes_in;
     st->bytes_out += bytes_out;
     if (timed) {

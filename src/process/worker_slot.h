@@ -13,10 +13,14 @@
 #define STATS_BUCKETS 10
 extern const uint64_t stats_bucket_us[STATS_BUCKETS];
 
+#define WORKER_CLASSES             7
+#define WORKER_CLASS_CLIENT_CLOSED 6
+
 /* Counters of one worker; a dead worker's are folded into the master's
  * "retired" copy, so the sums never go backwards. */
 typedef struct worker_stats {
-    uint64_t by_class[6]; /* [1]..[5]: 1xx..5xx responses; [0]: none sent */
+    uint64_t by_class[WORKER_CLASSES]; /* [1]..[5]: 1xx..5xx responses; [0]: none sent;
+                                          [6]: the client left first (a logged 499) */
     uint64_t bytes_in, bytes_out;
     uint64_t latency_sum_us;
     uint64_t latency[STATS_BUCKETS + 1];

@@ -483,8 +483,10 @@ static void serve_stream(h2_stream *st) {
     res_init(&res, &req, st->hc->c);
     int rc = status ? res_send_error(&res, status, 0, NULL) : server_dispatch(s, &req, &res);
     end_stream(st, &req, &res, rc);
-    stats_record(s, &req, &res, res.head_sent ? res.status : 0, st->head_bytes + st->in_total,
-                 res.written, t0);
+    /* A stream the client reset (or a connection it dropped) before the
+     * head went out: 499, the client closed the request. */
+    int logged = res.head_sent ? res.status : gone(st) ? SP_STATUS_CLIENT_CLOSED : 0;
+    stats_record(s, &req, &res, logged, st->head_bytes + st->in_total, res.written, t0);
     req_run_deferred(&req);
     if (pb != pathbuf)
         free(pb);

@@ -251,14 +251,18 @@ __attribute__((always_inline)) static inline int dispatch(sp_server *s, sp_req *
 }
 
 /* Accounts one request: stats, access log. */
-static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t head_len,
-                   uint64_t t0) {
+static uint64_t record_bytes_in(const sp_req *req, uint32_t head_len) {
     const http_request *h = &req->head;
     uint64_t body_in = h->framing == HTTP_BODY_LENGTH    ? h->content_length - req->body_left
                        : h->framing == HTTP_BODY_CHUNKED ? req->chunked.total
                                                          : 0;
-    stats_record(s, req, res, res->head_sent ? res->status : 0, head_len + body_in, res->written,
-                 t0);
+    return head_len + body_in;
+}
+
+static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t head_len,
+                   uint64_t t0) {
+    stats_record(s, req, res, res->head_sent ? res->status : 0, record_bytes_in(req, head_len),
+                 res->written, t0);
 }
 
 /* The request's path, query and body framing, from its parsed head. 0, or
@@ -324,10 +328,14 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
         server_conn_close(s, c);
         return 0;
     }
-    if (rc == -ECONNRESET && (c->w.hup & (LOOP_RDHUP | LOOP_HUP)) && !req->body_error) {
-        /* The handler gave up because the client hung up while it waited:
-         * nobody to answer, and no error to report. */
-        record(s, req, res, head_len, t0);
+    if (rc == -ECONNRESET && ((c->w.hup & (LOOP_RDHUP | LOOP_HUP) && !req->body_error) ||
+                              req->body_errno == -ECONNRESET)) {
+        /* The handler gave up because the client hung up while it waited
+         * (or closed mid-body): nobody to answer, and no error to report.
+         * Logged as nginx does, 499, so the access log and --stats tell a
+         * departed client from a request that was never answered. */
+        stats_record(s, req, res, res->head_sent ? res->status : SP_STATUS_CLIENT_CLOSED,
+                     record_bytes_in(req, head_len), res->written, t0);
         server_conn_close(s, c);
         return 0;
     }

@@ -12,4 +12,9 @@ void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status
                   uint64_t bytes_out, uint64_t t0_ns);
 uint64_t stats_clock_ns(void);
 
+/* The status logged for a request whose client left before its answer
+ * (nginx's 499, "client closed request"): never sent on the wire, counted
+ * by --stats under class="client_closed", not as a 4xx or a 5xx. */
+#define SP_STATUS_CLIENT_CLOSED 499
+
 #endif
