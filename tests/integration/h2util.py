@@ -88,8 +88,8 @@ class Raw:
         data = b"".join(f if isinstance(f, bytes) else f.serialize() for f in frames)
         try:
             self.sock.sendall(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server closed: what it said before is still to be read
+        except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
+            pass  # the server closed (over TLS too): what it said before is still to be read
 
     def block(self, headers):
         return self.enc.encode(headers)

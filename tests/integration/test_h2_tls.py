@@ -106,3 +106,17 @@ def test_zero_window_streams_end_despite_pings(tls, certs):  # noqa: F811
     r = Raw(srv.port, sock=sock, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0})
     ids = [r.headers() for _ in range(4)]
     assert ended_despite_pings(r, ids) >= set(ids)
+
+
+@pytest.mark.parametrize("case", ["head_deadline_ends_it", "trickled_bodies_are_cut",
+                                  "pings_alone_end_in_goaway"])
+def test_http11_clocks_over_tls(tls, certs, case):  # noqa: F811
+    """The HTTP/1.1 clocks applied to HTTP/2 (test_h2_attacks.py's h2c cases)
+    hold over h2 with TLS too, with the fixture's 1 s header, body and
+    keep-alive limits."""
+    import test_h2_attacks
+    srv = tls()
+    sock = ctx(certs, ["h2"]).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=3),
+                                          server_hostname="localhost")
+    assert sock.selected_alpn_protocol() == "h2"
+    getattr(test_h2_attacks, case)(Raw(srv.port, sock=sock))
