@@ -120,3 +120,28 @@ def test_http11_clocks_over_tls(tls, certs, case):  # noqa: F811
                                           server_hostname="localhost")
     assert sock.selected_alpn_protocol() == "h2"
     getattr(test_h2_attacks, case)(Raw(srv.port, sock=sock))
+
+
+def test_stream_and_body_limits_over_tls(tls, certs):  # noqa: F811
+    """--http2-max-streams and --max-body-size hold over h2 with TLS as over
+    h2c (test_h2_attacks.py): the fifth concurrent stream is refused while
+    four finish, and a declared body over the limit is a 413."""
+    from h2util import REFUSED_STREAM
+    from hyperframe.frame import DataFrame
+
+    srv = tls("--http2-max-streams", "4", "--max-body-size", "100000")
+
+    def raw():
+        sock = ctx(certs, ["h2"]).wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=3),
+                                              server_hostname="localhost")
+        return Raw(srv.port, sock=sock)
+    r = raw()
+    ids = [r.headers(path="/sleep?ms=400") for _ in range(5)]
+    assert r.reset_code(ids[4], timeout=2) == REFUSED_STREAM
+    done = sum(1 for f in r.until(lambda f: False, timeout=1.5)
+               if isinstance(f, DataFrame) and "END_STREAM" in f.flags)
+    assert done == 4
+    r = raw()
+    sid = r.headers(method="POST", path="/echo", end_stream=False, extra=[("content-length", "200000")])
+    h, _, _ = r.response(sid)
+    assert h[":status"] == "413"
