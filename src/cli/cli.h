@@ -145,6 +145,10 @@ int cli_bind_scheme(const char **spec);
  * none does and --certfile is given, every --bind listener but http:// and
  * proxy:// ones. 0, or -1 with a message printed (exit 2). */
 int cli_tls_setup(cli_config *c, sp_server *s);
+/* --user/--group after the listeners and keys (privileges.c): the workers
+ * switch after the fork, or this process now with --workers 0. 0, or 1
+ * with a message printed. */
+int cli_switch_user(cli_config *c, sp_server *s);
 /* On HUP: the contexts of fresh built aside (*out; NULL when TLS is off
  * or unchanged in shape). 0, or -1 with the error logged: nothing changes. */
 int cli_tls_reload_build(const cli_config *c, const cli_config *fresh, struct tls_ctx **out);
