@@ -313,3 +313,29 @@ def test_http2_off_answers_the_preface_505(tmp_path_factory):
         assert s.recv(4096).startswith(b"HTTP/1.1 505")
     finally:
         stop()
+
+
+def test_buffered_output_is_capped_per_connection(tmp_path_factory):
+    """Six connections whose windows never open ask 100 streams each for a
+    64 KB file, under a --send-timeout long enough that nothing is reset yet:
+    what the worker holds is bounded by the per-connection cap of buffered
+    output (1 MiB, at least 4 KiB a stream), not 100 × 64 KB per connection
+    (about 50 MB for the six before the cap)."""
+    root = tmp_path_factory.mktemp("h2cap")
+    (root / "f.bin").write_bytes(b"z" * 65536)
+    srv, stop = start(tmp_path_factory, "--root", str(root), "--demo", "--send-timeout", "30")
+    try:
+        conns = [Raw(srv.port, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0}) for _ in range(6)]
+        before = srv.rss_kb()
+        for r in conns:
+            for _ in range(100):
+                r.headers(path="/f.bin")
+        time.sleep(1.5)
+        for r in conns:
+            r.until(lambda f: False, timeout=0.1)  # the server's frames so far, read
+        grown = srv.rss_kb() - before
+        # (about 22 MB with the cap: stream state and handlers count too; 48 MB without)
+        assert grown < 32 * 1024, "%d KB held for 600 stalled streams" % grown
+        assert served(srv.port)
+    finally:
+        stop()
