@@ -58,16 +58,23 @@ def sid_of(v):
 
 
 class Redis(ServerProcess):
-    """redis-server on 127.0.0.1:<free port> (a proctools.ServerProcess)."""
+    """redis-server on 127.0.0.1:<free port> (a proctools.ServerProcess);
+    appendonly=True keeps its data across stop() and start() again (the
+    bus tests restart it in place)."""
 
     name = "redis-server"
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, appendonly=False):
         super().__init__(port=free_port())
         self.dir = tmp_path / "redis"
         self.dir.mkdir()
-        self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
-                     "no", "--daemonize", "no", "--dir", str(self.dir)],
+        self.appendonly = appendonly
+        self.start()
+
+    def start(self):
+        aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly else ["--appendonly", "no"]
+        self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""] + aof +
+                    ["--daemonize", "no", "--dir", str(self.dir)],
                     stdout_path=self.dir / "redis.log", merge_stderr=True, cwd=str(self.dir),
                     new_session=False)
         try:

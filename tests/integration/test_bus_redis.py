@@ -15,46 +15,17 @@ import uuid
 import pytest
 
 from conftest import BIN, ROOT
-from proctools import ServerProcess, free_port
-from sessutil import REDIS
+from proctools import free_port
+from sessutil import REDIS, Redis
 
 APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_bus.so")
-
-
-class Redis(ServerProcess):
-    """redis-server with appendonly on a free port, restartable in place."""
-
-    name = "redis-server"
-
-    def __init__(self, tmp_path):
-        super().__init__(port=free_port())
-        self.dir = tmp_path / "redis"
-        self.dir.mkdir()
-        self.start()
-
-    def start(self):
-        self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                     "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no",
-                     "--dir", str(self.dir)],
-                    stdout_path=self.dir / "redis.log", merge_stderr=True, cwd=str(self.dir),
-                    new_session=False)
-        self.wait_until(lambda: self.ping(), 5, step=0.05)
-
-    def ping(self):
-        import socket
-        with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(64) == b"+PONG\r\n"
-
-    def stop(self):
-        super().stop(3, 3)
 
 
 @pytest.fixture
 def redis(tmp_path):
     if not pathlib.Path(REDIS).exists():
         pytest.skip("redis-server is not installed (scripts/deps.sh)")
-    r = Redis(tmp_path)
+    r = Redis(tmp_path, appendonly=True)  # a restart keeps the streams
     yield r
     r.stop()
 

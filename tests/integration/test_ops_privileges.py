@@ -22,6 +22,7 @@ import pytest
 from opsutil import ROOT, free_port, http_get, ops_spindle, wait_for  # noqa: F401
 from procutil import children
 from sessutil import APP as SESS_APP, visit
+from tlsutil import https_get, unverified_ctx
 from wsgiutil import WsgiServer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--user switches from root")
@@ -61,27 +62,15 @@ def root_only_pair(d, name, cn):
 
 def served_cert(port):
     """The DER certificate the server presents to a new connection."""
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     with socket.create_connection(("127.0.0.1", port), timeout=3) as raw:
-        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+        with unverified_ctx().wrap_socket(raw, server_hostname="localhost") as s:
             return s.getpeercert(binary_form=True)
 
 
-def https_get(port, path):
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    with socket.create_connection(("127.0.0.1", port), timeout=3) as raw:
-        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
-            s.sendall(b"GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" % path.encode())
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 200"), data
+def https_body(port, path):
+    """The body of a 200 answer to GET path over TLS."""
+    status, body, *_ = https_get(port, path)
+    assert status == 200, (status, body)
     return body.decode()
 
 
@@ -110,11 +99,11 @@ def test_hup_rereads_a_root_only_key_while_workers_run_as_nobody(ops_spindle, pu
     gen1 = srv.workers_now()
     for w in gen1:
         assert uids(w) == [nobody.pw_uid] * 4, (w, srv.stderr())
-    ids = https_get(port, "/ids")
+    ids = https_body(port, "/ids")
     assert "uid=%d euid=%d" % (nobody.pw_uid, nobody.pw_uid) in ids and "dumpable=0" in ids, ids
     # What an application's file-read bug would find: the key is closed to it.
-    assert https_get(port, "/open?path=%s" % key).strip() == "errno=13"
-    assert https_get(port, "/open?path=%s" % cert).strip() == "errno=13"
+    assert https_body(port, "/open?path=%s" % key).strip() == "errno=13"
+    assert https_body(port, "/open?path=%s" % cert).strip() == "errno=13"
     # A renewed pair, root's and 0600 too, renamed over the old paths; HUP.
     new_cert, new_key = root_only_pair(pub_dir, "next", "spindle-privs-two")
     new = der(new_cert)
@@ -127,7 +116,7 @@ def test_hup_rereads_a_root_only_key_while_workers_run_as_nobody(ops_spindle, pu
     assert all(served_cert(port) == new for _ in range(6))
     for w in srv.workers_now() - gen1:
         assert uids(w) == [nobody.pw_uid] * 4, (w, srv.stderr())
-    assert https_get(port, "/open?path=%s" % key).strip() == "errno=13"
+    assert https_body(port, "/open?path=%s" % key).strip() == "errno=13"
     # The master kept root's rights: that is what reread the key.
     assert uids(srv.pid) == [0, 0, 0, 0], srv.stderr()
 

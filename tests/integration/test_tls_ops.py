@@ -17,6 +17,7 @@ import warnings
 import pytest
 
 from opsutil import free_port, ops_spindle, pid_alive, wait_for  # noqa: F401
+from tlsutil import https_get, unverified_ctx
 
 WRK = "/usr/bin/wrk"
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "harness", "wrk_report.lua")
@@ -33,31 +34,12 @@ def make_cert(d, name, cn="localhost"):
     return cert, key
 
 
-def client_ctx():
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-    return ctx
-
-
-CTX = client_ctx()  # one context: Python resumes a session only in the context that made it
+CTX = unverified_ctx()  # one context: Python resumes a session only in the context that made it
 
 
 def https(port, path="/", ctx=None, session=None, timeout=5):
-    """One GET on a new TLS connection: (status, body, ssl socket closed,
-    whether it resumed, its session, the server certificate's DER)."""
-    ctx = ctx or CTX
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
-        with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as s:
-            s.sendall(b"GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" % path.encode())
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
-            head, _, body = data.partition(b"\r\n\r\n")
-            status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.") else 0
-            return status, body, s.session_reused, s.session, s.getpeercert(binary_form=True)
+    """tlsutil.https_get with the module's one context by default."""
+    return https_get(port, path, ctx or CTX, session, timeout)
 
 
 def der(cert_path):
@@ -211,7 +193,7 @@ def test_a_bad_certificate_on_hup_keeps_the_old_workers(tls_spindle, tmp_path):
 
 def tls11_only_hello(port):
     """A client offering only TLS 1.1: refused by every configuration."""
-    ctx = client_ctx()
+    ctx = unverified_ctx()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # the point of it
         ctx.minimum_version = ctx.maximum_version = ssl.TLSVersion.TLSv1_1

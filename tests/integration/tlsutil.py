@@ -5,6 +5,7 @@ SAN names, b.test with a wildcard *.b.test); a client certificate signed
 by the CA and one signed by another CA (to be refused). Plus the client
 contexts and a curl that trusts the CA."""
 import pathlib
+import socket
 import ssl
 import subprocess
 import tempfile
@@ -12,6 +13,32 @@ import tempfile
 import pytest
 
 OPENSSL = "/usr/bin/openssl"
+
+
+def unverified_ctx():
+    """A client context that takes any certificate (the tests check the
+    served one themselves)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
+    return ctx
+
+
+def https_get(port, path="/", ctx=None, session=None, timeout=5):
+    """One GET on a new TLS connection to 127.0.0.1:port: (status, body,
+    whether it resumed, its session, the server certificate's DER)."""
+    ctx = ctx or unverified_ctx()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as s:
+            s.sendall(b"GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" % path.encode())
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+            head, _, body = data.partition(b"\r\n\r\n")
+            status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.") else 0
+            return status, body, s.session_reused, s.session, s.getpeercert(binary_form=True)
 
 
 def _run(*args, cwd):
