@@ -97,6 +97,10 @@ def test_stats_page_lists_every_restart_cause(ops_spindle, tmp_path):
 def test_sigkill_loses_no_line_and_any_worker_counts_it(ops_spindle, tmp_path):
     srv, log = start(ops_spindle, tmp_path, workers=2)
     c, victim = serve_n(srv, "k")
+    # One more request on the connection: the N lines are then written (a
+    # line is formatted after its answer is sent, so a kill right after the
+    # last answer could beat the last line, which no server can keep).
+    assert c.request("/pid?sync=1").status == 200
     os.kill(victim, signal.SIGKILL)  # well inside the second before its flush
     c.close()
     got = wait_lines(log, "k")

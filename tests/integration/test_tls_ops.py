@@ -247,7 +247,7 @@ def test_stats_count_full_resumed_and_failed_handshakes(tls_spindle):
 def real_client_hello():
     """The first bytes a real client sends: a TLS 1.3 ClientHello record."""
     inc, out = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = client_ctx().wrap_bio(inc, out, server_hostname="localhost")
+    obj = unverified_ctx().wrap_bio(inc, out, server_hostname="localhost")
     try:
         obj.do_handshake()
     except ssl.SSLWantReadError:
