@@ -467,9 +467,14 @@ SP_API void sp_sock_close(sp_sock *s);
  * every subscriber of its topic, and is retained (the newest `retain` per
  * topic) so a subscriber that comes back with the last id it saw misses
  * nothing still retained. The reach is the configuration's:
- *   "memory"            this process only: --workers 0 (or 1); with more
- *                       workers the server refuses to start (each would
- *                       have topics of its own);
+ *   "memory"            every worker of this machine: configured before the
+ *                       fork (in the master), it maps one ring in shared
+ *                       memory, 4 x retain_bytes, that the workers append
+ *                       to and follow, so a message published on any
+ *                       worker reaches the subscribers of all, in one
+ *                       order; history is what the ring still holds. The
+ *                       process that configured it (--workers 0) keeps
+ *                       topics of its own instead;
  *   "redis://[:PASSWORD@]HOST[:PORT][/DB]"  Redis Streams (Redis >= 5),
  *                       shared by every worker of every machine: one key
  *                       per topic, "spindle:bus:TOPIC", XADD'ed with
@@ -479,7 +484,8 @@ SP_API void sp_sock_close(sp_sock *s);
  *                       fans the messages out to them. ("rediss://", TLS:
  *                       refused in this build, whose hiredis has no SSL.)
  * Limits, as "?name=N&..." after either spec (defaults): retain=10000
- * messages per topic (memory: also at most retain_bytes=16777216 bytes),
+ * messages per topic (memory in one process: also at most
+ * retain_bytes=16777216 bytes; across workers: the ring's size),
  * max_message=1048576 bytes (-EMSGSIZE beyond), queue=1000 messages and
  * queue_bytes=1048576 per subscriber (an empty queue takes one message of
  * any allowed size). A subscriber whose queue is full when a message comes

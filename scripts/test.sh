@@ -187,6 +187,10 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
       tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \
       -k "not TestWsgi and not TestEarlyHints and not capped"
+    # The memory bus's shared ring across workers: torn reads, laps, recycled
+    # and killed workers (its test app is built in the ASan tree)
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-bus "$PY" -m pytest -q \
+      -p no:cacheprovider tests/integration/test_bus_shared.py
   fi
 fi
 

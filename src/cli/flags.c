@@ -162,9 +162,10 @@ const flag cli_flags[] = {
     {"bus", "SPEC", K_STR, B, RESTART, STR(bus),
      "none; sp_bus_* fail with -ENXIO, spindle.publish with BusError",
      "topics to publish and subscribe (sp_bus_* in spindle.h; spindle.publish/subscribe, "
-     "apublish/asubscribe for ASGI): memory (one process: --workers 0 or 1) or "
-     "redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, shared by every worker of every "
-     "machine), each with optional ?retain=N&max_message=BYTES&queue=N limits"},
+     "apublish/asubscribe for ASGI): memory (every worker of this machine, through a ring "
+     "in shared memory) or redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, every "
+     "worker of every machine), each with optional ?retain=N&max_message=BYTES&queue=N "
+     "limits"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},

@@ -241,22 +241,11 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
     return 0;
 }
 
-/* --bus: topics, configured in the master before the fork. A memory bus is
- * one process's: with several workers a subscriber would miss what another
- * worker's handlers publish, so that is refused here, as memory sessions
- * are (the relay through the master is not built yet). */
+/* --bus: topics, configured in the master before the fork, so a memory
+ * bus's ring is shared by every worker it forks. */
 static int setup_bus(const cli_config *c, sp_server *s) {
     if (!c->bus)
         return 0;
-    if (strncmp(c->bus, "memory", 6) == 0 && (c->bus[6] == '\0' || c->bus[6] == '?') &&
-        c->mo.workers > 1) {
-        fprintf(stderr,
-                "spindle: --bus memory keeps topics in one process, and --workers is %d: a "
-                "subscriber on one worker would miss what the others publish. Use --bus "
-                "redis://HOST[:PORT] (every worker of every machine), or --workers 1\n",
-                c->mo.workers);
-        return -1;
-    }
     if (sp_bus_configure(s, c->bus) < 0) {
         fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus);
         return -1;

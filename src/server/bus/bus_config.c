@@ -1,19 +1,15 @@
 /* bus_config.c — a server's bus configuration: sp_bus_configure parses the
  * spec ("memory", "redis://...", "?limits"), keeps it in the feature's
- * server slot, and hooks the server's start (the memory bus's one-process
- * check) and stop (waking the subscribers). */
-#include "server/bus/bus.h"
+ * server slot, and hooks the server's start (a worker of the memory bus
+ * takes the shared ring) and stop (waking the subscribers). */
+#include "server/bus/bus_shm.h"
 
 #include "base/log.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#define BUS_MAX_WORKER_PIDS 256 /* a page of pids: more workers than spindle forks */
 
 static const char bus_key; /* this module's slot in the server */
 
@@ -34,8 +30,8 @@ static void bus_free(void *arg) {
         return;
     if (b->be && b->be_pid == getpid())
         b->ops->free(b);
-    if (b->workers)
-        munmap(b->workers, BUS_MAX_WORKER_PIDS * sizeof(pid_t));
+    if (b->ring && getpid() == b->config_pid)
+        shm_ring_unmap(b->ring); /* a worker's exit leaves it to the others */
     free(b->host);
     if (b->password)
         explicit_bzero(b->password, strlen(b->password));
@@ -152,50 +148,30 @@ static int parse_spec(bus *b, const char *spec) {
     return 0;
 }
 
-/* ---- the memory bus in one process --------------------------------------
- * Each worker is a process with topics of its own: with several, a message
- * published on one would never reach a subscriber on another. So every
- * worker that starts writes its pid into a page shared since the configure
- * (in the master, before the fork), and a worker that finds another one
- * alive there refuses to serve, which stops the server with the reason.
- * A relay of topics through the master over its worker pipes, which would
- * let N workers share a memory bus, is the next step: until then redis://,
- * or --workers 0 or 1. */
-
-static int claim_worker_slot(bus *b, pid_t me) {
-    int others = 0, mine = -1;
-    for (int i = 0; i < BUS_MAX_WORKER_PIDS; i++) {
-        pid_t p = __atomic_load_n(&b->workers[i], __ATOMIC_ACQUIRE);
-        if (p && p != me && kill(p, 0) == 0)
-            others++;
-        else if (mine < 0 && (p == 0 || p == me || kill(p, 0) < 0) &&
-                 __atomic_compare_exchange_n(&b->workers[i], &p, me, 0, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE))
-            mine = i;
-    }
-    return others;
-}
-
-static void release_worker_slot(bus *b, pid_t me) {
-    for (int i = 0; b->workers && i < BUS_MAX_WORKER_PIDS; i++) {
-        pid_t p = me;
-        __atomic_compare_exchange_n(&b->workers[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-}
+/* ---- the memory bus across workers -----------------------------------------
+ * Configured in the master, the memory bus maps a ring shared with the
+ * workers it forks (bus_shm.c); a worker, a process other than the one
+ * that configured, switches to it as it starts. The process that
+ * configured keeps topics of its own (bus_memory.c): with --workers 0 it
+ * is the only one, and no message pays a trip through the ring. */
 
 static int on_worker_start(sp_server *s, void *ud) {
     bus *b = bus_of(s);
-    pid_t me = getpid();
-    if (!b || b->ops != &bus_memory_backend || !b->workers || me == b->config_pid)
-        return 0; /* no bus, Redis, or serving in the process that configured it */
-    if (claim_worker_slot(b, me) == 0)
-        return 0;
-    release_worker_slot(b, me);
-    log_msg(LOG_ERROR, "bus: the memory bus keeps topics in one process, and this server runs "
-                       "several workers: a message published on one would never reach the "
-                       "subscribers of another. Use a redis://HOST:PORT bus (workers and "
-                       "machines share it), or --workers 0 (or 1)");
-    return -EXDEV;
+    if (b && b->ring && b->ops == &bus_memory_backend && getpid() != b->config_pid)
+        b->ops = &bus_shm_backend;
+    return 0;
+}
+
+/* The ring's size: 4 × retain_bytes (64 MiB by default), at least 4 of
+ * the largest message, on whole entries. */
+static int map_ring(bus *b) {
+    size_t size = b->lim.retain_bytes * 4, least = (b->lim.max_message + 2 * SHM_ALIGN) * 4;
+    if (size < least)
+        size = least;
+    size = (size + SHM_ALIGN - 1) / SHM_ALIGN * SHM_ALIGN;
+    if (size > ((size_t)1 << 40) || !(b->ring = shm_ring_map(size)))
+        return -ENOMEM;
+    return 0;
 }
 
 /* The server begins to stop: parked receivers get -ESHUTDOWN at once, so
@@ -205,7 +181,6 @@ static void on_server_stop(sp_server *s, void *ud) {
     if (!b)
         return;
     b->stopping = 1;
-    release_worker_slot(b, getpid());
     for (list_node *n = b->subs.head; n; n = n->next) {
         sp_bus_sub *sub = container_of(n, sp_bus_sub, all);
         sub->stopping = 1;
@@ -231,15 +206,8 @@ int sp_bus_configure(sp_server *s, const char *spec) {
                 spec);
     if (rc < 0)
         goto fail;
-    if (b->ops == &bus_memory_backend) {
-        void *p = mmap(NULL, BUS_MAX_WORKER_PIDS * sizeof(pid_t), PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            rc = -ENOMEM;
-            goto fail;
-        }
-        b->workers = p;
-    }
+    if (b->ops == &bus_memory_backend && (rc = map_ring(b)) < 0)
+        goto fail;
     int first = server_ext_get(s, &bus_key) == NULL;
     if (first && ((rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0 ||
                   (rc = server_on_stop(s, on_server_stop, NULL)) < 0))
@@ -250,8 +218,10 @@ int sp_bus_configure(sp_server *s, const char *spec) {
         log_msg(LOG_INFO, "bus: Redis streams at %s:%d db %d (retain %zu per topic)", b->host,
                 b->port, b->db, b->lim.retain);
     else
-        log_msg(LOG_INFO, "bus: in memory, this process only (retain %zu per topic)",
-                b->lim.retain);
+        log_msg(LOG_INFO,
+                "bus: in memory, shared by this machine's workers (a ring of %zu MiB; "
+                "retain %zu per topic in one process)",
+                (size_t)(b->ring->size >> 20), b->lim.retain);
     return 0;
 fail:
     bus_free(b);
