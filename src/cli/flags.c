@@ -160,12 +160,12 @@ const flag cli_flags[] = {
      "survives restarts) or redis://HOST[:PORT] (several machines); C handlers reach "
      "them with sp_session_of, WSGI applications with spindle.session(environ)"},
     {"bus", "SPEC", K_STR, B, RESTART, STR(bus),
-     "none; sp_bus_* fail with -ENXIO, spindle.publish with BusError",
+     "memory",
      "topics to publish and subscribe (sp_bus_* in spindle.h; spindle.publish/subscribe, "
      "apublish/asubscribe for ASGI): memory (every worker of this machine, through a ring "
      "in shared memory) or redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, every "
      "worker of every machine), each with optional ?retain=N&max_message=BYTES&queue=N "
-     "limits"},
+     "limits; off: none (sp_bus_* fail with -ENXIO, spindle.publish with BusError)"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},

@@ -242,12 +242,14 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
 }
 
 /* --bus: topics, configured in the master before the fork, so a memory
- * bus's ring is shared by every worker it forks. */
+ * bus's ring is shared by every worker it forks. Without the flag it is
+ * memory: topics work out of the box, on every worker of the machine (the
+ * ring's pages cost nothing until a message is written); off turns it off. */
 static int setup_bus(const cli_config *c, sp_server *s) {
-    if (!c->bus)
+    if (c->bus && strcmp(c->bus, "off") == 0)
         return 0;
-    if (sp_bus_configure(s, c->bus) < 0) {
-        fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus);
+    if (sp_bus_configure(s, c->bus ? c->bus : "memory") < 0) {
+        fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus ? c->bus : "memory");
         return -1;
     }
     return 0;

@@ -193,9 +193,18 @@ def test_asgi_recv_cancelled_by_wait_for_loses_nothing(asgi):
 
 
 def test_without_bus_publish_raises(start):
-    srv = start()
+    srv = start("--bus", "off")
     st, body = pub(srv, topic(), "x")
     assert st == 503 and "errno %d" % errno.ENXIO in body and "--bus" in body, body
+
+
+def test_the_default_bus_is_memory(start):
+    srv = start()  # no --bus: topics work, as with --bus memory
+    t = topic()
+    st, first = pub(srv, t, "a")
+    assert st == 200, first
+    lines, _, _ = sub(srv, t, "0", n=1, timeout=2)
+    assert lines == [(first, "a")]
 
 
 # ---- --bus redis:// ---------------------------------------------------------------
