@@ -4,6 +4,8 @@
  * A broken connection is dropped and made again on the next call. */
 #include "server/session/session_store.h"
 
+#include "base/log.h"
+
 #include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -34,19 +36,36 @@ static int rd_open(sess_store *st) {
     return 0;
 }
 
+/* An outage is logged when it begins and when it ends, not per request:
+ * each request meanwhile gets its error (the handler answers 500). */
+static void went_down(sess_store *st, int err) {
+    if (!st->down)
+        log_msg(LOG_ERROR,
+                "sessions: Redis at %s:%d is unreachable (%s): requests that use a session "
+                "fail (500) until it is back; each one tries to reconnect",
+                st->where, st->port, strerror(-err));
+    st->down = 1;
+}
+
 /* Runs a command; NULL (and the connection dropped) on a transport error. */
 static redisReply *cmd(sess_store *st, int argc, const char **argv, const size_t *lens, int *err) {
     int rc = rd_open(st);
     if (rc < 0) {
+        went_down(st, rc);
         *err = rc;
         return NULL;
     }
     redisReply *r = redisCommandArgv(st->impl, argc, argv, lens);
     if (!r) {
+        int e = ((redisContext *)st->impl)->err == REDIS_ERR_IO && errno ? -errno : -ECONNRESET;
         rd_close(st);
+        went_down(st, e);
         *err = -EIO;
         return NULL;
     }
+    if (st->down)
+        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
+    st->down = 0;
     if (r->type == REDIS_REPLY_ERROR) {
         freeReplyObject(r);
         *err = -EIO;

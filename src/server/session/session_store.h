@@ -37,6 +37,7 @@ struct sess_store {
     pid_t pid;           /* the process that opened impl (a forked child reopens) */
     pthread_mutex_t mu;  /* serializes the pool threads' calls on impl */
     unsigned long saves; /* for periodic purges of expired entries */
+    int down;            /* Redis: unreachable since the last call (logged once) */
 };
 
 extern const sess_store_ops sess_memory_ops;
