@@ -157,13 +157,14 @@ const flag cli_flags[] = {
     {"sessions", "STORE", K_STR, B, RESTART, STR(sessions),
      "none; sp_session_of and spindle.session fail until one is set",
      "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
-     "survives restarts) or redis://HOST[:PORT] (several machines); C handlers reach "
+     "survives restarts) or redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?tls_ca=PATH] "
+     "(several machines; rediss: TLS); C handlers reach "
      "them with sp_session_of, WSGI applications with spindle.session(environ)"},
     {"bus", "SPEC", K_STR, B, RESTART, STR(bus),
      "memory",
      "topics to publish and subscribe (sp_bus_* in spindle.h; spindle.publish/subscribe, "
      "apublish/asubscribe for ASGI): memory (every worker of this machine, through a ring "
-     "in shared memory) or redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, every "
+     "in shared memory) or redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, every "
      "worker of every machine), each with optional ?retain=N&max_message=BYTES&queue=N "
      "limits; off: none (sp_bus_* fail with -ENXIO, spindle.publish with BusError)"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,

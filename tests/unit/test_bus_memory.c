@@ -335,7 +335,9 @@ TEST(spec_and_argument_errors) {
                          "redis://[::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_EQ(sp_bus_configure(S, bad[i]), -EINVAL);
-    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380"), -ENOTSUP);
+    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380"), 0);
+    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380?tls_ca=/no/such/ca.pem"), -ENOENT);
+    CHECK_EQ(sp_bus_configure(S, "redis://h?tls_ca=/x"), -EINVAL); /* TLS only */
     CHECK_EQ(sp_bus_configure(S, "redis://:pw@[::1]:7000/3?retain=5"), 0);
     CHECK_EQ(sp_bus_configure(S, "redis://localhost"), 0);
     CHECK_EQ(sp_bus_configure(S, "memory"), 0);

@@ -6,6 +6,7 @@
 #define SPINDLE_BUS_H
 
 #include "base/list.h"
+#include "base/redis_url.h"
 #include "loop/loop.h"
 #include "server/handler.h"
 
@@ -99,14 +100,15 @@ struct bus_backend {
 struct bus {
     const bus_backend *ops;
     bus_limits lim;
-    char *host, *password; /* Redis */
-    int port, db;
-    void *be;              /* the backend's state in this process; NULL until used */
-    pid_t be_pid;          /* the process be belongs to: a forked child makes its own */
-    list_head subs;        /* this process's subscribers */
-    int stopping;          /* the server is stopping */
-    struct shm_ring *ring; /* memory: shared by the workers forked after the configure */
-    pid_t config_pid;      /* where sp_bus_configure ran */
+    redis_url url;          /* Redis */
+    char *tls_ca;           /* rediss://: ?tls_ca=PATH, else the system's CAs */
+    struct ssl_ctx_st *tls; /* rediss://: the client context, made at the configure */
+    void *be;               /* the backend's state in this process; NULL until used */
+    pid_t be_pid;           /* the process be belongs to: a forked child makes its own */
+    list_head subs;         /* this process's subscribers */
+    int stopping;           /* the server is stopping */
+    struct shm_ring *ring;  /* memory: shared by the workers forked after the configure */
+    pid_t config_pid;       /* where sp_bus_configure ran */
 };
 
 extern const bus_backend bus_memory_backend;

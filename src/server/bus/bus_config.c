@@ -5,6 +5,7 @@
 #include "server/bus/bus_shm.h"
 
 #include "base/log.h"
+#include "net/sock_tls.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -32,10 +33,9 @@ static void bus_free(void *arg) {
         b->ops->free(b);
     if (b->ring && getpid() == b->config_pid)
         shm_ring_unmap(b->ring); /* a worker's exit leaves it to the others */
-    free(b->host);
-    if (b->password)
-        explicit_bzero(b->password, strlen(b->password));
-    free(b->password);
+    redis_url_free(&b->url);
+    free(b->tls_ca);
+    SSL_CTX_free(b->tls);
     free(b);
 }
 
@@ -65,85 +65,37 @@ static int parse_limit(bus *b, const char *kv, size_t n) {
     return -EINVAL;
 }
 
-/* "[[USER]:PASSWORD@]HOST[:PORT][/DB]" after "redis://". A user name is
- * accepted and ignored only when empty (AUTH with a password: Redis < 6). */
-static int parse_redis(bus *b, const char *p, size_t n) {
-    const char *at = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '@')
-            at = p + i;
-    if (at) {
-        if (p[0] != ':')
-            return -EINVAL;
-        if (!(b->password = strndup(p + 1, (size_t)(at - p - 1))))
-            return -ENOMEM;
-        n -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    const char *slash = memchr(p, '/', n);
-    if (slash) {
-        bus_id db;
-        size_t dl = n - (size_t)(slash + 1 - p);
-        if (dl &&
-            (memchr(slash + 1, '-', dl) || bus_id_parse(slash + 1, dl, &db) < 0 || db.ms > 1000000))
-            return -EINVAL;
-        b->db = dl ? (int)db.ms : 0;
-        n = (size_t)(slash - p);
-    }
-    const char *host = p, *colon = NULL;
-    size_t hl = n;
-    if (n && p[0] == '[') { /* [v6]:port */
-        const char *close = memchr(p, ']', n);
-        if (!close)
-            return -EINVAL;
-        host = p + 1;
-        hl = (size_t)(close - p - 1);
-        colon = close + 1 < p + n && close[1] == ':' ? close + 1 : NULL;
-        if (!colon && close + 1 != p + n)
-            return -EINVAL;
-    } else if ((colon = memchr(p, ':', n))) {
-        hl = (size_t)(colon - p);
-    }
-    b->port = 6379;
-    if (colon) {
-        bus_id port;
-        size_t pl = n - (size_t)(colon + 1 - p);
-        if (memchr(colon + 1, '-', pl) || bus_id_parse(colon + 1, pl, &port) < 0 || port.ms < 1 ||
-            port.ms > 65535)
-            return -EINVAL;
-        b->port = (int)port.ms;
-    }
-    if (!hl)
-        return -EINVAL;
-    return (b->host = strndup(host, hl)) ? 0 : -ENOMEM;
-}
-
 static int parse_spec(bus *b, const char *spec) {
     const char *q = strchr(spec, '?');
     size_t n = q ? (size_t)(q - spec) : strlen(spec);
     int rc;
     if (n == 6 && !memcmp(spec, "memory", 6)) {
         b->ops = &bus_memory_backend;
-    } else if (n > 8 && !memcmp(spec, "redis://", 8)) {
+    } else if (!strncmp(spec, "redis://", 8) || !strncmp(spec, "rediss://", 9)) {
         b->ops = &bus_redis_backend;
-        if ((rc = parse_redis(b, spec + 8, n - 8)) < 0)
+        if ((rc = redis_url_parse(spec, n, &b->url)) < 0)
             return rc;
-    } else if (!strncmp(spec, "rediss://", 9)) {
-        log_msg(LOG_ERROR,
-                "bus: %s: TLS to Redis (rediss://) is not available: this build's "
-                "hiredis has no SSL support (no hiredis_ssl); use redis:// (on a "
-                "trusted network or through a TLS tunnel)",
-                spec);
-        return -ENOTSUP;
     } else {
         return -EINVAL;
     }
     while (q && q[1]) {
         const char *kv = q + 1, *amp = strchr(kv, '&');
         size_t kl = amp ? (size_t)(amp - kv) : strlen(kv);
-        if ((rc = parse_limit(b, kv, kl)) < 0)
+        if (kl > 7 && !memcmp(kv, "tls_ca=", 7) && b->url.tls) {
+            free(b->tls_ca);
+            if (!(b->tls_ca = strndup(kv + 7, kl - 7)))
+                return -ENOMEM;
+        } else if ((rc = parse_limit(b, kv, kl)) < 0) {
             return rc;
+        }
         q = amp;
+    }
+    if (b->url.tls) {
+        char why[200];
+        if (!(b->tls = sock_tls_client_ctx(b->tls_ca, why, sizeof why))) {
+            log_msg(LOG_ERROR, "bus: %s: %s", spec, why);
+            return -ENOENT;
+        }
     }
     return 0;
 }
@@ -200,9 +152,10 @@ int sp_bus_configure(sp_server *s, const char *spec) {
     int rc = parse_spec(b, spec);
     if (rc == -EINVAL)
         log_msg(LOG_ERROR,
-                "bus: cannot use \"%s\": the spec is memory or redis://[:PASSWORD@]HOST[:PORT]"
-                "[/DB], optionally followed by ?retain=N&retain_bytes=N&max_message=N&queue=N"
-                "&queue_bytes=N (each N from 1)",
+                "bus: cannot use \"%s\": the spec is memory or redis[s]://[[USER]:PASSWORD@]"
+                "HOST[:PORT][/DB], optionally followed by ?retain=N&retain_bytes=N&"
+                "max_message=N&queue=N&queue_bytes=N (each N from 1), and for rediss:// "
+                "tls_ca=PATH",
                 spec);
     if (rc < 0)
         goto fail;
@@ -215,8 +168,8 @@ int sp_bus_configure(sp_server *s, const char *spec) {
     if ((rc = server_ext_set(s, &bus_key, b, bus_free)) < 0) /* frees the old one */
         goto fail;
     if (b->ops == &bus_redis_backend)
-        log_msg(LOG_INFO, "bus: Redis streams at %s:%d db %d (retain %zu per topic)", b->host,
-                b->port, b->db, b->lim.retain);
+        log_msg(LOG_INFO, "bus: Redis streams at %s:%d db %d%s (retain %zu per topic)", b->url.host,
+                b->url.port, b->url.db, b->url.tls ? " over TLS" : "", b->lim.retain);
     else
         log_msg(LOG_INFO,
                 "bus: in memory, shared by this machine's workers (a ring of %zu MiB; "
