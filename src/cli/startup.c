@@ -9,7 +9,7 @@
 
 #include "base/log.h"
 #include "loop/loop_backend.h"
-#include "loop/loop_select.h"
+#include "loop/loop_choose.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
 #include "server/server.h"
