@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "net/tls.h"
 #include "server/access_log.h"
-#include "server/h2.h"
+#include "server/exchange.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -217,10 +217,9 @@ void server_conn_idle(sp_server *s, conn *c) {
     }
     c->buf_len = c->buf_off = 0;
     /* A fresh connection keeps the deadline it got at accept; HTTP/2 counts
-     * from its last stream, not its last frame (h2_idle_deadline). */
-    int64_t deadline = c->h2          ? h2_idle_deadline(c->h2)
-                       : c->nreq == 0 ? c->idle_timer.when
-                                      : loop_now(s->l) + s->opt.keepalive_timeout_ms;
+     * from its last stream, not its last frame (its protocol says). */
+    int64_t deadline = exchange_idle_deadline(
+        c, c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms);
     if (idle_until(s, c, deadline) < 0)
         server_conn_close(s, c);
 }
@@ -395,8 +394,7 @@ static void on_idle_timeout(loop *l, loop_timer *t) {
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
-    if (c->h2)
-        h2_conn_drop(c);
+    exchange_conn_drop(c); /* a protocol's own state (HTTP/2's session) */
     if (c->tls)
         conn_tls_free(c);
     net_close(s->l, &c->w);
@@ -515,7 +513,7 @@ void sp_server_stop(sp_server *s) {
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
     }
     server_close_listeners(s);
-    h2_server_stop(s); /* GOAWAY: in-flight streams finish, no new ones */
+    exchange_server_stop(s); /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
 }
