@@ -171,3 +171,39 @@ def test_limits_and_a_big_message(spindle, monkeypatch):
     assert lines and lines[0][1] == big
     st, err = pub(a, t, big + "!")
     assert st == 413 and "Message too long" in err
+
+
+def test_concurrent_publishers_wrap_the_ring_and_everyone_agrees(spindle, monkeypatch):
+    """4 publishers on their own keep-alive connections (so several workers
+    append at once) write 600 messages through a 256 KiB ring, more than
+    once around it; 20 subscribers on several workers see the same order,
+    every message once, and each publisher's messages in its own order."""
+    import http.client
+    a = start(spindle, monkeypatch, spec="memory?retain_bytes=65536")
+    t = topic()
+    st, first = pub(a, t, "start")
+
+    def publisher(k):
+        c = http.client.HTTPConnection("127.0.0.1", a.port, timeout=10)
+        for i in range(150):
+            c.request("POST", "/pub?topic=" + t, body=("p%d.%03d " % (k, i)) + "x" * 100)
+            r = c.getresponse()
+            r.read()
+            assert r.status == 200
+        c.close()
+    with concurrent.futures.ThreadPoolExecutor(24) as ex:
+        subs = [ex.submit(sub, a, t, first, 600, 15000) for _ in range(20)]
+        time.sleep(0.5)
+        pubs = [ex.submit(publisher, k) for k in range(4)]
+        for f in pubs:
+            f.result()
+        results = [f.result() for f in subs]
+    seqs = {tuple(d.split(" ")[0] for _, d in lines) for lines, _ in results}
+    assert len(seqs) == 1, [len(s) for s in seqs]
+    seq = seqs.pop()
+    assert len(seq) == 600 and len(set(seq)) == 600
+    for k in range(4):
+        mine = [m for m in seq if m.startswith("p%d." % k)]
+        assert mine == ["p%d.%03d" % (k, i) for i in range(150)]
+    assert all(h["X-Bus-Cut"] == "0" for _, h in results)
+    assert len({h["X-Pid"] for _, h in results}) >= 2
