@@ -248,7 +248,7 @@ PY_SUFFIX = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_v
 GREENLET_INCLUDE = $(shell $(PYTHON) -c "import greenlet, os; print(os.path.dirname(greenlet.__file__))" 2>/dev/null)
 PY_EXT = $(PY_OUT)/spindle/_spindle$(PY_SUFFIX)
 PY_SRCS := $(wildcard python/_spindle/*.c)
-PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py))
+PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py python/spindle/green/*.py))
 PIC_OBJS := $(patsubst src/%.c,build/pic/%.o,$(LIB_C)) $(patsubst src/%.S,build/pic/%.o,$(LIB_ASM))
 PY_OBJS := $(patsubst python/_spindle/%.c,$(PY_OBJ)/%.o,$(PY_SRCS))
 PY_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing -O2 -g \
