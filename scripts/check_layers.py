@@ -61,6 +61,22 @@ RULES = {
 # Quoted includes of headers outside the tree, per layer.
 EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
 SOURCE_EXT = (".c", ".h", ".S")
+
+# The seams between the exchange and its protocols (docs/ARCHITECTURE.md,
+# "The exchange"): names only some files may use, so that the server core
+# closing or stopping HTTP/2 by name, or a feature testing how a request is
+# wired (xops) instead of asking req_http_major, fails the check.
+SEAMS = [
+    (re.compile(r"\bh2_(?!head_)[a-z_]+\s*\("),  # h2_head_*: the pure codec
+     re.compile(r"^src/server/(h2_[a-z_]+\.c|h2\.h|exchange\.c|http_conn\.c)$"),
+     "calls HTTP/2's driver by name: the server reaches protocols through the exchange "
+     "(exchange.h: exchange_conn_drop, exchange_server_stop, exchange_idle_deadline), and "
+     "only the HTTP/1.1 driver hands a connection to h2_serve"),
+    (re.compile(r"\bxops\b"),
+     re.compile(r"^src/server/(request\.c|response\.c|h2_[a-z_]+\.c|handler\.h)$|"
+                r"^src/server/ws/ws\.c$|^python/_spindle/(environ|asgi_scope)\.c$"),
+     "tests how the exchange is wired: ask req_http_major (handler.h)"),
+]
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -170,6 +186,12 @@ def check(root):
         frm = layer_of(rel)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
             text = strip_comments(f.read())
+        for pattern, allowed_in, why in SEAMS:
+            if allowed_in.search(rel):
+                continue
+            for m in pattern.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                violations.append("%s:%d: %s — %s" % (rel, line, m.group(0).strip(), why))
         for m in INCLUDE_RE.finditer(text):
             nincludes += 1
             line = text.count("\n", 0, m.start()) + 1

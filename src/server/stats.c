@@ -33,7 +33,7 @@ void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status
                           .target = h->target,
                           .target_len = h->target ? h->target_len : 0,
                           .minor_version = h->minor_version,
-                          .proto = req_http_major(req) == 2 ? req->xops->proto : NULL,
+                          .proto = req_protocol_label(req),
                           .status = status,
                           .bytes = bytes_out,
                           .req_fields = h->fields,
