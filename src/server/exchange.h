@@ -84,6 +84,12 @@ __attribute__((always_inline)) static inline int exchange_dispatch(sp_server *s,
 
 /* ---- the protocols ------------------------------------------------------ */
 
+/* The coroutine of a connection with bytes to read (spawned at accept and
+ * when an idle one wakes): the TLS handshake if it is due, then the
+ * protocol — HTTP/2 when ALPN chose h2 or the connection already is, else
+ * HTTP/1.1 (http_conn_serve). */
+void exchange_main(void *arg);
+
 /* What the server asks of a protocol that drives connections of its own
  * (HTTP/1.1 is the connection's plain state and needs nothing here). */
 typedef struct exchange_protocol {

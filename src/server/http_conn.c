@@ -362,43 +362,13 @@ out:
 #undef res
 }
 
-void http_conn_main(void *arg) {
-    conn *c = arg;
-    sp_server *s = c->w.data;
-    task *me = loop_task(s->l);
-    loop_task_set_hup_watch(me, &c->w);
-    /* A long wait in a handler gives back the read buffer (req_park.c, the
-     * request serve_one names in parked) and the stack below it (loop.h);
-     * not under a binding that drives the loop (greenlets keep slices of
-     * other stacks below, its environ points into the buffer). */
-    sp_req *parked = NULL;
-    if (!s->drive)
-        loop_task_set_park(me, req_park_hook, &parked, 1);
-    /* A TLS connection's first coroutine shakes hands, before it holds a
-     * buffer: a client stalling there costs a stack, for a bounded time. */
-    int h2 = 0;
-    if (c->tls && !SSL_is_init_finished(c->tls)) {
-        if (conn_tls_accept(s, c) < 0)
-            return;
-        unsigned alen;
-        const char *proto = server_conn_alpn(c, &alen);
-        h2 = !s->http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
-    }
-    if (!c->buf) {
-        c->buf = buf_pool_get(&s->bufs);
-        if (!c->buf) {
-            server_conn_close(s, c);
-            return;
-        }
-        c->buf_len = c->buf_off = 0;
-    }
-    if (h2 || c->h2) {
-        h2_serve(s, c); /* ALPN chose h2 (the preface comes over TLS), or an idle h2c woke */
-        return;
-    }
+/* Serves c as HTTP/1.1 on the calling coroutine (the exchange's, which
+ * chose the protocol and holds the buffer), request after request, until
+ * it closes, goes idle, or a preface hands it to HTTP/2. */
+void http_conn_serve(sp_server *s, conn *c, sp_req **parked) {
     int burst = 0;
     for (;;) {
-        int kept = serve_one(s, c, &parked);
+        int kept = serve_one(s, c, parked);
         if (kept < 0)
             return; /* idle: nothing was served */
         if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {

@@ -205,7 +205,7 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
 void server_conn_idle(sp_server *s, conn *c) {
     if (c->tls && SSL_pending(c->tls) > 0) {
         /* OpenSSL holds decrypted bytes no edge will announce: serve them. */
-        if (loop_spawn(s->l, http_conn_main, c) < 0)
+        if (loop_spawn(s->l, exchange_main, c) < 0)
             server_conn_close(s, c);
         return;
     }
@@ -291,7 +291,7 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
      * (registering the watch then), holding no stack while it waits. */
     loop_watch_lazy(&c->w, BACKEND_CONN);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(s->l, http_conn_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
+    if (loop_spawn(s->l, exchange_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
         server_conn_close(s, c);
 }
 
@@ -375,7 +375,7 @@ static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
 static inline void wake_idle(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(s->l, http_conn_main, c) < 0)
+    if (loop_spawn(s->l, exchange_main, c) < 0)
         server_conn_close(s, c); /* no stack could be mapped: shed this one */
 }
 

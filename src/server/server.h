@@ -213,8 +213,9 @@ void conn_tls_free(conn *c);
  * host than its SNI name's: it gets 421 (tls_ctx_misdirected). */
 int conn_tls_misdirected(const sp_req *r);
 
-/* http_conn.c: the coroutine that serves a connection with bytes to read. */
-void http_conn_main(void *arg);
+/* http_conn.c: serves c as HTTP/1.1 on the exchange's coroutine
+ * (exchange_main), *parked naming the request of a long wait. */
+void http_conn_serve(sp_server *s, conn *c, sp_req **parked);
 /* Closes after an error: shut down writing, discard input for a bounded
  * time, close. From the connection's coroutine. */
 void http_conn_linger_close(sp_server *s, conn *c);
