@@ -58,6 +58,12 @@ RULES = {
     "python": ["cli", "process", "server", "server/*"] + BELOW_SERVER,
     "api": [],
 }
+# The binding's side of the C boundary: the only headers of src/ that
+# python/_spindle may include (besides spindle.h and its own): the embed
+# API (with handler.h behind it), the start-up, the log, two pure helpers
+# of http/, and the bus's insides for its subscriber count and wake-up.
+PYTHON_HEADERS = {"src/server/embed.h", "src/cli/cli.h", "src/base/log.h",
+                  "src/http/http_chars.h", "src/http/path_norm.h", "src/server/bus/bus.h"}
 # Quoted includes of headers outside the tree, per layer.
 EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
 SOURCE_EXT = (".c", ".h", ".S")
@@ -215,6 +221,10 @@ def check(root):
             if to == "python" and frm != "python":
                 violations.append(where + 'includes "%s" (layer python) — nothing in src/ '
                                   'includes python/' % name)
+            elif frm == "python" and target.startswith("src/") and target not in PYTHON_HEADERS:
+                violations.append(where + 'includes "%s" — the binding reaches the C side '
+                                  'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
+                                  (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
             elif not allowed(frm, to):
                 violations.append(where + 'includes "%s" (layer %s) — %s' %
                                   (name, to, describe(frm)))

@@ -51,6 +51,9 @@ plant "feature -> feature" src/server/static/static.c server/ws/ws.h
 # 5. A stale un-qualified include (the layout before the folders).
 plant "un-qualified include" src/server/router.c http_chars.h
 
+# 6b. The binding past the C boundary: a header of the core it may not see.
+plant "binding -> the core's own header" python/_spindle/hub.c server/server.h
+
 # 7. The exchange's seams: the server core calling HTTP/2 by name, and a
 #    feature testing req->xops instead of req_http_major.
 seam() {
