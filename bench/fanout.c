@@ -579,7 +579,7 @@ int main(int argc, char **argv) {
             break;
         r = run_phase(seq, rate, o.step_s, 1000000);
         seq = r.next_seq;
-        double bound = closed_p99 * 4 > 200000 ? closed_p99 * 4 : 200000;
+        double bound = closed_p99 * 2 > 100000 ? closed_p99 * 2 : 100000;
         r.ok = r.lost == 0 && r.pub_rate >= 0.95 * rate && r.p99_us >= 0 && r.p99_us <= bound;
         printf("STEP factor=%g rate=%.1f held=%d\n", o.ladder[i], rate, r.ok);
         fflush(stdout);
