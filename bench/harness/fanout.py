@@ -191,7 +191,7 @@ def _row(name, f, factor, opened, before, after, rbefore, rafter, connect_s, n, 
             "rate": g["rate"], "published": int(g["published"]), "pub_rate": g["pub_rate"],
             "delivered": int(g["delivered"]), "expected": int(g["expected"]), "lost": int(g["lost"]),
             "deliveries_per_s": g["deliveries_per_s"], "p50_ms": g["p50_us"] / 1000, "p90_ms": g["p90_us"] / 1000,
-            "p99_ms": g["p99_us"] / 1000, "max_ms": g["max_us"] / 1000, "closed": int(g["closed"]),
+            "p99_ms": g["p99_us"] / 1000, "max_ms": g["max_us"] / 1000, "closed": int(g["closed"]), "reordered": int(g["dups"]),
             "pub_errors": int(g["pub_errors"]), "loadgen_cpu_pct": g["lg_cpu_pct"],
             "server_cpu_pct": next((v for key, v in g.items() if key.endswith("_busy_pct")), ""), "rss_kb_before": before, "rss_kb_after": after,
             "bytes_per_connection": round((after - before) * 1024 / max(opened, 1)),
@@ -207,7 +207,7 @@ def best(rows, name):
 
 
 CSV = ["server", "variant", "connections", "held_open", "rate", "published", "pub_rate", "expected", "delivered",
-       "lost", "held", "deliveries_per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "closed", "pub_errors",
+       "lost", "reordered", "held", "deliveries_per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "closed", "pub_errors",
        "bytes_per_connection", "redis_bytes_per_subscriber", "loadgen_cpu_pct", "server_cpu_pct", "connect_s"]
 
 
@@ -283,6 +283,9 @@ def section(ctx):
             fmt(r["server_cpu_pct"])))
     peer = [best(rows, n) for n in names if not n.startswith("spindle")]
     peer = max([p for p in peer if p], key=lambda r: r["deliveries_per_s"], default=None)
+    if not peer:
+        out += ["", "Target (issue 30): no peer held a phase at %d subscribers (every message to every subscriber), "
+                "so there is no peer figure to compare with at this size." % o.fanout_subscribers]
     for mine in ("spindle-c", "spindle"):
         b = best(rows, mine)
         if b and peer:
