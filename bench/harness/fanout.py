@@ -199,6 +199,11 @@ def _row(name, f, factor, opened, before, after, rbefore, rafter, connect_s, n, 
             "connect_s": connect_s}
 
 
+def ms(v):
+    """A latency cell: none when no message reached everyone (-1)."""
+    return fmt(v, 1) if v is not None and v >= 0 else "–"
+
+
 def best(rows, name):
     """A system's figure: its highest deliveries/s among the phases that
     held (nothing lost; open loop: the rate kept, p99 in bound)."""
@@ -278,7 +283,7 @@ def section(ctx):
         r = b or first
         out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             n, fmt(r["held_open"]), r["variant"] if b else "none held", fmt(r["deliveries_per_s"]),
-            fmt(r["p50_ms"], 1), fmt(r["p99_ms"], 1), r["lost"], fmt(r["bytes_per_connection"]),
+            ms(r["p50_ms"]), ms(r["p99_ms"]), r["lost"], fmt(r["bytes_per_connection"]),
             fmt(r["redis_bytes_per_subscriber"]), fmt(r["connect_s"], 1), fmt(r["loadgen_cpu_pct"]),
             fmt(r["server_cpu_pct"])))
     peer = [best(rows, n) for n in names if not n.startswith("spindle")]
@@ -300,7 +305,7 @@ def section(ctx):
     for r in rows:
         out.append("| %s | %s | %s → %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["server"], r["variant"], fmt(r["rate"], 1) if r["rate"] else "closed", fmt(r["pub_rate"], 1),
-            fmt(r["published"]), fmt(r["deliveries_per_s"]), fmt(r["p50_ms"], 1), fmt(r["p90_ms"], 1),
-            fmt(r["p99_ms"], 1), fmt(r["max_ms"], 1), r["lost"], "yes" if r.get("held") else "no",
+            fmt(r["published"]), fmt(r["deliveries_per_s"]), ms(r["p50_ms"]), ms(r["p90_ms"]),
+            ms(r["p99_ms"]), ms(r["max_ms"]), r["lost"], "yes" if r.get("held") else "no",
             fmt(r["loadgen_cpu_pct"]), fmt(r["server_cpu_pct"])))
     return out + [""]
