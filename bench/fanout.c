@@ -1,8 +1,6 @@
-/* fanout.c — the load generator of bench/run's fanout workload: opens N
- * WebSocket subscribers over K server ports (raw WebSocket, or Socket.IO's
- * Engine.IO v4 over one), publishes numbered, timestamped messages with
- * HTTP POSTs to one instance, and measures deliveries/s, the time from a
- * publish to its LAST subscriber, and messages lost. One thread, epoll.
+/* fanout.c — bench/run's fanout load generator: N WebSocket (or Engine.IO v4)
+ * subscribers over K ports, numbered timestamped POSTs to one instance;
+ * deliveries/s, publish-to-LAST-subscriber p50/p99, losses. One thread, epoll.
  *   build/bench/fanout --ports P1,P2 --subscribers N [options]  (see usage) */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,6 @@
-"""channels_fanout.py — the Django Channels peer of bench/run's fanout
-workload: a consumer at /ws joins group "fanout" (channels_redis), POST
-/publish is a Django view calling group_send. FANOUT_REDIS names Redis;
-FANOUT_LAYER=pubsub picks channels_redis's RedisPubSubChannelLayer instead
-of the default RedisChannelLayer. Run: uvicorn channels_fanout:application"""
+"""channels_fanout.py — bench/run's fanout Django Channels peer: /ws joins group
+"fanout" (channels_redis at FANOUT_REDIS; FANOUT_LAYER=pubsub for the pub/sub
+layer), POST /publish is a Django view calling group_send. On uvicorn."""
 import os
 
 import django

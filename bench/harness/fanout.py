@@ -1,9 +1,7 @@
-"""fanout.py — bench/run's fanout workload (issue 30): N WebSocket
-subscribers over K instances of each system, one Redis each (fresh per
-system), one publisher POSTing to the first instance; build/bench/fanout
-(bench/fanout.c) measures deliveries/s, publish-to-last-subscriber p50/p99
-and losses, closed loop and then an open-loop ladder; memory per subscriber
-is the instances' RSS after connecting minus before, over N."""
+"""fanout.py — bench/run's fanout workload (issue 30): K instances of each
+system and a fresh Redis on the server CPU, build/bench/fanout on the load
+generator's; memory per subscriber from the instances' RSS; fanout.csv and
+bench.md's section."""
 import csv
 import os
 import re
