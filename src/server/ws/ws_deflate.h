@@ -26,7 +26,7 @@ void ws_deflate_free(ws_deflate *d);
 /* The payload to send for a data message of len bytes: *out, *out_len,
  * and *rsv1 (1: compressed; 0: sent as it is, when compressing would not
  * make it smaller). *hold is released with ws_blob_put once the frame is
- * written (it may be NULL). Call under the writer lock: the compressor's
+ * written (it may be NULL). s NULL: no sharing. Call under the writer lock: the compressor's
  * history must follow the order frames leave in. 0 or -ENOMEM. */
 int ws_deflate_encode(sp_server *s, ws_deflate *d, const void *data, size_t len,
                       const uint8_t **out, size_t *out_len, int *rsv1, ws_blob **hold);
