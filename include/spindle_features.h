@@ -43,8 +43,8 @@ typedef struct sp_ws_msg {
 /* permessage-deflate for s's upgrades from now on: window_bits 9..15 is
  * the most LZ77 window (2^bits bytes) each side compresses with where
  * RFC 7692 lets the server choose (its own always; the client's when it
- * offers client_max_window_bits, as browsers do), 0 turns it off;
- * mem_level 1..9 is zlib's (0: 5). Default: on, 12 and 5 — about 40 KB
+ * offers client_max_window_bits, as Chrome does), 0 turns it off;
+ * mem_level 1..9 is zlib's (0: 5). Default: on, 12 and 5 — about 50 KB
  * per compressing socket once it has sent and received (15 and 8, zlib's
  * own defaults, cost about 300 KB). An idle socket whose side has no
  * context takeover holds no zlib state. The message limit (max_message)

@@ -251,8 +251,8 @@ const flag cli_flags[] = {
      "bytes"},
     {"ws-deflate-window", "BITS", K_INT, B, RESTART, INT(ws_deflate_window), "12",
      "the LZ77 window, 2^BITS bytes (9..15), of our compressor and of the client's where it "
-     "lets us choose: with 12 and --ws-deflate-mem-level 5 a talking socket costs about 40 KB "
-     "(15 and 8, zlib's defaults, about 300 KB); none while a side without context takeover "
+     "lets us choose: with 12 and --ws-deflate-mem-level 5 a talking socket costs about 50 KB "
+     "(15 and 8, zlib's defaults, about 250-300 KB); none while a side without context takeover "
      "is idle"},
     {"ws-deflate-mem-level", "N", K_INT, B, RESTART, INT(ws_deflate_mem), "5",
      "zlib's memLevel (1..9) for our compressor: its hash table and buffers take 2^(N+9) "

@@ -33,6 +33,7 @@ struct ws_blob {
  * from an empty window, per window size: valid for any receiver with that
  * window, whatever its history (it refers to none). */
 typedef struct ws_share {
+    const ws_deflate *owner; /* who compressed it with its own history */
     uint8_t *plain;
     size_t plain_len, plain_cap;
     ws_blob *blob[16];
@@ -134,8 +135,9 @@ static ws_blob *share_blob(ws_share *sh, int bits, int mem_level) {
 
 /* Keeps a copy of the message just compressed for its own socket: if
  * another sends the same bytes next, that is a broadcast. */
-static void share_remember(ws_share *sh, const void *data, size_t len) {
+static void share_remember(ws_share *sh, const ws_deflate *d, const void *data, size_t len) {
     share_drop(sh);
+    sh->owner = d;
     sh->plain_len = 0;
     if (len > SHARE_MAX)
         return;
@@ -180,7 +182,8 @@ int ws_deflate_encode(sp_server *s, ws_deflate *d, const void *data, size_t len,
     int bits = d->p.server_bits;
     ws_share *sh = s ? share_of(s) : NULL; /* NULL: no sharing (the unit test) */
     ws_blob *b;
-    if (sh && sh->plain_len == len && memcmp(sh->plain, data, len) == 0 &&
+    /* The same socket sending it again does better with its history. */
+    if (sh && sh->owner != d && sh->plain_len == len && memcmp(sh->plain, data, len) == 0 &&
         (b = share_blob(sh, bits, d->mem_level))) {
         if (b->len >= len)
             return 0; /* incompressible: as it is, the client's window untouched */
@@ -202,7 +205,7 @@ int ws_deflate_encode(sp_server *s, ws_deflate *d, const void *data, size_t len,
     if (!(b = compress_with(d->tx, data, len)))
         return -ENOMEM;
     if (sh)
-        share_remember(sh, data, len);
+        share_remember(sh, d, data, len);
     if (d->p.server_no_context_takeover)
         stream_free(&d->tx, 1); /* an idle socket holds no compressor */
     if (b->len >= len) {
