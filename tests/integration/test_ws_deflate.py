@@ -20,12 +20,16 @@ from websockets.asyncio.client import connect
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory as Offer
 
 from asgi_pair import AsgiServer
-from conftest import BIN
+from conftest import BIN, ROOT
 from proctools import children, proc_status
 from wsgiutil import wsgi_server  # noqa: F401  (fixture)
 from zclient import ZClient
 
-APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so")
+# The test app beside the binary; under the ASan binary (whose tree has no
+# app modules) the release build's, loaded into it.
+APP_WS = next((str(p) for p in (pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so",
+                                ROOT / "build" / "tests" / "apps" / "app_ws.so") if p.exists()),
+              "app_ws.so is not built (make)")
 
 
 @pytest.fixture
@@ -298,7 +302,7 @@ def test_asgi_websocket_compressed(tmp_path):
 
 # ---- beside uvicorn: the bytes on the wire -------------------------------------
 
-def chat_session(port, n=400):
+def chat_session(port, n):
     z = ZClient(port, offer="permessage-deflate; client_max_window_bits")
     raw = 0
     t0 = time.monotonic()
@@ -313,16 +317,17 @@ def chat_session(port, n=400):
 
 
 def test_wire_bytes_beside_uvicorn(tmp_path):
+    n = int(os.environ.get("SPINDLE_WS_BENCH_N", "400"))  # echoes, one at a time
     res = {}
     for kind in ("uvicorn", "spindle"):
         srv = AsgiServer(kind, "ws_echo_app:app", tmp_path, {}).wait_ready()
         try:
-            res[kind] = chat_session(srv.port)
+            res[kind] = chat_session(srv.port, n)
         finally:
             srv.stop()
     for kind, (ext, raw, wire, took) in res.items():
         print("%-8s %s: %d bytes of JSON came back as %d bytes (%.0f%%), %d echoes in %.2f s"
-              % (kind, ext, raw, wire, 100.0 * wire / raw, 400, took))
+              % (kind, ext, raw, wire, 100.0 * wire / raw, n, took))
     assert res["uvicorn"][0], "uvicorn did not negotiate permessage-deflate"
     assert res["spindle"][2] < res["spindle"][1] / 2
     assert res["spindle"][2] < res["uvicorn"][2] * 1.25
