@@ -1,8 +1,7 @@
-/* fuzz_ws_ext.c — libFuzzer target for permessage-deflate: the negotiation
- * of a Sec-WebSocket-Extensions value (the first byte picks our window),
- * checking what an accepted offer agrees to, then the rest of the input
- * inflated as a compressed message in pieces under a small limit, checking
- * the output never passes it. */
+/* fuzz_ws_ext.c — libFuzzer target for permessage-deflate: a
+ * Sec-WebSocket-Extensions value negotiated (the first byte picks our
+ * window), what was agreed checked, then the rest inflated in pieces under
+ * a small limit that the output must never pass. */
 #include "server/ws/ws_deflate.h"
 #include "server/ws/ws_ext.h"
 #include "server/ws/ws_frame.h"

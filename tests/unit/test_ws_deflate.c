@@ -1,8 +1,7 @@
-/* test_ws_deflate.c — permessage-deflate's codec on zlib: messages of many
- * sizes round trip with and without context takeover, history makes a
- * repeated message small, a bomb stops at the limit without a buffer past
- * it, data that is not DEFLATE is 1002, a DEFLATE stream ended inside a
- * message (BFINAL) keeps its window, and a broadcast is compressed once. */
+/* test_ws_deflate.c — permessage-deflate's codec: round trips of many sizes
+ * with and without context takeover, history at work, a bomb stopped at the
+ * limit with no buffer past it, non-DEFLATE data 1002, BFINAL inside a
+ * message keeping the window, a broadcast compressed once. */
 #include "server/ws/ws_deflate.h"
 #include "server/ws/ws_frame.h"
 #include "unit.h"

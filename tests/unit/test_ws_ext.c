@@ -1,8 +1,7 @@
-/* test_ws_ext.c — permessage-deflate's negotiation (RFC 7692 §7.1), one
- * test per rule: what each parameter does to the response and to the
- * agreed windows, several offers (the first acceptable wins), each reason
- * to decline an offer, and headers that are not an extension list. Input
- * is placed against an unreadable page, so over-reads crash. */
+/* test_ws_ext.c — permessage-deflate's negotiation (RFC 7692 §7.1), a test
+ * per rule: each parameter's effect on the answer and the windows, several
+ * offers, every reason to decline, headers that are no extension list;
+ * input against an unreadable page, so over-reads crash. */
 #include "server/ws/ws_ext.h"
 #include "unit.h"
 

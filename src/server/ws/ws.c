@@ -1,11 +1,11 @@
 /* ws.c — WebSockets over a connection taken over from HTTP: the upgrade
- * handshake, whole messages reassembled from frames read through the
- * connection's own buffer (ws_frame.c checks them), pings answered, the
+ * handshake (permessage-deflate negotiated by ws_ext.c), whole messages
+ * reassembled from frames read through the connection's own buffer
+ * (ws_frame.c checks them; ws_deflate.c inflates), pings answered, the
  * closing handshake, whole frames sent under a writer lock so several
  * coroutines may send, keep-alive pings and a 1001 close after the idle
  * timeout (ws_keepalive.c), and a 1001 close for every WebSocket when the
- * server stops; permessage-deflate negotiated at the upgrade (ws_ext.c),
- * its messages inflated and compressed by ws_deflate.c. Waiting for bytes, a plain connection holds
+ * server stops. Waiting for bytes, a plain connection holds
  * no read buffer (wait_unbuffered). */
 #include "base/list.h"
 #include "http/http_chars.h"

@@ -1,8 +1,7 @@
-/* ws_deflate.c — permessage-deflate on zlib (ws_deflate.h): each message
- * compressed with a sync flush and its 00 00 ff ff tail cut (RFC 7692
- * §7.2.1), inflated with the tail put back (§7.2.2) into a buffer that
- * never grows past the message limit, and the server's last message kept
- * so that a broadcast compresses it once per window size. */
+/* ws_deflate.c — permessage-deflate on zlib: a message compressed with a
+ * sync flush, its 00 00 ff ff tail cut (RFC 7692 §7.2.1), inflated with it
+ * put back (§7.2.2) into a buffer capped at the message limit; the worker's
+ * last message kept so a broadcast is compressed once per window size. */
 #include "server/ws/ws_deflate.h"
 
 #include "server/ws/ws_frame.h"

@@ -1,8 +1,7 @@
 /* ws_deflate.h — permessage-deflate (RFC 7692) on zlib for one WebSocket:
- * the compressor and the inflater made on first use and, for a side
- * without context takeover, freed after each message (an idle socket holds
- * none); a message sent to many sockets compressed once per window size
- * (the server's slot). The settings are ws_limits.h's. */
+ * compressor and inflater made on first use, freed after each message on a
+ * side without context takeover; a broadcast compressed once per window
+ * size (a server slot). The settings are ws_limits.h's. */
 #ifndef SPINDLE_WS_DEFLATE_H
 #define SPINDLE_WS_DEFLATE_H
 
