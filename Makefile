@@ -57,7 +57,7 @@ VERSION_DEFS := -DSPINDLE_VERSION='"$(VERSION)"' -DSPINDLE_GIT_REV='"$(GIT_REV)"
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS_ALL := $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
-LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2 -luring
+LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2 -luring -lz
 
 # ONLY='src/coro/%' limits the library to some sources (work on one module
 # while others are mid-change); BUILD=dir puts the tree elsewhere.

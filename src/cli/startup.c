@@ -420,6 +420,13 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         return 2;
     if (ws_set_default_max_message(s, c->ws_max_message) < 0) /* --ws-max-message */
         return 1;
+    int bits = c->ws_deflate_off ? 0 : c->ws_deflate_window ? c->ws_deflate_window : 12;
+    if ((rc = sp_ws_deflate(s, bits, c->ws_deflate_mem)) < 0) { /* --ws-deflate* */
+        fprintf(stderr, "spindle: %s\n",
+                rc == -EINVAL ? "--ws-deflate-window is 9..15, --ws-deflate-mem-level 1..9"
+                              : strerror(-rc));
+        return 2;
+    }
     /* Before the application's routes: under a PREFIX only the files answer. */
     if (setup_static_maps(c, s) < 0)
         return 1;
