@@ -1,8 +1,8 @@
 /* buf_pool.h — the per-worker pool of connection read buffers. A buffer is
  * attached to a connection only while a request is in flight; idle
- * connections hold none. Free buffers above a high-water mark are freed,
- * and the heap is trimmed at most once a second so memory goes back to the
- * kernel after a burst. */
+ * connections hold none. Buffers are page-aligned slices of mapped slabs;
+ * free buffers above a high-water mark give their pages back to the
+ * kernel at once, so memory goes back after a burst. */
 #ifndef SPINDLE_BUF_POOL_H
 #define SPINDLE_BUF_POOL_H
 
@@ -11,6 +11,7 @@
 
 typedef struct buf_pool {
     void *free_list; /* each free buffer's first bytes link to the next */
+    struct slab *slabs;
     size_t nfree, max_free, size;
     size_t out;      /* buffers in use */
     size_t released; /* freed since the last trim */
@@ -21,8 +22,13 @@ void buf_pool_init(buf_pool *p, size_t size, size_t max_free);
 /* A buffer of p->size bytes, or NULL (ENOMEM). */
 char *buf_pool_get(buf_pool *p);
 void buf_pool_put(buf_pool *p, char *b);
-/* Returns freed memory to the kernel if buffers were freed since the last
- * call and a second has passed (now: loop ms). */
+/* Gives the kernel back the whole pages of b (in use) past its first used
+ * bytes, keeping b where it is, its bytes and every pointer into them
+ * valid: the pages come back zeroed when next written. For a connection
+ * that waits long (a long poll, a WebSocket): one madvise. */
+void buf_pool_shed(const buf_pool *p, char *b, size_t used);
+/* Kept for the callers' rhythm (once a second): the pages of buffers past
+ * the mark already went back in buf_pool_put. */
 void buf_pool_trim(buf_pool *p, int64_t now);
 void buf_pool_destroy(buf_pool *p);
 

@@ -69,6 +69,7 @@ struct sp_req {
     int ndefer;
     char *head_copy; /* the head's bytes while the buffer went back (req_park.c) */
     char *park_copy; /* the buffer's bytes during a long wait */
+    uint8_t sliced;  /* a slice into the buffer went to the handler (request.c) */
 };
 
 /* Laid out for a handler that parks (a long poll): the store first, filled
@@ -107,6 +108,9 @@ size_t server_buf_size(const sp_server *s);
  * and back: for a feature that waits without holding the connection's. */
 char *server_buf_get(sp_server *s);
 void server_buf_put(sp_server *s, char *b);
+/* Gives back the whole pages of b (in use) past its first used bytes, b
+ * and its bytes staying put (buf_pool_shed): for a long wait. */
+void server_buf_shed(sp_server *s, char *b, size_t used);
 int64_t server_deadline(const sp_server *s, int timeout_ms);
 
 /* A feature's own per-server state, found by key (the address of a static

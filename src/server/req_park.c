@@ -1,10 +1,15 @@
-/* req_park.c — a request whose handler waits for long (a long poll on a
- * condition: loop_long_wait_begin) gives its connection's read buffer back
- * to the pool meanwhile. The bytes it holds (the head the request's slices
- * point into, anything pipelined after it) move to a block of their own
- * size; woken, the connection gets a pool buffer again with the same bytes
- * at the same offsets, while the request's slices stay on the block until
- * the request ends (req_run_deferred frees it). */
+/* req_park.c — a request whose handler waits for long (a long poll, a
+ * condition, a bus subscription: loop_long_wait_begin) gives back its
+ * connection's read buffer meanwhile. If the handler took no slice into
+ * the buffer (sp_req_header, sp_req_query_param...: r->sliced), the bytes
+ * move to a block of their own size and the buffer goes to the pool;
+ * woken, the connection gets a pool buffer again with the same bytes at
+ * the same offsets, the request's own slices staying on the block until
+ * it ends. If it did, the buffer stays where it is and only its pages past
+ * the bytes go back to the kernel, so those slices keep their bytes and
+ * nothing of the buffer can reach another connection. (Handing it to the
+ * pool regardless let a slice taken before the wait read what the next
+ * client's request put there.) */
 #include "server/server.h"
 
 #include <stdlib.h>
@@ -76,7 +81,9 @@ void req_park_hook(void *arg, int parking) {
     sp_req *r = *(sp_req **)arg; /* the request being served, or NULL */
     if (!r)
         return;
-    if (parking)
+    if (parking && r->sliced && r->c->buf && !r->head_copy)
+        buf_pool_shed(&r->srv->bufs, r->c->buf, r->c->buf_len); /* slices point into it */
+    else if (parking)
         give_back(r);
     else
         take_again(r);

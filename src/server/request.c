@@ -33,16 +33,26 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->body_credit_us = (int64_t)s->opt.body_timeout_ms * 1000;
     r->drain_deadline = 0;
     r->xops = NULL;
+    r->sliced = 0;
+    r->head_copy = r->park_copy = NULL;
     r->peer_text[0] = '\0';
     r->client_text[0] = '\0';
-    r->head_copy = r->park_copy = NULL;
+}
+
+/* A slice into the connection's buffer goes out: from now on a long wait
+ * keeps the buffer where it is (req_park.c). The flag is bookkeeping on a
+ * request that is never const itself. */
+static inline void sliced(const sp_req *r) {
+    ((sp_req *)r)->sliced = 1;
 }
 
 sp_str sp_req_method(const sp_req *r) {
+    sliced(r);
     return (sp_str){r->head.method, r->head.method_len};
 }
 
 sp_str sp_req_target(const sp_req *r) {
+    sliced(r);
     return (sp_str){r->head.target, r->head.target_len};
 }
 
@@ -51,6 +61,7 @@ sp_str sp_req_path(const sp_req *r) {
 }
 
 sp_str sp_req_query(const sp_req *r) {
+    sliced(r);
     return r->query;
 }
 
@@ -82,6 +93,7 @@ sp_str sp_req_param(const sp_req *r, const char *name) {
 }
 
 sp_str sp_req_query_param(const sp_req *r, const char *name) {
+    sliced(r);
     size_t n = strlen(name);
     const char *q = r->query.ptr, *end = q + r->query.len;
     while (q && q < end) {
@@ -97,6 +109,7 @@ sp_str sp_req_query_param(const sp_req *r, const char *name) {
 }
 
 sp_str sp_req_header(const sp_req *r, const char *name) {
+    sliced(r);
     size_t n = strlen(name);
     for (size_t i = 0; i < r->head.nfields; i++) {
         const http_field *f = &r->head.fields[i];
@@ -121,6 +134,7 @@ int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value) {
 }
 
 sp_str sp_req_host(const sp_req *r) {
+    sliced(r);
     return (sp_str){r->head.host, r->head.host_len}; /* the parser chose it */
 }
 

@@ -233,9 +233,10 @@ int64_t req_body_deadline(const sp_req *r, int64_t now);
 void req_body_charge(sp_req *r, int64_t since, size_t n);
 
 /* req_park.c: the park hook (loop.h) of a request's task, arg a pointer to
- * the sp_req being served (NULL between requests):
- * the read buffer goes back to the pool during a long wait. req_park_done
- * frees what it kept (req_run_deferred calls it). */
+ * the sp_req being served (NULL between requests): a long wait gives back
+ * the read buffer (to the pool if the handler holds no slice into it, else
+ * its unused pages, the buffer staying put). req_park_done frees what it
+ * kept (req_run_deferred calls it). */
 void req_park_hook(void *arg, int parking);
 void req_park_done(sp_req *r);
 

@@ -173,6 +173,27 @@ static bus_msg *next_msg(sp_bus_sub *sub) {
     }
 }
 
+/* Parks the receiver until a message (bus_wake), its client's hang-up or
+ * deadline. A wait that may be long gives back the connection's buffer at
+ * once and, once it has lasted, the stack pages below it (loop.h, as the
+ * sync waits do): a subscriber costs its queue, not 27 KB of buffer and
+ * stack; one served quickly pays no syscall. */
+static int park(sp_bus_sub *sub, task *t, int64_t deadline) {
+    loop *l = sub->l;
+    loop_watch *hup = loop_task_hup_watch(t);
+    int64_t soon = loop_clock_ms() + LOOP_LONG_WAIT_MS;
+    if (deadline <= soon)
+        return loop_park(l, deadline, hup);
+    loop_long_wait_begin(l);
+    int rc = loop_park(l, soon, hup);
+    if (rc == -ETIMEDOUT && sub->waiter == t) {
+        loop_trim_when_parked(l);
+        rc = loop_park(l, deadline, hup);
+    }
+    loop_long_wait_end(l);
+    return rc;
+}
+
 int sp_bus_recv(sp_bus_sub *sub, sp_bus_msg *out, int64_t timeout_ms) {
     bus *b = sub->b;
     bus_msg_unref(sub->cur);
@@ -211,7 +232,7 @@ int sp_bus_recv(sp_bus_sub *sub, sp_bus_msg *out, int64_t timeout_ms) {
         if (!t)
             return -EPERM;
         sub->waiter = t;
-        int rc = loop_park(sub->l, deadline, loop_task_hup_watch(t));
+        int rc = park(sub, t, deadline);
         sub->waiter = NULL;
         if (rc == -ECONNRESET)
             return rc; /* the handler's client left */

@@ -547,6 +547,10 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     ws->s = req->srv;
     ws->c = req->c;
     ws->l = server_loop(req->srv);
+    /* Frames are read above the request's head, so the handler's slices
+     * stay valid (ws_fill.c); a head leaving too little room gives that up. */
+    if (server_buf_size(req->srv) - req->c->buf_off >= WS_FRAMES_ROOM)
+        ws->floor = req->c->buf_off;
     ws->max_message = ws_max_message_of(req->srv, opt); /* --ws-max-message */
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);

@@ -1,7 +1,7 @@
 /* ws_fill.c — a WebSocket's reads into its connection's buffer (ws_fill),
- * and the wait without one: while the handler waits in sp_ws_recv with
- * nothing to read, a plain connection's buffer is back in the pool and a
- * partial frame head waits in the WebSocket's own few bytes. */
+ * above the request's head (ws->floor), and the long wait: while the
+ * handler waits in sp_ws_recv with nothing to read, the buffer's unused
+ * pages go back to the kernel, the buffer and its bytes staying put. */
 #include "net/net.h"
 #include "server/conn_io.h"
 #include "server/ws/ws_int.h"
@@ -9,45 +9,33 @@
 #include <errno.h>
 #include <string.h>
 
-/* Waits until the socket is readable without holding the connection's
- * buffer: what it still holds, at most a partial frame head (read_message
- * takes payload bytes out as they come), waits in ws->stash, the buffer in
- * the pool. Woken, the buffer is back with the same bytes.
- * 0 when readable, 1 when the bytes do not fit the stash (the caller reads
- * holding the buffer), or a negative errno. */
+/* Waits until the socket is readable; a long wait (trim) first gives the
+ * kernel back the buffer's pages past the bytes it holds (the request's
+ * head below ws->floor, at most a partial frame head above) and the stack
+ * below. The buffer stays the connection's, so nothing the handler points
+ * into moves or reaches another connection. 0 when readable, or -errno. */
 static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
     conn *c = ws->c;
-    if (c->buf_len > sizeof ws->stash)
-        return 1;
-    memcpy(ws->stash, c->buf, c->buf_len);
-    ws->stash_len = (uint8_t)c->buf_len;
-    server_buf_put(ws->s, c->buf);
-    c->buf = NULL;
     ws->recv_task = loop_task(ws->l);
-    if (trim)
+    if (trim) {
+        server_buf_shed(ws->s, c->buf, c->buf_len);
         loop_trim_when_parked(ws->l);
+    }
     int rc = loop_wait_fd(ws->l, &c->w, LOOP_READ, deadline);
     ws->recv_task = NULL;
-    c->buf = server_buf_get(ws->s);
-    if (!c->buf) {
-        c->buf_len = c->buf_off = 0; /* lost with the connection: no memory */
-        return -ENOMEM;
-    }
-    memcpy(c->buf, ws->stash, ws->stash_len);
-    c->buf_len = ws->stash_len;
     return rc < 0 ? rc : 0;
 }
 
 ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
     conn *c = ws->c;
     if (!c->buf)
-        return -ENOMEM; /* wait_unbuffered could not take one back */
+        return -ENOMEM; /* the connection has none (it is closing) */
     if (c->buf_off == c->buf_len) {
-        c->buf_off = c->buf_len = 0;
-    } else if (c->buf_off) {
-        memmove(c->buf, c->buf + c->buf_off, c->buf_len - c->buf_off);
-        c->buf_len -= c->buf_off;
-        c->buf_off = 0;
+        c->buf_off = c->buf_len = ws->floor;
+    } else if (c->buf_off > ws->floor) {
+        memmove(c->buf + ws->floor, c->buf + c->buf_off, c->buf_len - c->buf_off);
+        c->buf_len -= c->buf_off - ws->floor;
+        c->buf_off = ws->floor;
     }
     if (server_stopping(ws->s))
         return -ESHUTDOWN; /* the stop came while we yielded, not parked */
@@ -80,13 +68,6 @@ ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
         if (rc == -ETIMEDOUT && !waited && deadline > soon) {
             waited = 1;
             continue;
-        }
-        if (rc == 1) {
-            ws->recv_task = loop_task(ws->l);
-            n = conn_read(ws->l, c, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
-                          deadline);
-            ws->recv_task = NULL;
-            break;
         }
         if (rc < 0)
             return rc;

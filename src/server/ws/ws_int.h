@@ -16,6 +16,7 @@
 
 #define WS_CLOSE_TIMEOUT 2000
 #define WS_DIRECT_READ   4096 /* payload left above which we read past the buffer */
+#define WS_FRAMES_ROOM   4096 /* the buffer kept for frames above the request's head */
 
 enum { WS_OPEN, WS_CLOSE_SENT, WS_DONE };
 
@@ -36,8 +37,8 @@ struct sp_ws {
     size_t msg_len, msg_cap;
     uint8_t ctl[WS_CONTROL_MAX + 1];
     size_t ctl_len;
-    uint8_t stash[WS_HEAD_MAX]; /* a partial frame head, while the buffer is back in the pool */
-    uint8_t stash_len;
+    uint32_t floor;  /* frames go in the buffer from here: below, the request's head,
+                        which the handler's slices point into, stays whole */
     int senders;     /* coroutines in sp_ws_send (or waiting for the lock) */
     task *recv_task; /* parked reading, told when the server stops */
     task *releaser;  /* the handler's return, waiting for senders to leave */
