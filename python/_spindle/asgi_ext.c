@@ -23,10 +23,14 @@ static PyObject *ext_ws;
 
 static PyObject *ext_dict(int hints, int trailers) {
     PyObject *d = Py_BuildValue("{s{}s{}}", "http.response.pathsend", "http.response.zerocopysend");
-    if (d && hints && PyDict_SetItemString(d, "http.response.early_hint", PyDict_New()) < 0)
-        Py_CLEAR(d);
-    if (d && trailers && PyDict_SetItemString(d, "http.response.trailers", PyDict_New()) < 0)
-        Py_CLEAR(d);
+    const char *more[2] = {hints ? "http.response.early_hint" : NULL,
+                           trailers ? "http.response.trailers" : NULL};
+    for (int i = 0; d && i < 2; i++) {
+        PyObject *e = more[i] ? PyDict_New() : NULL;
+        if (more[i] && (!e || PyDict_SetItemString(d, more[i], e) < 0))
+            Py_CLEAR(d);
+        Py_XDECREF(e);
+    }
     return d;
 }
 

@@ -414,7 +414,7 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
         end_cut(c);
         return asend_gone();
     }
-    if (!more && !c->tr_want && !c->res->head_sent && c->res->declared < 0)
+    if (!more && !(c->tr_want && c->tr_served) && !c->res->head_sent && c->res->declared < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
     if (c->tr_wait && !more)
         return submit_write(c, body, 0); /* waited for: the trailers follow */

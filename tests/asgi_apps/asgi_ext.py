@@ -34,6 +34,14 @@ async def app(scope, receive, send):
             await send({"type": m["type"] + ".complete"})
             if m["type"] == "lifespan.shutdown":
                 return
+    if scope["type"] == "websocket":  # the extensions a WebSocket scope declares
+        assert (await receive())["type"] == "websocket.connect"
+        await send({"type": "websocket.accept"})
+        ext = scope["extensions"]
+        await send({"type": "websocket.send", "text": json.dumps(
+            {"keys": sorted(ext), "tls_version": ext.get("tls", {}).get("tls_version")})})
+        await send({"type": "websocket.close", "code": 1000})
+        return
     path = scope["path"]
     q = dict(p.split("=", 1) for p in scope["query_string"].decode().split("&") if "=" in p)
     ext = scope["extensions"]

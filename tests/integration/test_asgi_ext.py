@@ -158,6 +158,9 @@ def test_trailers_over_http11_need_te(ext):
     # announced, never sent: the body ends as it is
     head, body = split(raw(srv.port, "/trailers-none", extra="TE: trailers\r\n"))
     assert body == b"10\r\nno trailers came\r\n0\r\n\r\n", body
+    # trailers asked but not served (no TE): framed as any other whole body
+    head, body = split(raw(srv.port, "/trailers-none"))
+    assert b"Content-Length: 16" in head and body == b"no trailers came", head
 
 
 def test_trailers_over_h2(ext):
@@ -206,6 +209,19 @@ def test_tls_scope_extension(ext, certs):  # noqa: F811
             with open(certs.cert("client")) as f, open(certs.ca) as ca:
                 assert t["client_cert_chain"] == [f.read(), ca.read()], t["client_cert_chain"]
             assert "CN=client" in t["client_cert_name"], t
+    # a wss:// scope has it too
+    s = certs.context().wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=5),
+                                    server_hostname="localhost")
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: localhost\r\nUpgrade: websocket\r\n"
+              b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    out = read_until_close(s)
+    s.close()
+    assert out.startswith(b"HTTP/1.1 101"), out
+    frame = out.split(b"\r\n\r\n", 1)[1]
+    n = frame[1] & 0x7F  # a short text frame from the server: not masked
+    assert json.loads(frame[2:2 + n]) == {"keys": ["tls", "websocket.http.response"],
+                                          "tls_version": 0x0304}, frame
     # the core's TLS sendfile path (or its fallback) serves zero-copy send too
     for path in ("/zerocopy", "/pathsend"):
         assert split(raw(srv.port, path, tls=certs.context()))[1] == BLOB, path
