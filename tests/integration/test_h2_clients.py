@@ -169,3 +169,8 @@ class TestTrailers:
             s.close()
             assert got == body, (path, got)
             assert trailers == [("x-checksum", "sha256=abc"), ("grpc-status", "0")], (path, trailers)
+        # curl as a second client: it shows the trailer fields after the head's
+        p = subprocess.run([CURL, "-sv", "--http2-prior-knowledge",
+                            "http://127.0.0.1:%d/trailers" % srv.port],
+                           capture_output=True, timeout=10)
+        assert p.stdout == b"rc=0 body\n" and b"< x-checksum: sha256=abc" in p.stderr, p.stderr
