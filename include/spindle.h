@@ -261,6 +261,19 @@ SP_API int sp_req_tls_client_subject(const sp_req *r, char *buf, size_t cap);
  * optional or required ends the handshake, so handlers see SUCCESS or NONE
  * unless the server was told to accept failures. */
 SP_API int sp_req_tls_client_verify(const sp_req *r, char *buf, size_t cap);
+/* The same connection's numbers, as the wire and IANA give them (the ASGI
+ * TLS extension's): the protocol version (0x0304 for TLS 1.3, 0x0303 for
+ * 1.2) and the cipher suite (0x1301 for TLS_AES_128_GCM_SHA256); -1 on a
+ * plain connection. */
+SP_API int sp_req_tls_version_id(const sp_req *r);
+SP_API int sp_req_tls_cipher_id(const sp_req *r);
+/* A certificate of the connection, PEM-encoded, into buf (NUL-terminated
+ * when cap > 0): which -1 is the server's own (the one this handshake
+ * sent), 0 the client's, 1 and on the chain the client sent after it (not
+ * kept by a resumed session: then only the client's own). Returns the
+ * PEM's whole length, as snprintf does (call again with more room when it
+ * is >= cap), or -1: no such certificate, or not TLS. */
+SP_API int sp_req_tls_cert_pem(const sp_req *r, int which, char *buf, size_t cap);
 
 /* Reads up to len bytes of the request body (de-chunked). Returns the
  * count, 0 at the end of the body, or -errno: -ETIMEDOUT (body timeout),
@@ -309,6 +322,33 @@ SP_API int sp_res_send(sp_res *r, int status, const char *content_type, const vo
 SP_API int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count);
 /* Ends the response (the last chunk, if chunked). 0 or -errno. */
 SP_API int sp_res_finish(sp_res *r);
+
+/* A field given as two NUL-terminated strings (sp_res_finish_trailers). */
+typedef struct sp_field {
+    const char *name;
+    const char *value;
+} sp_field;
+/* 1 if trailer fields given to sp_res_finish_trailers now would reach the
+ * client's side of the connection: on HTTP/2, unless the response has no
+ * body (HEAD, 204, 304); on HTTP/1.1 only with chunked framing (no length
+ * declared, not HTTP/1.0, not HEAD/204/304). Else 0. It does not look at
+ * the request's TE: a client that did not send "TE: trailers" may drop
+ * them (RFC 9110 §6.5.1 lets a server send them anyway): check it with
+ * sp_req_header when that matters. */
+SP_API int sp_res_trailers_possible(const sp_res *r);
+/* Ends the response as sp_res_finish does, with n (at most 16) trailer
+ * fields after the body (RFC 9110 §6.5): on HTTP/1.1 the last chunk's
+ * trailer section, on HTTP/2 a HEADERS frame that ends the stream (names
+ * lower-cased). Names are tokens and not fields that frame, route or
+ * describe the content (Content-Length, Transfer-Encoding, Host, TE,
+ * Trailer, Content-Type, Content-Encoding, Content-Range, Connection and
+ * other hop-by-hop fields, Set-Cookie, Authorization, Cache-Control);
+ * values as for sp_res_header; at most 4 KiB in all: else -EINVAL (or
+ * -ENOSPC), nothing sent, the response not ended. Sends the head first if
+ * it is not out (then chunked on HTTP/1.1). 0 when the fields went out;
+ * 1 when sp_res_trailers_possible said 0: the fields are dropped and the
+ * response ended as by sp_res_finish; or -errno. Yields. */
+SP_API int sp_res_finish_trailers(sp_res *r, const sp_field *f, size_t n);
 
 /* ---- Loadable applications (spindle --app module.so) ---------------------
  * A C application built as a shared object needs no main(): it names an

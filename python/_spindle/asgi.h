@@ -20,7 +20,9 @@ enum {
     A_WS_RECV = 64,
     A_WS_SEND = 128,
     A_WS_CLOSE = 256,
-    A_GONE = 512, /* with A_ABORT: the client left, no fault of the app's */
+    A_GONE = 512,      /* with A_ABORT: the client left, no fault of the app's */
+    A_HINTS = 1024,    /* 103 Early Hints: xarg/xn the links (asgi_ext.c) */
+    A_TRAILERS = 2048, /* the end with trailer fields: xarg/xn an sp_field array */
 };
 
 /* Events the coroutine queues for the main stack (acycle.ev bits). */
@@ -99,6 +101,14 @@ typedef struct acycle {
     struct acycle *ws_prev, *ws_next; /* the worker's accepted WebSockets */
     int ws_listed;
     void *bus_subs; /* the subscriptions it made (asgi_bus.c), closed at EV_END */
+    /* the extensions (asgi_ext.c): trailers asked by http.response.start,
+     * served for this request (declared in its scope), due (the last body
+     * went); the pairs gathered; an A_HINTS/A_TRAILERS op's C array (PyMem)
+     * over bytes wkeep holds */
+    uint8_t tr_want, tr_served, tr_wait, hints_served;
+    PyObject *tr_list;
+    void *xarg;
+    size_t xn;
 } acycle;
 
 /* The worker's ASGI state (one per process). */
@@ -151,6 +161,17 @@ PyObject *asgi_disconnect_msg(void);
 /* The client left before the response ended: the coroutine ends and the
  * connection closes (no response to finish). */
 void end_cut(acycle *c);
+
+/* asgi_ext.c: the scope's extensions for this request (sets tr_served and
+ * hints_served), and the send() messages they add, each returning the
+ * awaitable send() gives (NULL with the error raised). */
+int asgi_ext_init(void);
+PyObject *asgi_extensions(acycle *c);
+PyObject *asend_early_hint(acycle *c, PyObject *msg);
+PyObject *asend_trailers(acycle *c, PyObject *msg);
+PyObject *asend_zerocopy(acycle *c, PyObject *msg);
+/* Whether a send op is under way (a second send() before the first ended). */
+int asgi_send_busy(const acycle *c);
 
 /* asgi_scope.c */
 int asgi_scope_init(void);

@@ -114,11 +114,27 @@ static int run_ops(acycle *c, int *rc) {
         }
         return 1;
     }
+    if (c->op & (A_HINTS | A_TRAILERS)) {
+        int last = (c->op & A_TRAILERS) != 0;
+        int r = last ? sp_res_finish_trailers(res, c->xarg, c->xn)
+                     : sp_res_early_hints(res, c->xarg, c->xn);
+        c->op &= ~(A_HINTS | A_TRAILERS);
+        c->wresult = r < 0 ? r : 0;
+        asgi_queue(c, EV_WRITTEN);
+        if (r < 0 || last) {
+            *rc = r < 0 ? r : 0;
+            return 1;
+        }
+    }
     if (c->op & (A_WRITE | A_SENDFILE)) {
-        ssize_t r;
-        if (c->op & A_SENDFILE)
+        ssize_t r = 0;
+        /* A file with more to come: the head first, so that its length is
+         * not taken for the whole body's (chunked, or HTTP/2 DATA). */
+        if ((c->op & A_SENDFILE) && !c->wfinal && !res->head_sent)
+            r = sp_res_write(res, "", 0);
+        if ((c->op & A_SENDFILE) && r >= 0)
             r = sp_res_sendfile(res, c->fd, c->off, c->count);
-        else
+        else if (!(c->op & A_SENDFILE))
             r = c->wlen || !res->head_sent ? sp_res_write(res, c->wdata, c->wlen) : 0;
         if (r >= 0 && c->wfinal)
             r = sp_res_finish(res);
@@ -245,6 +261,8 @@ void asgi_events(acycle *c, uint32_t ev) {
         asgi_ws_event(c);
     if (ev & EV_WRITTEN) {
         Py_CLEAR(c->wkeep);
+        PyMem_Free(c->xarg); /* an A_HINTS / A_TRAILERS array */
+        c->xarg = NULL;
         if (c->fd >= 0) {
             close(c->fd);
             c->fd = -1;
@@ -342,7 +360,7 @@ static PyObject *cycle_receive(acycle *c, PyObject *unused) {
 /* Hands the coroutine a write; a final one is not waited for (the bytes
  * stay alive until it is done), a streamed chunk is (backpressure). */
 static PyObject *submit_write(acycle *c, PyObject *body, int final) {
-    if (c->wkeep || (c->op & (A_WRITE | A_SENDFILE))) {
+    if (asgi_send_busy(c)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "ASGI send() called while an earlier send() is still in progress "
                         "(await each send)");
@@ -371,8 +389,14 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
             return NULL;
         return asgi_ready(Py_NewRef(Py_None));
     }
-    if (!c->started || c->finished)
+    if (kind == ASEND_HINT)
+        return asend_early_hint(c, msg);
+    if (kind == ASEND_TRAILERS)
+        return asend_trailers(c, msg);
+    if (!c->started || c->finished || c->tr_wait)
         return asend_misplaced(c, kind);
+    if (kind == ASEND_ZEROCOPY)
+        return asend_zerocopy(c, msg);
     if (kind == ASEND_PATHSEND) {
         if (asend_pathsend(c, msg) < 0)
             return NULL;
@@ -382,14 +406,18 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
     int more;
     if (asend_body(msg, &body, &more) < 0)
         return NULL;
-    if (!more)
+    if (!more && c->tr_want)
+        c->tr_wait = 1; /* http.response.trailers ends the response */
+    else if (!more)
         c->finished = 1;
     if (c->gone || c->disconnected) { /* the client left: nothing to send */
         end_cut(c);
         return asend_gone();
     }
-    if (!more && !c->res->head_sent && c->res->declared < 0)
+    if (!more && !(c->tr_want && c->tr_served) && !c->res->head_sent && c->res->declared < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
+    if (c->tr_wait && !more)
+        return submit_write(c, body, 0); /* waited for: the trailers follow */
     /* An empty chunk sends nothing, but the first one sends the head (an
      * event stream's client is waiting for it). */
     if (more && PyBytes_GET_SIZE(body) == 0 && c->res->head_sent)
@@ -469,6 +497,11 @@ static PyObject *cycle_returned(acycle *c, PyObject *unused) {
         asgi_ws_app_done(c, 0);
     } else if (!c->gone && c->disconnected && !c->finished) {
         end_cut(c); /* the client left first: nothing to say */
+    } else if (!c->gone && !c->finished && c->tr_wait && !asgi_send_busy(c)) {
+        c->finished = 1; /* the body is whole; no trailers came: end it without */
+        c->xn = 0;
+        c->op |= A_TRAILERS;
+        asgi_wake(c);
     } else if (!c->gone && !c->finished) {
         log_failure(c, c->started ? "returned before finishing its response (the connection is cut)"
                                   : "returned without sending a response; answered 500");
@@ -499,6 +532,8 @@ static void cycle_dealloc(acycle *c) {
     Py_XDECREF(c->recv_fut);
     Py_XDECREF(c->send_fut);
     Py_XDECREF(c->stash);
+    Py_XDECREF(c->tr_list);
+    PyMem_Free(c->xarg);
     if (c->fd >= 0)
         close(c->fd);
     asgi_ws_free(c);

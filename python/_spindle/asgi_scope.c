@@ -374,6 +374,7 @@ PyObject *asgi_scope(acycle *c) {
                 r->query.len ? PyBytes_FromStringAndSize(r->query.ptr, (Py_ssize_t)r->query.len)
                              : Py_NewRef(v_empty_bytes)) < 0 ||
         set_new(s, k_headers, headers_of(h)) < 0 || set_new(s, k_client, client_of(r)) < 0 ||
+        set_new(s, k_extensions, asgi_extensions(c)) < 0 ||
         set_new(s, k_server, server_of(r)) < 0 ||
         set_new(s, c->is_ws ? k_subprotocols : k_method,
                 c->is_ws ? subprotocols_of(h) : method_of(h)) < 0;

@@ -17,8 +17,9 @@
 #include <unistd.h>
 
 static PyObject *s_type, *s_status, *s_headers, *s_body, *s_more_body, *s_path, *s_start,
-    *s_resp_body, *s_pathsend;
-static PyObject *client_disconnected; /* spindle.ClientDisconnected */
+    *s_resp_body, *s_pathsend, *s_trailers;
+static PyObject *s_kinds[ASEND_ZEROCOPY + 1]; /* the names of the extensions' messages */
+static PyObject *client_disconnected;         /* spindle.ClientDisconnected */
 
 PyObject *asend_gone(void) {
     PyErr_SetString(client_disconnected, "the client has closed the connection");
@@ -42,8 +43,13 @@ int asend_init(PyObject *module) {
     s_start = PyUnicode_InternFromString("http.response.start");
     s_resp_body = PyUnicode_InternFromString("http.response.body");
     s_pathsend = PyUnicode_InternFromString("http.response.pathsend");
+    s_trailers = PyUnicode_InternFromString("trailers");
+    s_kinds[ASEND_HINT] = PyUnicode_InternFromString("http.response.early_hint");
+    s_kinds[ASEND_TRAILERS] = PyUnicode_InternFromString("http.response.trailers");
+    s_kinds[ASEND_ZEROCOPY] = PyUnicode_InternFromString("http.response.zerocopysend");
     return s_type && s_status && s_headers && s_body && s_more_body && s_path && s_start &&
-                   s_resp_body && s_pathsend
+                   s_resp_body && s_pathsend && s_trailers && s_kinds[ASEND_HINT] &&
+                   s_kinds[ASEND_TRAILERS] && s_kinds[ASEND_ZEROCOPY] && asgi_ext_init() == 0
                ? 0
                : -1;
 }
@@ -85,20 +91,31 @@ int asend_kind(PyObject *msg) {
             return ASEND_START;
         if (PyUnicode_Compare(t, s_pathsend) == 0)
             return ASEND_PATHSEND;
+        for (int k = ASEND_HINT; k <= ASEND_ZEROCOPY; k++)
+            if (PyUnicode_Compare(t, s_kinds[k]) == 0)
+                return k;
     }
     asend_refuse("unknown ASGI message type %R for an http scope (want http.response.start, "
-                 "http.response.body or http.response.pathsend)",
+                 "http.response.body, or an extension of the scope's: http.response.pathsend, "
+                 "http.response.zerocopysend, http.response.early_hint, http.response.trailers)",
                  t);
     return -1;
 }
 
+const char *asend_kind_name(int kind) {
+    return kind == ASEND_PATHSEND ? "http.response.pathsend"
+           : kind >= ASEND_HINT   ? PyUnicode_AsUTF8(s_kinds[kind])
+                                  : "http.response.body";
+}
+
 PyObject *asend_misplaced(acycle *c, int kind) {
     if (!c->started)
-        return asend_refuse("%s before http.response.start", kind == ASEND_PATHSEND
-                                                                 ? "http.response.pathsend"
-                                                                 : "http.response.body");
-    return asend_refuse("%s after the response ended (more_body was False)",
-                        kind == ASEND_PATHSEND ? "http.response.pathsend" : "http.response.body");
+        return asend_refuse("%s before http.response.start", asend_kind_name(kind));
+    if (c->tr_wait && !c->finished)
+        return asend_refuse("%s after the last body: http.response.trailers is due (the start "
+                            "said trailers: True)",
+                            asend_kind_name(kind));
+    return asend_refuse("%s after the response ended (more_body was False)", asend_kind_name(kind));
 }
 
 static int is_hop_by_hop(const char *n, size_t len) {
@@ -139,6 +156,8 @@ static int add_header(acycle *c, PyObject *pair) {
     if (!res)
         return 0;
     if (http_ieq(np, nl, "content-length", 14)) {
+        if (c->tr_want && c->tr_served && !c->req->xops)
+            return 0; /* trailers on HTTP/1.1 need chunked framing: the length goes */
         char *end;
         unsigned long long cl = strtoull(vp, &end, 10);
         if (!vl || *end || vp[0] < '0' || vp[0] > '9' ||
@@ -151,6 +170,9 @@ static int add_header(acycle *c, PyObject *pair) {
     }
     if (http_ieq(np, nl, "date", 4))
         return 0; /* the server's Date goes out; two would be invalid */
+    if (c->tr_want && c->tr_served && http_ieq(np, nl, "trailer", 7) &&
+        sp_res_header(res, "Trailer", vp) == 0)
+        return 0; /* names the trailers that will come (the app's to say, as ASGI asks) */
     if (is_hop_by_hop(np, nl)) {
         /* The connection's framing is the server's; "close" is honoured. */
         if (http_ieq(np, nl, "connection", 10) && http_ieq(vp, vl, "close", 5))
@@ -195,6 +217,11 @@ int asend_start(acycle *c, PyObject *msg) {
     PyObject *headers = PyDict_GetItemWithError(msg, s_headers);
     if (!headers && PyErr_Occurred())
         return -1;
+    PyObject *tr = PyDict_GetItemWithError(msg, s_trailers);
+    int want = tr ? PyObject_IsTrue(tr) : 0;
+    if (want < 0 || (!tr && PyErr_Occurred()))
+        return -1;
+    c->tr_want = (uint8_t)want;
     if (c->res && !c->gone) {
         res_clear_head(c->res);
         sp_res_status(c->res, (int)status);

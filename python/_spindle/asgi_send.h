@@ -6,7 +6,7 @@
 
 #include "asgi.h"
 
-enum { ASEND_START, ASEND_BODY, ASEND_PATHSEND };
+enum { ASEND_START, ASEND_BODY, ASEND_PATHSEND, ASEND_HINT, ASEND_TRAILERS, ASEND_ZEROCOPY };
 
 int asend_init(PyObject *module);
 /* spindle.ClientDisconnected (an OSError): what send() raises once the client
@@ -21,6 +21,8 @@ int asend_start(acycle *c, PyObject *msg);
 int asend_body(PyObject *msg, PyObject **body, int *more);
 /* http.response.pathsend: opens the file and hands it to the coroutine. */
 int asend_pathsend(acycle *c, PyObject *msg);
+/* The message's type name, for errors. */
+const char *asend_kind_name(int kind);
 /* A body before the start or after the end: raises, logged (NULL). */
 PyObject *asend_misplaced(acycle *c, int kind);
 /* Raises RuntimeError with the message, logged too. NULL. */

@@ -25,7 +25,8 @@ typedef enum job_op {
     OP_WS_RECV,
     OP_WS_SEND,
     OP_WS_CLOSE,
-    OP_BUS /* bus.c: an sp_bus_* call, which may yield (Redis) */
+    OP_BUS,  /* bus.c: an sp_bus_* call, which may yield (Redis) */
+    OP_HINTS /* hints.c: sp_res_early_hints */
 } job_op;
 
 /* OP_SESSION's calls (session.c): the store may yield, so they run on the
@@ -55,7 +56,9 @@ typedef struct pyjob {
     int fd;     /* OP_SENDFILE */
     int64_t off;
     size_t count;
-    int finish_after; /* end the response after the op */
+    int finish_after;         /* end the response after the op */
+    const char *const *hints; /* OP_HINTS: the Link values (hints.c) */
+    size_t nhints;
     ssize_t result;
     int app_done;     /* the greenlet is finished with this request */
     int app_rc;       /* the handler's return: 0, or -errno to close */

@@ -6,6 +6,7 @@
  * pose as X-Forwarded-For). The keys come from header_keys.c; the part
  * the request's bytes decide is reused from env_cache.c when they repeat. */
 #include "wsgi.h"
+#include "hints.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"
@@ -72,7 +73,8 @@ int environ_init(hub *h) {
         PyDict_SetItem(t, k_scheme, PyUnicode_FromString("http")) < 0 ||
         PyDict_SetItemString(t, "wsgi.errors", sys_stderr ? sys_stderr : Py_None) < 0 ||
         PyDict_SetItemString(t, "SCRIPT_NAME", h->root_path) < 0 ||
-        PyDict_SetItemString(t, "SERVER_SOFTWARE", PyUnicode_FromString("spindle")) < 0;
+        PyDict_SetItemString(t, "SERVER_SOFTWARE", PyUnicode_FromString("spindle")) < 0 ||
+        !hints_function() || PyDict_SetItemString(t, "spindle.early_hints", hints_function()) < 0;
     Py_XDECREF(version);
     if (!bad && h->file_wrapper_type)
         bad = PyDict_SetItemString(t, "wsgi.file_wrapper", h->file_wrapper_type) < 0;

@@ -183,6 +183,9 @@ static void do_op(pyjob *j) {
     case OP_BUS:
         r = bus_do_op(j);
         break;
+    case OP_HINTS:
+        r = sp_res_early_hints(j->res, j->hints, j->nhints);
+        break;
     default:
         break;
     }

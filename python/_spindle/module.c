@@ -6,6 +6,7 @@
 #include "asgi.h"
 #include "binding.h"
 #include "wsgi.h"
+#include "hints.h"
 
 #include "cli/cli.h"
 #include "base/log.h"
@@ -580,7 +581,8 @@ PyMODINIT_FUNC PyInit__spindle(void) {
         return NULL;
     if (PyModule_AddIntConstant(m, "API_VERSION", SPINDLE_API_VERSION) < 0 ||
         websocket_init(m) < 0 || asgi_types_init(m) < 0 || asgi_soon_init(m) < 0 ||
-        bus_init(m) < 0) {
+        bus_init(m) < 0 || !hints_function() ||
+        PyModule_AddObjectRef(m, "early_hints", hints_function()) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -23,7 +23,7 @@ except ImportError as _e:
     raise ImportError("spindle needs greenlet: pip install greenlet", name="greenlet") from _e
 
 from . import _spindle
-from ._spindle import in_request, sleep, wait_readable, wait_writable
+from ._spindle import early_hints, in_request, sleep, wait_readable, wait_writable
 from ._spindle import WebSocket, WebSocketError, websocket
 from ._filewrapper import FileWrapper
 from ._sched import every, on_worker_start, on_worker_stop, run_blocking, spawn
@@ -37,7 +37,7 @@ __all__ = ["run", "serve_argv", "sleep", "wait_readable", "wait_writable", "patc
            "WebSocketError", "spawn", "every", "Event", "Channel", "ChannelClosed",
            "run_blocking", "on_worker_start", "on_worker_stop", "publish", "subscribe",
            "apublish", "asubscribe", "Subscription", "AsyncSubscription", "Message",
-           "BusError"]
+           "BusError", "early_hints"]
 
 API_VERSION = _spindle.API_VERSION
 

@@ -11,7 +11,9 @@
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -190,4 +192,40 @@ int sp_req_tls_client_verify(const sp_req *r, char *buf, size_t cap) {
     int n =
         snprintf(buf, cap, "%s%s", word, v == X509_V_OK ? "" : X509_verify_cert_error_string(v));
     return n < 0 ? -1 : (size_t)n < cap ? n : (int)cap - 1;
+}
+
+int sp_req_tls_version_id(const sp_req *r) {
+    return r->c->tls ? SSL_version(r->c->tls) : -1; /* TLS1_3_VERSION is 0x0304 */
+}
+
+int sp_req_tls_cipher_id(const sp_req *r) {
+    const SSL_CIPHER *c = r->c->tls ? SSL_get_current_cipher(r->c->tls) : NULL;
+    return c ? (int)SSL_CIPHER_get_protocol_id(c) : -1;
+}
+
+/* Server side, OpenSSL's peer chain leaves out the client's own
+ * certificate: index 0 is that one, the chain follows from 1. */
+static X509 *cert_at(SSL *ssl, int which) {
+    if (which < 0)
+        return SSL_get_certificate(ssl);
+    if (which == 0)
+        return SSL_get0_peer_certificate(ssl);
+    STACK_OF(X509) *chain = SSL_get_peer_cert_chain(ssl);
+    return chain && which - 1 < sk_X509_num(chain) ? sk_X509_value(chain, which - 1) : NULL;
+}
+
+int sp_req_tls_cert_pem(const sp_req *r, int which, char *buf, size_t cap) {
+    X509 *x = r->c->tls ? cert_at(r->c->tls, which) : NULL;
+    BIO *b = x ? BIO_new(BIO_s_mem()) : NULL;
+    if (!b)
+        return -1;
+    char *p;
+    long n = PEM_write_bio_X509(b, x) ? BIO_get_mem_data(b, &p) : -1;
+    if (n >= 0 && cap) {
+        size_t k = (size_t)n < cap - 1 ? (size_t)n : cap - 1;
+        memcpy(buf, p, k);
+        buf[k] = '\0';
+    }
+    BIO_free(b);
+    return n > INT32_MAX ? -1 : (int)n;
 }

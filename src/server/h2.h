@@ -54,6 +54,10 @@ typedef struct h2_stream {
     uint8_t in_eof, closed, running, spawned, out_eof, no_body;
     uint8_t expect;   /* "expect: 100-continue": a 100 goes out before the first wait */
     uint8_t eof_wait; /* the end of the body is queued, not taken (no bytes left) */
+    /* trailer fields to send after the last DATA (one block: the array,
+     * then the names and values), or NULL */
+    nghttp2_nv *trailers;
+    size_t ntrailers;
 } h2_stream;
 
 struct h2_conn {

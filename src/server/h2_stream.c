@@ -6,6 +6,7 @@
 #include "server/h2.h"
 
 #include "base/log.h"
+#include "http/http_chars.h"
 #include "server/stats.h"
 
 #include <errno.h>
@@ -71,6 +72,8 @@ void h2_stream_free(h2_stream *st) {
     out_held(st, -(ssize_t)st->out_cap);
     free(st->in);
     st->in = NULL;
+    free(st->trailers); /* a stream reset before its last DATA went out */
+    st->trailers = NULL;
     if (hc->nspares < SPARES_KEPT && !hc->dead) {
         if (st->out_cap > 4096) { /* a small response buffer is kept, not a big one */
             free(st->out);
@@ -413,11 +416,48 @@ static int h2_interim(sp_res *res, int status, const http_field *f, size_t n) {
     return 0;
 }
 
+/* Trailers: kept (copied, names lower-cased) until the data source hands
+ * out the last DATA without END_STREAM; the HEADERS that ends the stream
+ * is submitted there (nghttp2's order: trailers only after the body). */
+static int h2_trailers(sp_res *res, const sp_field *f, size_t n) {
+    h2_stream *st = res->req->xctx;
+    size_t bytes = n * sizeof(nghttp2_nv);
+    for (size_t i = 0; i < n; i++)
+        bytes += strlen(f[i].name) + strlen(f[i].value);
+    nghttp2_nv *nv = gone(st) ? NULL : malloc(bytes ? bytes : 1);
+    if (!nv) {
+        res->failed = 1;
+        return gone(st) ? -EPIPE : -ENOMEM;
+    }
+    char *d = (char *)(nv + n);
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(f[i].name), vl = strlen(f[i].value);
+        for (size_t k = 0; k < nl; k++)
+            d[k] = (char)http_lower((unsigned char)f[i].name[k]);
+        memcpy(d + nl, f[i].value, vl);
+        nv[i] = NV(d, nl, d + nl, vl);
+        d += nl + vl;
+    }
+    int rc = res->head_sent ? 0 : h2_send(res, NULL, 0, 0); /* the head, with a body to come */
+    if (rc < 0 || st->no_body || (res->declared >= 0 && res->written < (uint64_t)res->declared)) {
+        free(nv);
+        return rc < 0 ? rc : h2_finish(res);
+    }
+    free(st->trailers);
+    st->trailers = nv;
+    st->ntrailers = n;
+    st->out_eof = 1;
+    out_queued(st, 0);
+    res->finished = 1;
+    return 0;
+}
+
 static const exchange_ops h2_ops = {
     .send = h2_send,
     .sendfile = h2_sendfile,
     .finish = h2_finish,
     .interim = h2_interim,
+    .trailers = h2_trailers,
     .read = h2_read,
     .proto = "HTTP/2.0",
 };
@@ -438,6 +478,14 @@ ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
     if (st->out_len == 0 && st->out_eof) {
         st->eof_wait = 0;
         *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (st->trailers) { /* nghttp2 copies the fields: the block goes now */
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            int rc = nghttp2_submit_trailer(ng, id, st->trailers, st->ntrailers);
+            free(st->trailers);
+            st->trailers = NULL;
+            if (rc != 0)
+                return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
+        }
         return (ssize_t)n;
     }
     return n ? (ssize_t)n : NGHTTP2_ERR_DEFERRED;

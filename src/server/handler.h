@@ -35,6 +35,8 @@ typedef struct exchange_ops {
     int (*finish)(sp_res *res);
     /* An interim response (103 Early Hints) with these fields, checked. */
     int (*interim)(sp_res *res, int status, const http_field *f, size_t n);
+    /* The end of the response with trailer fields (checked, n <= 16). */
+    int (*trailers)(sp_res *res, const sp_field *f, size_t n);
     /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O). */
     ssize_t (*read)(sp_req *r, void *buf, size_t len, int wait);
     const char *proto; /* the access log's protocol field: "HTTP/2.0" */

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "http/http_chars.h"
+#include "http/http_trailer.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -407,6 +408,69 @@ int sp_res_finish(sp_res *r) {
         r->force_close = 1; /* fewer bytes than promised: only closing says so */
     if (r->out.framing == HTTP_OUT_CLOSE)
         r->force_close = 1;
+    r->finished = 1;
+    return rc;
+}
+
+int sp_res_trailers_possible(const sp_res *r) {
+    const sp_req *q = r->req;
+    if (r->finished || r->failed || q->head.method_id == HTTP_M_HEAD || r->status == 204 ||
+        r->status == 304)
+        return 0;
+    if (q->xops)
+        return 1; /* HTTP/2: a HEADERS frame after the DATA, whatever the length */
+    if (r->head_sent)
+        return r->out.framing == HTTP_OUT_CHUNKED;
+    return q->head.minor_version >= 1 && r->declared < 0;
+}
+
+#define TRAILERS_MAX      16
+#define TRAILER_BYTES_MAX 4096
+
+static int trailers_checked(const sp_field *f, size_t n) {
+    size_t bytes = 0;
+    if (n > TRAILERS_MAX)
+        return -EINVAL;
+    for (size_t i = 0; i < n; i++) {
+        size_t nl = strlen(f[i].name), vl = strlen(f[i].value);
+        if (!http_trailer_name_ok(f[i].name, nl))
+            return -EINVAL;
+        for (size_t k = 0; k < vl; k++)
+            if (!http_is((unsigned char)f[i].value[k], HTTP_C_VALUE))
+                return -EINVAL; /* CR, LF, NUL: a trailer must not end the section early */
+        bytes += nl + vl + 4;
+    }
+    return bytes > TRAILER_BYTES_MAX ? -ENOSPC : 0;
+}
+
+/* RFC 9110 §6.5: fields known only once the body is out (a checksum, a
+ * status after streaming, gRPC's grpc-status). */
+int sp_res_finish_trailers(sp_res *r, const sp_field *f, size_t n) {
+    if (r->finished)
+        return -EALREADY;
+    if (r->failed)
+        return -EPIPE;
+    int rc = trailers_checked(f, n);
+    if (rc < 0)
+        return rc;
+    if (!sp_res_trailers_possible(r)) {
+        rc = sp_res_finish(r);
+        return rc < 0 ? rc : 1;
+    }
+    if (r->req->xops)
+        return r->req->xops->trailers(r, f, n);
+    if (!r->head_sent && (rc = send_data(r, NULL, 0, 0)) < 0) /* the head: chunked */
+        return rc;
+    const char *names[TRAILERS_MAX], *values[TRAILERS_MAX];
+    for (size_t i = 0; i < n; i++) {
+        names[i] = f[i].name;
+        values[i] = f[i].value;
+    }
+    char last[TRAILER_BYTES_MAX + 8];
+    long len = http_write_last_chunk(names, values, n, last, sizeof last);
+    if (len < 0)
+        return -ENOSPC;
+    rc = send_raw(r, last, (size_t)len);
     r->finished = 1;
     return rc;
 }

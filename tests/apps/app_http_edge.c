@@ -2,7 +2,8 @@
  * body reader's refusals: /status/{code} sets a status the way a careless
  * handler would (return value ignored), /send/{code} sends one, /slurp
  * reads the whole body before answering, /host answers sp_req_host, /hints
- * sends 103 Early Hints (sp_res_early_hints) before its answer. */
+ * sends 103 Early Hints (sp_res_early_hints) before its answer, /trailers
+ * ends a streamed body with trailer fields (sp_res_finish_trailers). */
 #include "spindle.h"
 
 #include <stdio.h>
@@ -57,6 +58,22 @@ static int hints(sp_req *req, sp_res *res, void *ud) {
     return sp_res_send(res, 200, "text/plain", body, (size_t)len);
 }
 
+/* A streamed body, then trailers; ?bad offers a refused one first (its rc
+ * is the body), ?len declares the length first (the trailers are dropped).
+ * X-Possible: sp_res_trailers_possible before the head. */
+static int trailers(sp_req *req, sp_res *res, void *ud) {
+    const sp_field good[] = {{"X-Checksum", "sha256=abc"}, {"grpc-status", "0"}};
+    const sp_field bad[] = {{"Content-Length", "3"}};
+    if (sp_req_query_param(req, "len").ptr)
+        sp_res_length(res, 10); /* "rc=0 body\n" */
+    sp_res_header(res, "X-Possible", sp_res_trailers_possible(res) ? "1" : "0");
+    int rc = sp_req_query_param(req, "bad").ptr ? sp_res_finish_trailers(res, bad, 1) : 0;
+    if (sp_res_printf(res, "rc=%d ", rc) < 0 || sp_res_write(res, "body\n", 5) < 0)
+        return -1;
+    rc = sp_res_finish_trailers(res, good, 2);
+    return rc < 0 ? rc : 0;
+}
+
 /* Answers, then goes on working (sp_sleep) before it returns: bytes of the
  * client's next request arrive while nobody waits to read them. */
 static int answer_then_work(sp_req *req, sp_res *res, void *ud) {
@@ -72,7 +89,8 @@ static int init(sp_server *s) {
         (rc = sp_route(s, "POST", "/slurp", slurp, NULL)) < 0)
         return rc;
     if ((rc = sp_route(s, "GET", "/hints", hints, NULL)) < 0 ||
-        (rc = sp_route(s, "GET", "/answer-then-work", answer_then_work, NULL)) < 0)
+        (rc = sp_route(s, "GET", "/answer-then-work", answer_then_work, NULL)) < 0 ||
+        (rc = sp_route(s, "GET", "/trailers", trailers, NULL)) < 0)
         return rc;
     return sp_route(s, "GET", "/host", host, NULL);
 }

@@ -25,7 +25,9 @@ def test_scope_keys(shared_asgi):
     assert s["headers"][:3] == [["host", "127.0.0.1"], ["x-mixed-case", "V1"], ["x-mixed-case", "v2"]]
     assert s["client"][0] == "127.0.0.1" and isinstance(s["client"][1], int) and s["client"][1] > 0
     assert s["server"] == ["127.0.0.1", shared_asgi.port]
-    assert s["extensions"] == {"http.response.pathsend": {}}
+    # HTTP/1.1 without TE: trailers (test_asgi_ext.py: where each is declared)
+    assert s["extensions"] == {"http.response.pathsend": {}, "http.response.zerocopysend": {},
+                               "http.response.early_hint": {}}
     assert s["state"] == {"greeting": "hello from lifespan"}
 
 

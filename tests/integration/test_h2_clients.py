@@ -12,7 +12,8 @@ import subprocess
 import pytest
 
 from conftest import CURL
-from h2util import h2_requests, start
+import h2.events
+from h2util import h2_client, h2_requests, start
 from wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 
@@ -133,3 +134,43 @@ class TestEarlyHints:
         assert h[":status"] == "200" and body == b"rc=0\n"
         h, body, _ = r.response(r.headers(path="/hints?bad"))  # an injected value: refused, no 103
         assert h[":status"] == "200" and body == b"rc=-22\n"
+
+
+class TestTrailers:
+    def test_trailers_after_the_body(self, spindle):
+        """sp_res_finish_trailers over HTTP/2: a HEADERS frame with
+        END_STREAM after the DATA (names lower-cased), also with a declared
+        length; a refused name sends nothing (python h2 as the client)."""
+        import pathlib
+        from conftest import BIN
+        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+        srv = spindle("--app", app)
+        for path, body in (("/trailers", b"rc=0 body\n"), ("/trailers?len", b"rc=0 body\n"),
+                           ("/trailers?bad", b"rc=-22 body\n")):
+            s, c = h2_client(srv.port)
+            sid = c.get_next_available_stream_id()
+            c.send_headers(sid, [(":method", "GET"), (":scheme", "http"), (":path", path),
+                                 (":authority", "localhost")], end_stream=True)
+            s.sendall(c.data_to_send())
+            got, trailers, ended = b"", None, False
+            while not ended:
+                data = s.recv(65536)
+                assert data, "closed before the stream ended"
+                for ev in c.receive_data(data):
+                    if isinstance(ev, h2.events.DataReceived):
+                        got += ev.data
+                        c.acknowledge_received_data(ev.flow_controlled_length, sid)
+                    elif isinstance(ev, h2.events.TrailersReceived):
+                        trailers = ev.headers
+                    elif isinstance(ev, h2.events.StreamReset):
+                        raise AssertionError("reset: %r" % ev)
+                    ended = ended or isinstance(ev, h2.events.StreamEnded)
+                s.sendall(c.data_to_send())
+            s.close()
+            assert got == body, (path, got)
+            assert trailers == [("x-checksum", "sha256=abc"), ("grpc-status", "0")], (path, trailers)
+        # curl as a second client: it shows the trailer fields after the head's
+        p = subprocess.run([CURL, "-sv", "--http2-prior-knowledge",
+                            "http://127.0.0.1:%d/trailers" % srv.port],
+                           capture_output=True, timeout=10)
+        assert p.stdout == b"rc=0 body\n" and b"< x-checksum: sha256=abc" in p.stderr, p.stderr

@@ -184,3 +184,36 @@ def test_request_arriving_while_the_handler_works_on_is_served(edge):
             assert (r.status, r.body) == (200, b"done\n"), r
             # Each answer comes at once; a lost edge waited for --keepalive-timeout.
             assert time.monotonic() - t0 < 1.0, "request %d waited %.2f s" % (i, time.monotonic() - t0)
+
+
+def _raw_exchange(srv, data):
+    import socket
+    s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    s.sendall(data)
+    out = b""
+    while True:
+        d = s.recv(65536)
+        if not d:
+            break
+        out += d
+    s.close()
+    return out
+
+
+def test_trailers_end_a_chunked_body(edge):
+    """sp_res_finish_trailers: the last chunk carries the trailer section
+    (RFC 9112 §7.1.2); a refused name sends nothing; a declared length or
+    HTTP/1.0 leaves no place for them (dropped, the body still whole)."""
+    te = b"Host: x\r\nTE: trailers\r\nConnection: close\r\n\r\n"
+    out = _raw_exchange(edge, b"GET /trailers HTTP/1.1\r\n" + te)
+    head, body = out.split(b"\r\n\r\n", 1)
+    assert b"Transfer-Encoding: chunked" in head and b"X-Possible: 1" in head, out
+    assert body == (b"5\r\nrc=0 \r\n5\r\nbody\n\r\n0\r\nX-Checksum: sha256=abc\r\n"
+                    b"grpc-status: 0\r\n\r\n"), out
+    out = _raw_exchange(edge, b"GET /trailers?bad HTTP/1.1\r\n" + te)
+    assert b"7\r\nrc=-22 \r\n" in out and out.count(b"Content-Length") == 0, out
+    out = _raw_exchange(edge, b"GET /trailers?len HTTP/1.1\r\n" + te)
+    assert out.endswith(b"Content-Length: 10\r\nConnection: close\r\n\r\nrc=0 body\n"), out
+    assert b"X-Possible: 0" in out and b"X-Checksum" not in out, out
+    out = _raw_exchange(edge, b"GET /trailers HTTP/1.0\r\n\r\n")
+    assert out.endswith(b"\r\n\r\nrc=0 body\n") and b"X-Checksum" not in out, out
