@@ -508,10 +508,8 @@ SP_API void sp_sock_close(sp_sock *s);
  * topic) so a subscriber that comes back with the last id it saw misses
  * nothing still retained. The reach is the configuration's:
  *   "memory"            every worker of this machine: configured before the
- *                       fork (in the master), it maps one ring in shared
- *                       memory, 4 x retain_bytes, that the workers append
- *                       to and follow, so a message published on any
- *                       worker reaches the subscribers of all, in one
+ *                       fork, one ring in shared memory (4 x retain_bytes)
+ *                       that every worker appends to and follows, in one
  *                       order; history is what the ring still holds. The
  *                       process that configured it (--workers 0) keeps
  *                       topics of its own instead;

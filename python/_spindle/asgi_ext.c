@@ -122,7 +122,7 @@ static PyObject *tls_dict(const sp_req *r) {
 
 PyObject *asgi_extensions(acycle *c) {
     const sp_req *r = c->req;
-    int h1_1 = r->xops || sp_req_minor_version(r) >= 1; /* HTTP/2, or HTTP/1.1 */
+    int h1_1 = req_http_major(r) == 2 || sp_req_minor_version(r) >= 1; /* HTTP/2, or HTTP/1.1 */
     PyObject *base = ext_ws;
     if (!c->is_ws) {
         /* No 1xx to an HTTP/1.0 client (RFC 9110 §15.2); trailers only to a

@@ -156,7 +156,7 @@ static int add_header(acycle *c, PyObject *pair) {
     if (!res)
         return 0;
     if (http_ieq(np, nl, "content-length", 14)) {
-        if (c->tr_want && c->tr_served && !c->req->xops)
+        if (c->tr_want && c->tr_served && req_http_major(c->req) == 1)
             return 0; /* trailers on HTTP/1.1 need chunked framing: the length goes */
         char *end;
         unsigned long long cl = strtoull(vp, &end, 10);

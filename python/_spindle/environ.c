@@ -308,7 +308,7 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        (r->xops ? set_new(env, k_proto, PyUnicode_FromString(r->xops->proto))
+        (req_protocol_label(r) ? set_new(env, k_proto, PyUnicode_FromString(req_protocol_label(r)))
                  : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0)
         goto fail;
@@ -350,13 +350,13 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
     /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
      * into fields of their own): env_cache keys on the bytes, so not there. */
-    PyObject *base = r->xops ? NULL : env_cache_get(r), *env;
+    PyObject *base = req_http_major(r) == 2 ? NULL : env_cache_get(r), *env;
     if (base) {
         env = PyDict_Copy(base);
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = r->xops ? NULL : PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = req_http_major(r) == 2 ? NULL : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
             env_cache_put(r, base);
             Py_DECREF(base);
@@ -411,7 +411,7 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
     const conn *c = r->c;
     PyObject *env = spare_env.env, *base = spare_env.base;
     spare_env.env = spare_env.base = NULL;
-    if (r->xops || c->tls || env_cache_get(r) != base) {
+    if (req_http_major(r) == 2 || c->tls || env_cache_get(r) != base) {
         Py_DECREF(env);
         Py_DECREF(base);
         return NULL;
@@ -432,7 +432,7 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
 
 int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
     const sp_req *r = j->req;
-    if (!ENV_REUSE || spare_env.env || !env || !sess || r->xops || r->c->tls ||
+    if (!ENV_REUSE || spare_env.env || !env || !sess || req_http_major(r) == 2 || r->c->tls ||
         Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
         !session_reusable(sess))
         return 0;

@@ -115,7 +115,7 @@ static PyObject *py_early_hints(PyObject *self, PyObject *links) {
     hints_list l;
     if (hints_collect(links, &l) < 0)
         return NULL;
-    if (l.n == 0 || (!j->req->xops && sp_req_minor_version(j->req) == 0)) {
+    if (l.n == 0 || (req_http_major(j->req) == 1 && sp_req_minor_version(j->req) == 0)) {
         hints_release(&l);
         Py_RETURN_FALSE;
     }

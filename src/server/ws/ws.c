@@ -518,7 +518,7 @@ static sp_ws *upgrade_fail(int err) {
 sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     if (res->head_sent)
         return upgrade_fail(EALREADY);
-    if (req->xops)
+    if (req_http_major(req) == 2)
         return upgrade_fail(EINVAL); /* an HTTP/2 stream: no RFC 8441 (yet) */
     sp_str ver = sp_req_header(req, "Sec-WebSocket-Version");
     sp_str key = sp_req_header(req, "Sec-WebSocket-Key");
