@@ -366,7 +366,8 @@ PyObject *asgi_scope(acycle *c) {
     PyObject *path = NULL, *raw = NULL;
     int bad =
         (!h->minor_version && PyDict_SetItem(s, k_http_version, v_10) < 0) ||
-        (req_http_major(r) == 2 && PyDict_SetItem(s, k_http_version, v_2) < 0) || /* an HTTP/2 stream */
+        (req_http_major(r) == 2 &&
+         PyDict_SetItem(s, k_http_version, v_2) < 0) || /* an HTTP/2 stream */
         (https && PyDict_SetItem(s, k_scheme, c->is_ws ? v_wss : v_https) < 0) ||
         path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
         PyDict_SetItem(s, k_raw_path, raw) < 0 ||

@@ -308,8 +308,9 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        (req_protocol_label(r) ? set_new(env, k_proto, PyUnicode_FromString(req_protocol_label(r)))
-                 : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
+        (req_protocol_label(r)
+             ? set_new(env, k_proto, PyUnicode_FromString(req_protocol_label(r)))
+             : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0)
         goto fail;
     const conn *c = r->c;
@@ -356,7 +357,8 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = req_http_major(r) == 2 ? NULL : PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = req_http_major(r) == 2 ? NULL
+                                      : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
             env_cache_put(r, base);
             Py_DECREF(base);
