@@ -1,13 +1,16 @@
 /* chat_presence.c — who is online, counted once across workers and
  * instances on the bus: every period each worker publishes
- * {"w":WORKER,"a":ANONYMOUS,"v":[VISITOR ids]} to PRESENCE_TOPIC; each keeps
- * the latest of every worker it hears and forgets those silent for three
- * periods (killed, recycled). A new worker reads the topic from three
- * periods ago (a "MS" id), so it counts the others at once. The worker
- * with the smallest id announces the count; if two think they are it for
- * a period, the room sees one extra announcement, nothing worse. */
+ * {"w":WORKER,"a":ANONYMOUS,"v":[VISITOR ids]} on the room's own topic (the
+ * room's reader hands them here, they never reach clients; one topic, so
+ * one subscription per worker); each keeps the latest of every worker it
+ * hears and forgets those silent for three periods (killed, recycled). A
+ * new worker reads them with the history at start, so it counts the
+ * others at once. The worker with the smallest id announces the count; if
+ * two think they are it for a period, the room sees one extra
+ * announcement, nothing worse. */
 #include "chat_presence.h"
 
+#include "chat_room.h"
 #include "chat_visitors.h"
 
 #include <errno.h>
@@ -150,30 +153,20 @@ int presence_online(void) {
     return (int)uniq + anon;
 }
 
-static void reader(void *arg) {
-    char since[SP_BUS_ID_MAX];
-    snprintf(since, sizeof since, "%lld",
-             (long long)(wall_ms() - (int64_t)EXPIRE_PERIODS * pr.period_ms));
-    for (;;) {
-        sp_bus_sub *sub = sp_bus_subscribe(pr.server, PRESENCE_TOPIC, since);
-        if (!sub) {
-            if (errno == ESHUTDOWN || errno == ENXIO || errno == EINVAL)
-                return;
-            sp_sleep(pr.period_ms < 1000 ? pr.period_ms : 1000);
-            continue;
-        }
-        sp_bus_msg m;
-        int rc;
-        while ((rc = sp_bus_recv(sub, &m, -1)) == 1 || rc == -ECONNRESET) {
-            peer p;
-            if (rc == 1 && parse(m.data, m.len, &p) == 0)
-                heard(&p);
-        }
-        snprintf(since, sizeof since, "%s", sp_bus_last_id(sub));
-        sp_bus_unsubscribe(sub);
-        if (rc == -ESHUTDOWN)
-            return;
-    }
+void presence_heard(const char *id, const void *data, size_t len) {
+    chat_id mid;
+    peer p;
+    /* Old ones (read with the history at start) are of workers that may be
+     * gone: only those of the last three periods count. */
+    if (id_parse(id, strlen(id), &mid) < 0 ||
+        (int64_t)mid.ms < wall_ms() - (int64_t)EXPIRE_PERIODS * pr.period_ms)
+        return;
+    if (parse(data, len, &p) == 0)
+        heard(&p);
+}
+
+int presence_is(const void *data, size_t len) {
+    return len >= 6 && memcmp(data, "{\"w\":\"", 6) == 0;
 }
 
 static int leader(void) {
@@ -196,7 +189,7 @@ static void announcer(void *arg) {
         for (size_t i = 0; rc == 0 && i < n && i < LOCAL_MAX; i++)
             rc = buf_fmt(&b, "%s\"%s\"", i ? "," : "", pr.local[i]);
         if (rc == 0 && buf_str(&b, "]}") == 0)
-            rc = sp_bus_publish(pr.server, PRESENCE_TOPIC, b.p, b.len, NULL);
+            rc = sp_bus_publish(pr.server, ROOM_TOPIC, b.p, b.len, NULL);
         free(b.p);
         if (rc == -ESHUTDOWN || rc == -ENXIO)
             return;
@@ -226,7 +219,7 @@ int presence_start(sp_server *s, int period_ms, int announce_ms, int poll_ms,
     pr.local_anon = local_anon;
     pr.announce = announce;
     pr.local = malloc(LOCAL_MAX * sizeof *pr.local);
-    if (!pr.local || sp_spawn(reader, NULL) < 0 || sp_spawn(announcer, NULL) < 0)
+    if (!pr.local || sp_spawn(announcer, NULL) < 0)
         return -ENOMEM;
     return 0;
 }

@@ -4,6 +4,8 @@
  * WebSockets, and the catch-up of a client from the id it last saw. */
 #include "chat_room.h"
 
+#include "chat_presence.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,7 +175,7 @@ static void broadcast(msg *m, sp_wg *wg) {
  * not an object (not the chat's) or memory is short. */
 static msg *msg_from(const sp_bus_msg *bm) {
     const char *d = bm->data;
-    if (bm->len < 2 || d[0] != '{' || d[bm->len - 1] != '}')
+    if (bm->len < 2 || d[0] != '{' || d[bm->len - 1] != '}' || presence_is(d, bm->len))
         return NULL;
     chat_id id;
     if (id_parse(bm->id, strlen(bm->id), &id) < 0)
@@ -232,6 +234,10 @@ static void room_reader(void *arg) {
                 room.ready = 1;
                 sp_cond_broadcast(room.news);
             } else if (rc == 1) {
+                if (presence_is(bm.data, bm.len)) {
+                    presence_heard(bm.id, bm.data, bm.len);
+                    continue;
+                }
                 msg *m = msg_from(&bm);
                 if (!m || (room.nmsgs && id_cmp(m->id, room_last()) <= 0)) {
                     msg_unref(m);
