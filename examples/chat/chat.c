@@ -271,8 +271,10 @@ static int emit_ws(msg *m, void *arg) {
     return sp_ws_send(arg, SP_WS_TEXT, m->json, m->len);
 }
 
-/* A WebSocket's text: posted; what the bus refuses is said back to it. */
-static void ws_post(sp_ws *ws, const char *nick, const sp_ws_msg *in) {
+/* A WebSocket's text: posted; what the bus refuses is said back to it.
+ * Not inlined: its buffers would widen the handler's frame, which stays on
+ * the stack of every parked WebSocket (two pages, issue 23). */
+__attribute__((noinline)) static void ws_post(sp_ws *ws, const char *nick, const sp_ws_msg *in) {
     const char *t = in->data;
     size_t len = in->len;
     while (len && (t[len - 1] == ' ' || t[len - 1] == '\n' || t[len - 1] == '\r'))

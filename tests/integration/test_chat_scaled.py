@@ -18,6 +18,7 @@ from proctools import free_port
 from sessutil import Redis
 
 NGINX = "/usr/sbin/nginx"
+CHROMIUM = "/usr/bin/chromium"
 FAST = {"CHAT_ANNOUNCE_MS": "300", "CHAT_POLL_MS": "4000"}
 
 
@@ -396,3 +397,14 @@ def test_flood_of_small_messages_in_order_none_lost(apps, redis):
     post(app.port, "still fine")
     assert texts_until(reader, "still fine")[0][-1] == "still fine"
     reader.close()
+
+
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
+def test_two_browsers_on_two_instances(apps, redis, tmp_path):
+    import sys
+    sys.path.insert(0, str(ROOT / "tests"))
+    import chat_browser
+    bus = "redis://127.0.0.1:%d" % redis.port
+    a, b = apps(workers=2, bus=bus), apps(workers=2, bus=bus)
+    result = chat_browser.run_two(a.url, b.url, str(tmp_path / "chromium"), timeout=35.0)
+    assert result["ok"], result
