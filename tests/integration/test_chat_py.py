@@ -20,9 +20,9 @@ from wsgiutil import ROOT, wsgi_server  # noqa: F401
 CHROMIUM = "/usr/bin/chromium"
 
 
-def start_chat(wsgi_server, announce_ms=600000):
-    return wsgi_server("chat:app", "--root", "chat/static", "--sessions", "memory",
-                       workers=0, chdir=ROOT / "examples",
+def start_chat(wsgi_server, announce_ms=600000, workers=0, bus="memory", sessions="memory"):
+    return wsgi_server("chat:app", "--root", "chat/static", "--sessions", sessions,
+                       "--bus", bus, workers=workers, chdir=ROOT / "examples",
                        env={"CHAT_ANNOUNCE_MS": str(announce_ms), "CHAT_POLL_MS": "3000"})
 
 
@@ -83,20 +83,20 @@ def test_websockets_and_pollers_see_each_other(wsgi_server):
     a_ck, b_ck = visitor(srv, "alice"), visitor(srv, "bob")
     a = ws(srv, "/ws", [("Cookie", a_ck)])
     wait_for(lambda: stats(srv)["ws"] == 1, what="a WebSocket in the room")
-    seq = stats(srv)["seq"]
+    seq = stats(srv)["id"]
     p = Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5)
-    p.send("GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % seq)
+    p.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % seq)
     wait_for(lambda: stats(srv)["parked"] == 1, what="a parked poller")
     a.send_text("  hello bob  ")
     m = a.recv_json()
-    assert (m["type"], m["nick"], m["text"], m["seq"]) == ("msg", "alice", "hello bob", seq + 1)
+    assert (m["type"], m["nick"], m["text"]) == ("msg", "alice", "hello bob")
     got = json.loads(p.read_response().body)["messages"]
     assert [(x["nick"], x["text"]) for x in got] == [("alice", "hello bob")]
     p.close()
     assert http(srv, "POST", "/send", "hi all", [("Cookie", b_ck)]).status == 200
     m = a.recv_json()
     assert (m["nick"], m["text"]) == ("bob", "hi all")
-    late = ws(srv, "/ws?since=%d" % seq)  # history from ?since
+    late = ws(srv, "/ws?since=%s" % seq)  # history from ?since
     assert [late.recv_json()["text"] for _ in range(2)] == ["hello bob", "hi all"]
     late.close()
     a.close()
@@ -106,7 +106,7 @@ def test_websockets_and_pollers_see_each_other(wsgi_server):
 def test_poll_times_out_with_204(wsgi_server):
     srv = start_chat(wsgi_server)
     t0 = time.monotonic()
-    r = http(srv, "GET", "/poll?since=%d" % stats(srv)["seq"])
+    r = http(srv, "GET", "/poll?since=%s" % stats(srv)["id"])
     assert r.status == 204 and 2.5 < time.monotonic() - t0 < 6
 
 
