@@ -422,6 +422,15 @@ def app(environ, start_response):
         return reply(start_response, "400 Bad Request", b"WebSocket only\n", "text/plain")
     try:
         return view(environ, start_response)
+    except spindle.BusError as e:
+        return reply(start_response, "503 Service Unavailable", bus_down(e), "text/plain")
+    except OSError as e:  # spindle.session's store (Redis) is away: nothing was done
+        if getattr(e, "errno", None) not in (errno_of("EIO"), errno_of("ECONNREFUSED"),
+                                               errno_of("ETIMEDOUT"), errno_of("ECONNRESET")):
+            raise
+        return reply(start_response, "503 Service Unavailable",
+                     ("the chat's session store is unavailable (%s): nothing was posted; try "
+                      "again shortly\n" % e.strerror).encode(), "text/plain")
     except ValueError:  # a malformed ?since=
         return reply(start_response, "400 Bad Request",
                      b"since: a message id such as 1700000000000-0\n", "text/plain")

@@ -20,9 +20,10 @@ from wsgiutil import ROOT, wsgi_server  # noqa: F401
 CHROMIUM = "/usr/bin/chromium"
 
 
-def start_chat(wsgi_server, announce_ms=600000, workers=0, bus="memory", sessions="memory"):
+def start_chat(wsgi_server, announce_ms=600000, workers=0, bus="memory", sessions="memory",
+               extra=()):
     return wsgi_server("chat:app", "--root", "chat/static", "--sessions", sessions,
-                       "--bus", bus, workers=workers, chdir=ROOT / "examples",
+                       "--bus", bus, *extra, workers=workers, chdir=ROOT / "examples",
                        env={"CHAT_ANNOUNCE_MS": str(announce_ms), "CHAT_POLL_MS": "3000"})
 
 
@@ -164,3 +165,93 @@ def test_chat_py_in_chromium_two_pages(wsgi_server, tmp_path):
     result = chat_browser.run("http://127.0.0.1:%d/" % srv.port, str(tmp_path / "chromium"),
                               timeout=35.0)
     assert result["ok"], result
+
+
+# ---- scaled: workers and instances on one Redis (issue 30) -----------------------
+
+def texts_until(w, last, timeout=6.0):
+    out, end = [], time.monotonic() + timeout
+    while time.monotonic() < end:
+        m = w.recv_json(max(0.1, end - time.monotonic()))
+        if m["type"] == "msg":
+            out.append(m["text"])
+            if m["text"] == last:
+                return out
+    pytest.fail("no %r; got %r" % (last, out[-5:]))
+
+
+@pytest.fixture
+def redis(tmp_path):
+    from sessutil import Redis
+    r = Redis(tmp_path, appendonly=True)
+    yield r
+    r.stop()
+
+
+def scaled(wsgi_server, redis, workers):
+    """An instance on the shared Redis (bus and sessions), with the key that
+    signs session cookies shared too, as on several machines."""
+    url = "redis://127.0.0.1:%d" % redis.port
+    key = redis.dir / "session.key"
+    if not key.exists():
+        key.write_bytes(os.urandom(32).hex().encode())
+        os.chmod(key, 0o600)
+    return start_chat(wsgi_server, announce_ms=300, workers=workers, bus=url, sessions=url,
+                      extra=("--session-secret-file", str(key)))
+
+
+def test_two_instances_share_room_nickname_and_online(wsgi_server, redis):
+    a, b = scaled(wsgi_server, redis, 2), scaled(wsgi_server, redis, 2)
+    cookie = visitor(a, "alice")  # set on A ...
+    assert json.loads(http(b, "GET", "/me", headers=[("Cookie", cookie)]).body)["nick"] == "alice"
+    cookie2 = visitor(b, "bob")
+    socks = [ws(a, "/ws", [("Cookie", cookie)]), ws(b, "/ws", [("Cookie", cookie)]),
+             ws(b, "/ws", [("Cookie", cookie2)]), ws(a, "/ws", [("Cookie", cookie2)])]
+    since = json.loads(http(a, "GET", "/me", headers=[("Cookie", cookie)]).body)["id"]
+    time.sleep(0.3)
+    assert http(a, "POST", "/send", "from A", [("Cookie", cookie)]).status == 200
+    r = http(b, "POST", "/send", "from B", [("Cookie", cookie2)])
+    assert r.status == 200, r
+    for w in socks:
+        assert texts_until(w, "from B")[-2:] == ["from A", "from B"]
+    got = []
+    for _ in range(5):
+        d = json.loads(http(b, "GET", "/poll?since=%s" % since, headers=[("Cookie", cookie2)]).body
+                       or b'{"messages":[]}')
+        got += [(m["nick"], m["text"]) for m in d["messages"] if m["type"] == "msg"]
+        since = d.get("id", since)
+        if len(got) >= 2:
+            break
+    assert got == [("alice", "from A"), ("bob", "from B")]
+    # two visitors, four WebSockets on two instances: two online, once each
+    end, seen = time.monotonic() + 6, []
+    while time.monotonic() < end and (not seen or seen[-1] != 2):
+        m = socks[0].recv_json(3)
+        if m["type"] == "online":
+            seen.append(m["n"])
+    assert seen and seen[-1] == 2, seen
+    for w in socks:
+        w.close()
+
+
+def test_redis_down_post_is_503_and_resumes(wsgi_server, redis):
+    srv = scaled(wsgi_server, redis, 2)
+    w = ws(srv)
+    time.sleep(0.2)
+    assert http(srv, "POST", "/send", "before").status == 200
+    assert texts_until(w, "before") == ["before"]
+    redis.stop()
+    r = http(srv, "POST", "/send", "while down")
+    assert r.status == 503 and b"unavailable" in r.body, r
+    redis.start()
+    accepted, end = [], time.monotonic() + 8
+    while len(accepted) < 3 and time.monotonic() < end:
+        r = http(srv, "POST", "/send", "after %d" % len(accepted))
+        if r.status == 200:
+            accepted.append("after %d" % len(accepted))
+        else:
+            assert r.status in (500, 503), r
+            time.sleep(0.1)
+    assert len(accepted) == 3
+    assert texts_until(w, accepted[-1], 8) == accepted
+    w.close()
