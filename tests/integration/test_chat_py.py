@@ -202,11 +202,12 @@ def scaled(wsgi_server, redis, workers):
 
 def test_two_instances_share_room_nickname_and_online(wsgi_server, redis):
     a, b = scaled(wsgi_server, redis, 2), scaled(wsgi_server, redis, 2)
-    cookie = visitor(a, "alice")  # set on A ...
-    assert json.loads(http(b, "GET", "/me", headers=[("Cookie", cookie)]).body)["nick"] == "alice"
+    cookie = visitor(a, "alice")  # set on A (seen on B at the end: a request there
+                                  # would make alice online on B too)
     cookie2 = visitor(b, "bob")
-    socks = [ws(a, "/ws", [("Cookie", cookie)]), ws(b, "/ws", [("Cookie", cookie)]),
-             ws(b, "/ws", [("Cookie", cookie2)]), ws(a, "/ws", [("Cookie", cookie2)])]
+    # alice only on A, bob only on B: each instance alone would count one
+    socks = [ws(a, "/ws", [("Cookie", cookie)]), ws(a, "/ws", [("Cookie", cookie)]),
+             ws(b, "/ws", [("Cookie", cookie2)]), ws(b, "/ws", [("Cookie", cookie2)])]
     since = json.loads(http(a, "GET", "/me", headers=[("Cookie", cookie)]).body)["id"]
     time.sleep(0.3)
     assert http(a, "POST", "/send", "from A", [("Cookie", cookie)]).status == 200
@@ -224,12 +225,16 @@ def test_two_instances_share_room_nickname_and_online(wsgi_server, redis):
             break
     assert got == [("alice", "from A"), ("bob", "from B")]
     # two visitors, four WebSockets on two instances: two online, once each
+    # (/me on B counts alice too)
     end, seen = time.monotonic() + 6, []
     while time.monotonic() < end and (not seen or seen[-1] != 2):
         m = socks[0].recv_json(3)
         if m["type"] == "online":
             seen.append(m["n"])
     assert seen and seen[-1] == 2, seen
+    assert json.loads(http(b, "GET", "/me", headers=[("Cookie", cookie2)]).body)["online"] == 2
+    # ... and the nickname set on A is seen on B
+    assert json.loads(http(b, "GET", "/me", headers=[("Cookie", cookie)]).body)["nick"] == "alice"
     for w in socks:
         w.close()
 

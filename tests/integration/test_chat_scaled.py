@@ -267,10 +267,11 @@ def test_two_instances_behind_nginx(apps, redis, tmp_path):
         ck = visitor(a.port, "zoé")  # set on A ...
         for port in (b.port, lb_port):  # ... seen on B and through the balancer
             assert json.loads(http(port, "GET", "/me", headers=[("Cookie", ck)]).body)["nick"] == "zoé"
-        ck2 = visitor(b.port, "yann")
-        socks = [a.ws("/ws", [("Cookie", ck)]), b.ws("/ws", [("Cookie", ck)]),
+        ck2, ck3 = visitor(b.port, "yann"), visitor(lb_port, "xu")
+        # zoé only on A, yann only on B, xu wherever nginx sends them
+        socks = [a.ws("/ws", [("Cookie", ck)]), a.ws("/ws", [("Cookie", ck)]),
                  b.ws("/ws", [("Cookie", ck2)])]
-        socks += [lb_ws(lb_port, ck2) for _ in range(4)]
+        socks += [lb_ws(lb_port, ck3) for _ in range(4)]
         since = json.loads(http(a.port, "GET", "/me").body)["id"]
         polls = [open_poll(p, since) for p in (a.port, b.port, lb_port, lb_port)]
         time.sleep(0.3)
@@ -284,9 +285,9 @@ def test_two_instances_behind_nginx(apps, redis, tmp_path):
         for p in (a.port, b.port, lb_port):
             out, _ = poll_texts_until(p, since, "via B")
             assert out == ["via nginx", "via B"]
-        # two visitors, seven WebSockets on two instances: two online
-        wait_online(socks[0], 2)
-        assert json.loads(http(b.port, "GET", "/me").body)["online"] == 2
+        # three visitors, seven WebSockets on two instances: three online
+        wait_online(socks[0], 3)
+        assert json.loads(http(b.port, "GET", "/me").body)["online"] == 3
         for w in socks:
             w.close()
     finally:
