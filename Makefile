@@ -57,7 +57,7 @@ VERSION_DEFS := -DSPINDLE_VERSION='"$(VERSION)"' -DSPINDLE_GIT_REV='"$(GIT_REV)"
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
 CFLAGS_ALL := $(CPPFLAGS) -std=c11 -D_GNU_SOURCE -fvisibility=hidden -fno-strict-aliasing -Iinclude -Isrc \
   $(WARN) $(MODE_CFLAGS) $(CORO_DEFS) $(VG_DEFS) $(CFLAGS)
-LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2 -luring
+LDLIBS_ALL := -lssl -lcrypto -lpthread -ldl -lm -lsqlite3 -lhiredis -lnghttp2 -luring -lz
 
 # ONLY='src/coro/%' limits the library to some sources (work on one module
 # while others are mid-change); BUILD=dir puts the tree elsewhere.
@@ -205,7 +205,7 @@ deps:
 test:
 	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory -j2 MODE=release all
-	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle
+	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle build/asan/tests/apps/app_bus.so
 	@$(MAKE) --no-print-directory -j2 python-system
 	@scripts/test.sh
 
@@ -253,7 +253,7 @@ PY_SUFFIX = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_v
 GREENLET_INCLUDE = $(shell $(PYTHON) -c "import greenlet, os; print(os.path.dirname(greenlet.__file__))" 2>/dev/null)
 PY_EXT = $(PY_OUT)/spindle/_spindle$(PY_SUFFIX)
 PY_SRCS := $(wildcard python/_spindle/*.c)
-PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py))
+PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py python/spindle/green/*.py))
 PIC_OBJS := $(patsubst src/%.c,build/pic/%.o,$(LIB_C)) $(patsubst src/%.S,build/pic/%.o,$(LIB_ASM))
 PY_OBJS := $(patsubst python/_spindle/%.c,$(PY_OBJ)/%.o,$(PY_SRCS))
 PY_CFLAGS = -std=c11 -D_GNU_SOURCE -fPIC -fvisibility=hidden -fno-strict-aliasing -O2 -g \

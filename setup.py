@@ -12,7 +12,7 @@ context switch in assembly (src/coro/coro_switch_ARCH.S; elsewhere, or with
 SPINDLE_CORO=ucontext in the environment, ucontext). It compiles against
 greenlet's C header (pyproject.toml's build requirements put greenlet in the
 isolated build environment) and links the system's OpenSSL 3, nghttp2,
-hiredis, SQLite and liburing: a small probe names the Debian -dev package
+hiredis, SQLite, liburing and zlib: a small probe names the Debian -dev package
 that is missing before anything is compiled. The ~100 sources compile
 MAX_JOBS at a time (default: the number of CPUs).
 
@@ -140,6 +140,7 @@ SYSTEM_LIBS = [
     ("hiredis", ["hiredis/hiredis.h"], "libhiredis-dev"),
     ("sqlite3", ["sqlite3.h"], "libsqlite3-dev"),
     ("uring", ["liburing.h"], "liburing-dev"),
+    ("z", ["zlib.h"], "zlib1g-dev"),
 ]
 
 
@@ -260,7 +261,7 @@ ext = Extension(
         "-Wno-missing-field-initializers",
         "-Wno-cast-function-type",
     ],
-    libraries=["ssl", "crypto", "pthread", "dl", "m", "sqlite3", "hiredis", "nghttp2", "uring"],  # the Makefile's LDLIBS_ALL
+    libraries=["ssl", "crypto", "pthread", "dl", "m", "sqlite3", "hiredis", "nghttp2", "uring", "z"],  # the Makefile's LDLIBS_ALL
     depends=sorted(glob.glob(rel("src", "**", "*.h"), recursive=True) + glob.glob(rel("include", "*.h"))
                    + glob.glob(rel("python", "_spindle", "*.h"))),
 )
@@ -317,8 +318,8 @@ setup(
         "Topic :: Internet :: WWW/HTTP :: WSGI :: Server",
     ] + license_classifiers,
     python_requires=">=3.9",
-    packages=["spindle"],
-    package_dir={"spindle": rel("python", "spindle")},
+    packages=["spindle", "spindle.green"],
+    package_dir={"spindle": rel("python", "spindle"), "spindle.green": rel("python", "spindle", "green")},
     ext_modules=[ext],
     install_requires=["greenlet>=1.0"],
     entry_points={"console_scripts": console_scripts()},

@@ -467,19 +467,27 @@ SP_API void sp_sock_close(sp_sock *s);
  * every subscriber of its topic, and is retained (the newest `retain` per
  * topic) so a subscriber that comes back with the last id it saw misses
  * nothing still retained. The reach is the configuration's:
- *   "memory"            this process only: --workers 0 (or 1); with more
- *                       workers the server refuses to start (each would
- *                       have topics of its own);
- *   "redis://[:PASSWORD@]HOST[:PORT][/DB]"  Redis Streams (Redis >= 5),
+ *   "memory"            every worker of this machine: configured before the
+ *                       fork (in the master), it maps one ring in shared
+ *                       memory, 4 x retain_bytes, that the workers append
+ *                       to and follow, so a message published on any
+ *                       worker reaches the subscribers of all, in one
+ *                       order; history is what the ring still holds. The
+ *                       process that configured it (--workers 0) keeps
+ *                       topics of its own instead;
+ *   "redis://[[USER]:PASSWORD@]HOST[:PORT][/DB]"  Redis Streams (Redis >= 5),
  *                       shared by every worker of every machine: one key
  *                       per topic, "spindle:bus:TOPIC", XADD'ed with
  *                       MAXLEN ~ retain. Each worker holds two connections:
  *                       one for publishing (and history reads), one that
  *                       XREAD BLOCKs for all its subscribers' topics and
- *                       fans the messages out to them. ("rediss://", TLS:
- *                       refused in this build, whose hiredis has no SSL.)
+ *                       fans the messages out to them. "rediss://..." is
+ *                       the same over TLS (1.2 or later), the server's
+ *                       certificate checked against the host name and
+ *                       ?tls_ca=PATH (PEM) or the system's CAs.
  * Limits, as "?name=N&..." after either spec (defaults): retain=10000
- * messages per topic (memory: also at most retain_bytes=16777216 bytes),
+ * messages per topic (memory in one process: also at most
+ * retain_bytes=16777216 bytes; across workers: the ring's size),
  * max_message=1048576 bytes (-EMSGSIZE beyond), queue=1000 messages and
  * queue_bytes=1048576 per subscriber (an empty queue takes one message of
  * any allowed size). A subscriber whose queue is full when a message comes
@@ -505,7 +513,7 @@ typedef struct sp_bus_msg {
 /* Gives s a bus (see above for spec). Call it before the server serves
  * (an --app init, in the master before the fork, so the workers can be
  * counted); calling it again replaces the configuration. 0, or -EINVAL
- * (bad spec or limit; the reason is logged), -ENOTSUP (rediss://), -ENOMEM,
+ * (bad spec or limit; the reason is logged), -ENOENT (tls_ca unreadable), -ENOMEM,
  * -ENOSPC. Does not yield. */
 SP_API int sp_bus_configure(sp_server *s, const char *spec);
 

@@ -10,7 +10,8 @@
 #error "include spindle.h, not spindle_features.h"
 #endif
 
-/* WebSockets (RFC 6455), server side, without extensions. A handler calls
+/* WebSockets (RFC 6455), server side, with permessage-deflate (RFC 7692)
+ * when the client offers it (see sp_ws_deflate). A handler calls
  * sp_ws_upgrade, then sp_ws_recv / sp_ws_send until the conversation ends,
  * then returns; the connection is closed after the handler returns (it is
  * never reused for HTTP). The sp_ws lives until then. Other coroutines may
@@ -39,11 +40,27 @@ typedef struct sp_ws_msg {
     size_t len;
 } sp_ws_msg;
 
+/* permessage-deflate for s's upgrades from now on: window_bits 9..15 is
+ * the most LZ77 window (2^bits bytes) each side compresses with where
+ * RFC 7692 lets the server choose (its own always; the client's when it
+ * offers client_max_window_bits, as Chrome does), 0 turns it off;
+ * mem_level 1..9 is zlib's (0: 5). Default: on, 12 and 5 — about 50 KB
+ * per compressing socket once it has sent and received (15 and 8, zlib's
+ * own defaults, cost about 300 KB). An idle socket whose side has no
+ * context takeover holds no zlib state. The message limit (max_message)
+ * counts inflated bytes. A message sent to several sockets one after the
+ * other (a broadcast) is compressed once per window size, from an empty
+ * window. Programs using WebSockets link zlib (-lz). 0 or -EINVAL. Does
+ * not yield. */
+SP_API int sp_ws_deflate(sp_server *s, int window_bits, int mem_level);
+
 /* Checks the handshake (GET, HTTP/1.1, Upgrade: websocket, Connection:
  * upgrade, Sec-WebSocket-Version: 13, a 16-byte base64 Sec-WebSocket-Key,
  * no request body) and answers 101 Switching Protocols with the
- * Sec-WebSocket-Accept key, plus any headers the handler added with
- * sp_res_header (e.g. Sec-WebSocket-Protocol). opt may be NULL. Returns
+ * Sec-WebSocket-Accept key, the Sec-WebSocket-Extensions that accepts
+ * the first permessage-deflate offer it can (then a handler's own
+ * Sec-WebSocket-Extensions is dropped), plus any headers the handler added
+ * with sp_res_header (e.g. Sec-WebSocket-Protocol). opt may be NULL. Returns
  * the WebSocket, or NULL with errno: EINVAL (not a valid upgrade, or a
  * request on an HTTP/2 stream, which has no Upgrade: the response was not
  * touched, the handler may answer 400), EALREADY (a

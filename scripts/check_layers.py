@@ -58,9 +58,31 @@ RULES = {
     "python": ["cli", "process", "server", "server/*"] + BELOW_SERVER,
     "api": [],
 }
+# The binding's side of the C boundary: the only headers of src/ that
+# python/_spindle may include (besides spindle.h and its own): the embed
+# API (with handler.h behind it), the start-up, the log, two pure helpers
+# of http/, and the bus's insides for its subscriber count and wake-up.
+PYTHON_HEADERS = {"src/server/embed.h", "src/cli/cli.h", "src/base/log.h",
+                  "src/http/http_chars.h", "src/http/path_norm.h", "src/server/bus/bus.h"}
 # Quoted includes of headers outside the tree, per layer.
 EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
 SOURCE_EXT = (".c", ".h", ".S")
+
+# The seams between the exchange and its protocols (docs/ARCHITECTURE.md,
+# "The exchange"): names only some files may use, so that the server core
+# closing or stopping HTTP/2 by name, or a feature testing how a request is
+# wired (xops) instead of asking req_http_major, fails the check.
+SEAMS = [
+    (re.compile(r"\bh2_(?!head_)[a-z_]+\s*\("),  # h2_head_*: the pure codec
+     re.compile(r"^src/server/(h2_[a-z_]+\.c|h2\.h|exchange\.c|http_conn\.c)$"),
+     "calls HTTP/2's driver by name: the server reaches protocols through the exchange "
+     "(exchange.h: exchange_conn_drop, exchange_server_stop, exchange_idle_deadline), and "
+     "only the HTTP/1.1 driver hands a connection to h2_serve"),
+    (re.compile(r"\bxops\b"),
+     re.compile(r"^src/server/(request\.c|response\.c|h2_[a-z_]+\.c|handler\.h)$|"
+                r"^src/server/ws/ws\.c$|^python/_spindle/(environ|asgi_scope)\.c$"),
+     "tests how the exchange is wired: ask req_http_major (handler.h)"),
+]
 INCLUDE_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"\n]+)"', re.M)
 
 
@@ -170,6 +192,12 @@ def check(root):
         frm = layer_of(rel)
         with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
             text = strip_comments(f.read())
+        for pattern, allowed_in, why in SEAMS:
+            if allowed_in.search(rel):
+                continue
+            for m in pattern.finditer(text):
+                line = text.count("\n", 0, m.start()) + 1
+                violations.append("%s:%d: %s — %s" % (rel, line, m.group(0).strip(), why))
         for m in INCLUDE_RE.finditer(text):
             nincludes += 1
             line = text.count("\n", 0, m.start()) + 1
@@ -193,6 +221,10 @@ def check(root):
             if to == "python" and frm != "python":
                 violations.append(where + 'includes "%s" (layer python) — nothing in src/ '
                                   'includes python/' % name)
+            elif frm == "python" and target.startswith("src/") and target not in PYTHON_HEADERS:
+                violations.append(where + 'includes "%s" — the binding reaches the C side '
+                                  'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
+                                  (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
             elif not allowed(frm, to):
                 violations.append(where + 'includes "%s" (layer %s) — %s' %
                                   (name, to, describe(frm)))

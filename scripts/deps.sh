@@ -37,6 +37,7 @@ PKGS=(
   "build:libssl-dev:OpenSSL 3, the TLS transport (-lssl -lcrypto)"
   "build:libnghttp2-dev:HTTP/2 framing and HPACK (src/server/h2_*.c)"
   "build:liburing-dev:the io_uring loop backend (src/loop/loop_uring.c, --io-backend uring)"
+  "build:zlib1g-dev:permessage-deflate for WebSockets (src/server/ws/ws_deflate.c, -lz)"
   "test,bench:nghttp2-client:h2load and nghttp, the HTTP/2 tests and bench workload"
   "test,bench:h2o:HTTP/2 peer in the bench h2 workload"
   "test:chromium:headless-browser tests of the status page and the chat example"

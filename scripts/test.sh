@@ -187,6 +187,16 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
       tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \
       -k "not TestWsgi and not TestEarlyHints and not capped"
+    # The memory bus's shared ring across workers: torn reads, laps, recycled
+    # and killed workers (its test app is built in the ASan tree)
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-bus "$PY" -m pytest -q \
+      -p no:cacheprovider tests/integration/test_bus_shared.py
+    # permessage-deflate's negotiation, echoes, bad frames and bombs (the
+    # release test app loaded into the ASan binary; not what reads RSS, nor
+    # the Python servers)
+    SPINDLE_BIN=build/asan/spindle suite integration-asan-ws-deflate "$PY" -m pytest -q \
+      -p no:cacheprovider tests/integration/test_ws_deflate.py \
+      -k "not memory and not wsgi and not asgi and not uvicorn"
   fi
 fi
 

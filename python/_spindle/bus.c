@@ -69,8 +69,9 @@ static PyObject *raise_bus(int rc, const bus_call *c) {
     int e = -rc;
     switch (e) {
     case ENXIO:
-        why = "no bus is configured: start the server with --bus memory (one worker) or "
-              "--bus redis://HOST[:PORT]";
+        why = "no bus is configured (the server was started with --bus off): start it "
+              "without that, or with --bus memory (this machine's workers) or "
+              "--bus redis://HOST[:PORT] (several machines)";
         break;
     case EINVAL:
         why = "invalid topic (1 to 200 bytes, no spaces or control characters) or since id "

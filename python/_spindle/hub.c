@@ -136,7 +136,7 @@ static int64_t coarse_ms(void) {
  * asks the socket (EOF or a reset: the client left, as nginx decides it).
  * Only an HTTP/1 call that took a while pays for the syscall. */
 static int left_meanwhile(const pyjob *j) {
-    if (j->gone || j->req->xops || coarse_ms() - j->began_ms < 10)
+    if (j->gone || req_http_major(j->req) == 2 || coarse_ms() - j->began_ms < 10)
         return j->gone;
     char b;
     conn *c = j->req->c;

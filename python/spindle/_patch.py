@@ -2,11 +2,11 @@
 
 Inside a request (or a greenlet it spawned) on the worker's loop thread, a
 call that would block waits on the loop, so the worker serves other
-requests meanwhile: socket (_green_socket), ssl (_green_ssl), name
-resolution on resolver threads (_green_dns), select / poll / selectors
-(_green_select), time.sleep, psycopg2 through its wait callback
-(_green_psycopg), threading locks made after patch() (_green_lock) and
-threading.local, per greenlet (_green_local). Outside one (start-up code,
+requests meanwhile: socket (green.socket), ssl (green.ssl), name
+resolution on resolver threads (green.dns), select / poll / selectors
+(green.select), time.sleep, psycopg2 through its wait callback
+(green.psycopg), threading locks made after patch() (green.lock) and
+threading.local, per greenlet (green.local). Outside one (start-up code,
 the app's other threads) every patched call is the stdlib's, and a local
 keeps one dict per thread there (each runs on a main greenlet of its own)."""
 
@@ -30,8 +30,13 @@ def patch_all():
     if _patched:
         return
     _patched = True
-    from . import (_green_dns, _green_local, _green_lock, _green_psycopg, _green_select, _green_socket,
-                   _green_ssl)
+    from .green import dns as _green_dns
+    from .green import local as _green_local
+    from .green import lock as _green_lock
+    from .green import psycopg as _green_psycopg
+    from .green import select as _green_select
+    from .green import socket as _green_socket
+    from .green import ssl as _green_ssl
 
     _time._spindle_orig_sleep = _orig_sleep
     _time.sleep = _cooperative_sleep

@@ -10,7 +10,7 @@ import traceback as _traceback
 import greenlet as _greenlet
 
 from . import _spindle
-from . import _green_dns
+from .green import dns as _green_dns
 
 _started = False  # this process's worker loop exists (set by _worker_start)
 _pending = []     # spawns made before it did: at import time, before the fork

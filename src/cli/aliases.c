@@ -39,6 +39,7 @@ const flag_alias cli_aliases[] = {
     {"-u", NULL, AL_SAME, "user", NULL, GU},
     {"-g", NULL, AL_SAME, "group", NULL, GU},
     {"--ws-max-size", NULL, AL_SAME, "ws-max-message", NULL, UV},
+    {"--ws-per-message-deflate", NULL, AL_SAME, "ws-deflate", NULL, UV},
     /* uvicorn trusts X-Forwarded-For and -Proto from 127.0.0.1 by default. */
     {"--proxy-headers", NULL, AL_DEFAULT, "forwarded-allow-ips", "127.0.0.1", UV},
     /* A different meaning, or no such choice: answered. */

@@ -11,7 +11,7 @@
 
 #define MAX_BINDS       16
 #define MAX_STATIC_MAPS 16
-#define CLI_MAX_FLAGS   80
+#define CLI_MAX_FLAGS   84
 #define CLI_MAX_LIST    16 /* values of one repeatable row */
 #define CLI_MAX_LISTS   6  /* repeatable rows (K_LIST) in the flag table */
 #define CLI_MAX_ARGS    256
@@ -65,6 +65,9 @@ typedef struct cli_config {
     unsigned char listener_scheme[16]; /* per listener: CLI_BIND_* */
     struct tls_ctx *tls;               /* the contexts the TLS listeners use */
     size_t ws_max_message; /* --ws-max-message: the default WebSocket message limit; 0 1 MiB */
+    int ws_deflate_off;    /* --ws-deflate off: permessage-deflate offers declined */
+    int ws_deflate_window; /* --ws-deflate-window: 9..15; 0 the default (12) */
+    int ws_deflate_mem;    /* --ws-deflate-mem-level: 1..9; 0 the default (5) */
     /* python3 -m spindle only */
     int preload;            /* import the application in the master */
     const char *root_path;  /* SCRIPT_NAME */

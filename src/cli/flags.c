@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static int add_bind(cli_config *c, const char *text);
 static int add_static_map(cli_config *c, const char *text);
@@ -26,6 +27,7 @@ static int set_forwarded_allow_ips(cli_config *c, const char *text);
 static int set_interface(cli_config *c, const char *text);
 static int set_lifespan(cli_config *c, const char *text);
 static int set_http2(cli_config *c, const char *text);
+static int set_ws_deflate(cli_config *c, const char *text);
 static int set_io_backend(cli_config *c, const char *text);
 static int set_error_log_format(cli_config *c, const char *text);
 static int set_env_file(cli_config *c, const char *text);
@@ -157,14 +159,16 @@ const flag cli_flags[] = {
     {"sessions", "STORE", K_STR, B, RESTART, STR(sessions),
      "none; sp_session_of and spindle.session fail until one is set",
      "where sessions live: memory (one worker), sqlite:PATH (all workers of a machine; "
-     "survives restarts) or redis://HOST[:PORT] (several machines); C handlers reach "
+     "survives restarts) or redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB][?tls_ca=PATH] "
+     "(several machines; rediss: TLS); C handlers reach "
      "them with sp_session_of, WSGI applications with spindle.session(environ)"},
     {"bus", "SPEC", K_STR, B, RESTART, STR(bus),
-     "none; sp_bus_* fail with -ENXIO, spindle.publish with BusError",
+     "memory",
      "topics to publish and subscribe (sp_bus_* in spindle.h; spindle.publish/subscribe, "
-     "apublish/asubscribe for ASGI): memory (one process: --workers 0 or 1) or "
-     "redis://[:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, shared by every worker of every "
-     "machine), each with optional ?retain=N&max_message=BYTES&queue=N limits"},
+     "apublish/asubscribe for ASGI): memory (every worker of this machine, through a ring "
+     "in shared memory) or redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB] (Redis Streams, every "
+     "worker of every machine), each with optional ?retain=N&max_message=BYTES&queue=N "
+     "limits; off: none (sp_bus_* fail with -ENXIO, spindle.publish with BusError)"},
     {"session-secret-file", "FILE", K_STR, B, RESTART, STR(session_secret), NULL,
      "the key that signs session cookies (the same file on every machine); without it a "
      "random key is made at start and sessions do not survive a restart"},
@@ -243,6 +247,18 @@ const flag cli_flags[] = {
     {"ws-max-message", "BYTES", K_SIZE, B, RESTART, SIZE(ws_max_message), "1m",
      "the largest WebSocket message (reassembled) a handler receives (C handlers that pass no "
      "max_message of their own, spindle.websocket, ASGI); a larger one is closed with 1009"},
+    {"ws-deflate", "on|off", K_STR, B, RESTART, INT_WORDS(ws_deflate_off, set_ws_deflate), "on",
+     "permessage-deflate (RFC 7692): WebSocket messages compressed with zlib when the client "
+     "offers it (browsers do); off declines every offer. The message limit counts inflated "
+     "bytes"},
+    {"ws-deflate-window", "BITS", K_INT, B, RESTART, INT(ws_deflate_window), "12",
+     "the LZ77 window, 2^BITS bytes (9..15), of our compressor and of the client's where it "
+     "lets us choose: with 12 and --ws-deflate-mem-level 5 a talking socket costs about 50 KB "
+     "(15 and 8, zlib's defaults, about 250-300 KB); none while a side without context takeover "
+     "is idle"},
+    {"ws-deflate-mem-level", "N", K_INT, B, RESTART, INT(ws_deflate_mem), "5",
+     "zlib's memLevel (1..9) for our compressor: its hash table and buffers take 2^(N+9) "
+     "bytes; higher compresses a little better and faster"},
     {"blocking-threads", "N", K_INT, ROLE_PY, RESTART, INT(blocking_threads), "4",
      "threads per worker for spindle.run_blocking (and name resolution under "
      "spindle.patch()); more calls wait for a free thread"},
@@ -402,6 +418,17 @@ static int set_http2(cli_config *c, const char *text) {
         fprintf(stderr, "spindle: --http2 is on or off, not '%s'\n", text);
         return -1;
     }
+    return 0;
+}
+
+/* on|off, or uvicorn's true|false (--ws-per-message-deflate). */
+static int set_ws_deflate(cli_config *c, const char *text) {
+    int on = !strcasecmp(text, "on") || !strcasecmp(text, "true");
+    if (!on && strcasecmp(text, "off") && strcasecmp(text, "false")) {
+        fprintf(stderr, "spindle: --ws-deflate is on or off, not '%s'\n", text);
+        return -1;
+    }
+    c->ws_deflate_off = !on;
     return 0;
 }
 

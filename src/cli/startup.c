@@ -9,7 +9,7 @@
 
 #include "base/log.h"
 #include "loop/loop_backend.h"
-#include "loop/loop_select.h"
+#include "loop/loop_choose.h"
 #include "process/listen_fds.h"
 #include "server/access_log.h"
 #include "server/server.h"
@@ -241,24 +241,15 @@ static int setup_sessions(const cli_config *c, sp_server *s) {
     return 0;
 }
 
-/* --bus: topics, configured in the master before the fork. A memory bus is
- * one process's: with several workers a subscriber would miss what another
- * worker's handlers publish, so that is refused here, as memory sessions
- * are (the relay through the master is not built yet). */
+/* --bus: topics, configured in the master before the fork, so a memory
+ * bus's ring is shared by every worker it forks. Without the flag it is
+ * memory: topics work out of the box, on every worker of the machine (the
+ * ring's pages cost nothing until a message is written); off turns it off. */
 static int setup_bus(const cli_config *c, sp_server *s) {
-    if (!c->bus)
+    if (c->bus && strcmp(c->bus, "off") == 0)
         return 0;
-    if (strncmp(c->bus, "memory", 6) == 0 && (c->bus[6] == '\0' || c->bus[6] == '?') &&
-        c->mo.workers > 1) {
-        fprintf(stderr,
-                "spindle: --bus memory keeps topics in one process, and --workers is %d: a "
-                "subscriber on one worker would miss what the others publish. Use --bus "
-                "redis://HOST[:PORT] (every worker of every machine), or --workers 1\n",
-                c->mo.workers);
-        return -1;
-    }
-    if (sp_bus_configure(s, c->bus) < 0) {
-        fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus);
+    if (sp_bus_configure(s, c->bus ? c->bus : "memory") < 0) {
+        fprintf(stderr, "spindle: --bus %s: see the error above\n", c->bus ? c->bus : "memory");
         return -1;
     }
     return 0;
@@ -429,6 +420,13 @@ static int setup(cli_config *c, const cli_app *app, sp_server *s) {
         return 2;
     if (ws_set_default_max_message(s, c->ws_max_message) < 0) /* --ws-max-message */
         return 1;
+    int bits = c->ws_deflate_off ? 0 : c->ws_deflate_window ? c->ws_deflate_window : 12;
+    if ((rc = sp_ws_deflate(s, bits, c->ws_deflate_mem)) < 0) { /* --ws-deflate* */
+        fprintf(stderr, "spindle: %s\n",
+                rc == -EINVAL ? "--ws-deflate-window is 9..15, --ws-deflate-mem-level 1..9"
+                              : strerror(-rc));
+        return 2;
+    }
     /* Before the application's routes: under a PREFIX only the files answer. */
     if (setup_static_maps(c, s) < 0)
         return 1;

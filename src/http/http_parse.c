@@ -393,6 +393,10 @@ INLINE static int crlf(const char *p, const char *end) {
 }
 
 /* The baseline copy: SSE2 on x86-64, the portable scanners elsewhere. */
+/* The baseline copy of http_parse_head.h's body: parse_base (grep and
+ * ctags find it here, not at its macro-named definition). */
+__attribute__((noinline)) static int parse_base(const char *buf, size_t len, size_t prev_checked,
+                                                http_request *r, const http_limits *lim);
 #define PARSE_FN             parse_base
 #define PARSE_ATTR           __attribute__((noinline))
 #define SCAN_FIELD           http_scan_field
@@ -505,6 +509,11 @@ out:
     return p;
 }
 
+/* The AVX2 copy of the same body: parse_avx2. */
+HTTP_AVX2_TARGET __attribute__((noinline)) static int parse_avx2(const char *buf, size_t len,
+                                                                 size_t prev_checked,
+                                                                 http_request *r,
+                                                                 const http_limits *lim);
 #define PARSE_FN             parse_avx2
 #define PARSE_ATTR           HTTP_AVX2_TARGET __attribute__((noinline))
 #define SCAN_SETUP           const http_avx2_k kk = http_avx2_consts()

@@ -8,7 +8,7 @@
 #include "base/list.h"
 #include "loop/blocking_pool.h"
 #include "loop/loop_int.h"
-#include "loop/loop_select.h"
+#include "loop/loop_choose.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -1,9 +1,11 @@
 /* sock.c — outbound TCP for coroutines (sp_connect, sp_sock_*): literal
  * addresses are parsed in place, names resolved with getaddrinfo on the
  * loop's thread pool; each address is tried in turn within one deadline.
- * I/O is net.c's: try the syscall, park on EAGAIN. */
-#include "net/net.h"
+ * I/O is net.c's (try the syscall, park on EAGAIN), or tls.c's once
+ * sock_start_tls ran the client side of a handshake (sock_tls.h). */
+#include "net/sock_tls.h"
 #include "loop/sync.h"
+#include "net/tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,6 +20,7 @@
 struct sp_sock {
     loop_watch w;
     loop *l;
+    SSL *ssl; /* NULL: plain TCP */
 };
 
 typedef struct resolve_job {
@@ -121,13 +124,61 @@ sp_sock *sp_connect(const char *host, int port, int64_t timeout_ms, int *err) {
 ssize_t sp_sock_read(sp_sock *s, void *buf, size_t len, int64_t timeout_ms) {
     if (s->w.fd < 0)
         return -EBADF;
+    if (s->ssl)
+        return tls_read(s->l, &s->w, s->ssl, buf, len, sync_deadline(timeout_ms));
     return net_read(s->l, &s->w, buf, len, sync_deadline(timeout_ms));
 }
 
 ssize_t sp_sock_write(sp_sock *s, const void *buf, size_t len, int64_t timeout_ms) {
     if (s->w.fd < 0)
         return -EBADF;
+    if (s->ssl)
+        return tls_write(s->l, &s->w, s->ssl, buf, len, sync_deadline(timeout_ms));
     return net_write(s->l, &s->w, buf, len, sync_deadline(timeout_ms));
+}
+
+/* The certificate is checked against host (a name, or an address's IP
+ * SAN) by OpenSSL during the handshake; SNI is sent for names only. */
+int sock_start_tls(sp_sock *s, SSL_CTX *ctx, const char *host, int64_t timeout_ms) {
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl)
+        return -ENOMEM;
+    struct in6_addr a6;
+    struct in_addr a4;
+    int literal = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+    if (!SSL_set_fd(ssl, s->w.fd) || (!literal && !SSL_set_tlsext_host_name(ssl, host)) ||
+        (literal ? !X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
+                 : !SSL_set1_host(ssl, host))) {
+        SSL_free(ssl);
+        return -ENOMEM;
+    }
+    SSL_set_connect_state(ssl);
+    int rc = tls_handshake(s->l, &s->w, ssl, sync_deadline(timeout_ms));
+    if (rc < 0) {
+        SSL_free(ssl);
+        return rc;
+    }
+    s->ssl = ssl;
+    return 0;
+}
+
+SSL_CTX *sock_tls_client_ctx(const char *ca_file, char *why, size_t whylen) {
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        snprintf(why, whylen, "out of memory");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    int ok = ca_file ? SSL_CTX_load_verify_locations(ctx, ca_file, NULL)
+                     : SSL_CTX_set_default_verify_paths(ctx);
+    if (!ok) {
+        snprintf(why, whylen, "cannot load the CA certificates %s%s",
+                 ca_file ? "from " : "(the system's)", ca_file ? ca_file : "");
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
 }
 
 int sp_sock_shutdown(sp_sock *s) {
@@ -137,6 +188,10 @@ int sp_sock_shutdown(sp_sock *s) {
 void sp_sock_close(sp_sock *s) {
     if (!s)
         return;
+    if (s->ssl) {
+        SSL_shutdown(s->ssl); /* one close_notify, not waited for */
+        SSL_free(s->ssl);
+    }
     net_close(s->l, &s->w);
     free(s);
 }

@@ -1,8 +1,11 @@
 /* access_log.c — the buffered access log (see access_log.h): lines are
  * formatted (access_format.c) straight into a per-worker buffer (its own,
  * or one the caller owns: shared memory that outlives a crash), written
- * out when it fills, once a second and at exit. */
+ * out when it fills, once a second and at exit; and a server's log in a
+ * worker (opened after the fork, reopened on USR1, flushed, closed). */
 #include "server/access_log.h"
+
+#include "server/server.h"
 
 #include "base/log.h"
 
@@ -196,4 +199,38 @@ void access_log_write(access_log *a, const access_entry *e) {
     b = a->b;
     len = atomic_load_explicit(&b->len, memory_order_relaxed);
     atomic_store_explicit(&b->len, len + n, memory_order_release);
+}
+
+/* ---- a server's access log, in each worker ------------------------------ */
+
+void server_set_access_log(sp_server *s, const char *path, const char *format) {
+    s->access_log_path = path;
+    s->access_log_format = format;
+}
+
+int server_open_access_log(sp_server *s) {
+    if (!s->access_log_path || s->access_log)
+        return 0;
+    s->pid = (int)getpid(); /* in the worker, after the fork */
+    s->access_log = access_log_open(s->access_log_path, s->access_log_format);
+    if (s->access_log)
+        return 0;
+    int rc = -errno;
+    log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path, strerror(-rc));
+    return rc;
+}
+
+void server_reopen_access_log(sp_server *s) {
+    if (s->access_log)
+        access_log_reopen(s->access_log); /* logrotate moved the file */
+}
+
+void server_flush_access_log(sp_server *s) {
+    if (s->access_log)
+        access_log_flush(s->access_log);
+}
+
+void server_close_access_log(sp_server *s) {
+    access_log_close(s->access_log);
+    s->access_log = NULL;
 }

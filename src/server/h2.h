@@ -9,6 +9,7 @@
 
 #include "base/list.h"
 #include "http/h2_head.h"
+#include "server/exchange.h"
 #include "server/server.h"
 
 #include <nghttp2/nghttp2.h>
@@ -90,13 +91,12 @@ struct h2_conn {
  * stop. The one entry point: prior knowledge on a plain listener and ALPN
  * "h2" on TLS both end here. */
 void h2_serve(sp_server *s, conn *c);
-/* Frees the session of a connection closed without its driver. */
-void h2_conn_drop(conn *c);
 /* 1 if the buffered bytes begin an HTTP/2 preface ("PRI * HTTP/2.0"). */
 int h2_is_preface(const conn *c);
-/* The server stops: every HTTP/2 connection sends GOAWAY, lets its streams
- * finish, and closes. */
-void h2_server_stop(sp_server *s);
+/* HTTP/2 in the exchange's table of protocols: a connection closed
+ * without its driver frees its session; at the server's stop every HTTP/2
+ * connection sends GOAWAY, lets its streams finish, and closes. */
+extern const exchange_protocol h2_protocol;
 /* Wakes the driver to send what the streams queued. */
 void h2_kick(h2_conn *hc);
 /* Tells the observer (--stats) of a stream, a reset or a GOAWAY. */

@@ -46,7 +46,7 @@ void h2_event(h2_conn *hc, int what) {
         hc->s->obs.h2_event(hc->s->obs.ud, what);
 }
 
-void h2_server_stop(sp_server *s) {
+static void h2_server_stop(sp_server *s) {
     for (list_node *n = s->h2_conns.head; n; n = n->next) {
         h2_conn *hc = container_of(n, h2_conn, node);
         if (hc->idle)
@@ -479,9 +479,13 @@ static void teardown(h2_conn *hc) {
         loop_park(s->l, LOOP_NO_DEADLINE, NULL);
 }
 
-void h2_conn_drop(conn *c) {
-    if (c->h2 && c->h2->nlive == 0)
+static void h2_conn_drop(conn *c) {
+    if (c->h2->nlive == 0)
         conn_free(c->h2); /* idle: nothing runs on it */
+}
+
+static int h2_owns(const conn *c) {
+    return c->h2 != NULL;
 }
 
 static h2_conn *conn_new(sp_server *s, conn *c) {
@@ -528,3 +532,10 @@ void h2_serve(sp_server *s, conn *c) {
     else
         server_conn_close(s, c);
 }
+
+static int64_t h2_conn_idle_deadline(const conn *c) {
+    return h2_idle_deadline(c->h2);
+}
+
+const exchange_protocol h2_protocol = {"h2", h2_owns, h2_conn_drop, h2_server_stop,
+                                       h2_conn_idle_deadline};

@@ -476,12 +476,12 @@ static void serve_stream(h2_stream *st) {
     if (!status && req.head.target_len >= sizeof pathbuf && !(pb = malloc(req.head.target_len + 1)))
         status = 503;
     if (!status)
-        status = server_prepare_request(s, &req, pb);
+        status = exchange_prepare(s, &req, pb);
     if (req.head.framing == HTTP_BODY_CHUNKED)
         req.body_done = st->in_eof && !st->in_len;
     sp_res res;
     res_init(&res, &req, st->hc->c);
-    int rc = status ? res_send_error(&res, status, 0, NULL) : server_dispatch(s, &req, &res);
+    int rc = status ? res_send_error(&res, status, 0, NULL) : exchange_dispatch(s, &req, &res);
     end_stream(st, &req, &res, rc);
     /* A stream the client reset (or a connection it dropped) before the
      * head went out: 499, the client closed the request. */

@@ -125,6 +125,18 @@ int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud);
 
 /* ---- the request (request.c) -------------------------------------------- */
 
+/* The request's HTTP version as the exchange carries it: 2 for an HTTP/2
+ * stream, else 1 (HTTP/1.0 or 1.1 on the connection: head.minor_version).
+ * Features and bindings ask this rather than how the exchange is wired. */
+static inline int req_http_major(const sp_req *r) {
+    return r->xops ? 2 : 1;
+}
+/* Its protocol as the access log and SERVER_PROTOCOL write it for HTTP/2
+ * ("HTTP/2.0"), or NULL for HTTP/1.x (written from head.minor_version). */
+static inline const char *req_protocol_label(const sp_req *r) {
+    return r->xops ? r->xops->proto : NULL;
+}
+
 /* Runs fn(arg) when the request is over, whatever the handler did: the
  * request-scoped cleanups of modules built on the API (sessions). 0, or
  * -ENOSPC beyond REQ_MAX_DEFER. */

@@ -9,6 +9,7 @@
 #include "server/conn_io.h"
 
 #include "base/log.h"
+#include "server/exchange.h"
 #include "server/h2.h"
 #include "server/stats.h"
 #include "http/path_norm.h"
@@ -187,69 +188,6 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
     }
 }
 
-/* OPTIONS without a route of its own: 204 with what the path allows. */
-static int answer_options(sp_server *s, sp_req *req, sp_res *res, const char *allow) {
-    char list[272]; /* allow (at most 255) + ", OPTIONS" */
-    snprintf(list, sizeof list, "%s%sOPTIONS", allow, allow[0] ? ", " : "");
-    res->status = 204;
-    int rc = sp_res_header(res, "Allow", list);
-    return rc < 0 ? rc : sp_res_finish(res);
-}
-
-/* Every method some route answers, for "OPTIONS *". */
-static void all_methods(const router *rt, char *out, size_t cap) {
-    out[0] = '\0';
-    size_t len = 0;
-    for (size_t i = 0; i < rt->n; i++) {
-        const char *m = rt->v[i].method ? rt->v[i].method : "GET, HEAD, POST, PUT, DELETE, PATCH";
-        if (strstr(out, m))
-            continue;
-        int w = snprintf(out + len, cap - len, "%s%s", len ? ", " : "", m);
-        if (w < 0 || (size_t)w >= cap - len)
-            break;
-        len += (size_t)w;
-        if (strcmp(m, "GET") == 0 && !strstr(out, "HEAD")) {
-            w = snprintf(out + len, cap - len, ", HEAD");
-            if (w > 0 && (size_t)w < cap - len)
-                len += (size_t)w;
-        }
-    }
-}
-
-/* Routes the request and runs its handler (or answers 404/405/OPTIONS). */
-__attribute__((always_inline)) static inline int dispatch(sp_server *s, sp_req *req, sp_res *res) {
-    char allow[256];
-    const http_request *h = &req->head;
-    int is_options = h->method_id == HTTP_M_OPTIONS;
-    const router *rt = server_routes_for(s, req->c); /* its listener's own, or the server's */
-    /* RFC 9110 §15.5.20: a connection whose SNI chose one certificate may
-     * not be reused for a host that another certificate of ours serves. */
-    if (req->c->tls && conn_tls_misdirected(req))
-        return res_send_error(res, 421, 0, NULL);
-    if (req->path.len == 1 && req->path.ptr[0] == '*') {
-        if (!is_options)
-            return res_send_error(res, 400, 1, NULL);
-        all_methods(rt, allow, sizeof allow);
-        return answer_options(s, req, res, allow);
-    }
-    route_match m;
-    int st = router_match(rt, h->method, h->method_len, req->path.ptr, req->path.len, &m, allow,
-                          sizeof allow);
-    if (st == 0) {
-        req->match = &m;
-        if (s->obs.request_begin)
-            s->obs.request_begin(s->obs.ud, h);
-        int rc = m.r->fn(req, res, m.r->ud);
-        if (s->obs.request_end)
-            s->obs.request_end(s->obs.ud);
-        req->match = NULL;
-        return rc;
-    }
-    if (st == 405 && is_options)
-        return answer_options(s, req, res, allow);
-    return res_send_error(res, st, 0, st == 405 ? allow : NULL);
-}
-
 /* Accounts one request: stats, access log. */
 static uint64_t record_bytes_in(const sp_req *req, uint32_t head_len) {
     const http_request *h = &req->head;
@@ -263,46 +201,6 @@ static void record(sp_server *s, const sp_req *req, const sp_res *res, uint32_t 
                    uint64_t t0) {
     stats_record(s, req, res, res->head_sent ? res->status : 0, record_bytes_in(req, head_len),
                  res->written, t0);
-}
-
-/* The request's path, query and body framing, from its parsed head. 0, or
- * the status to refuse it with. pb holds at least target_len + 1 bytes. */
-__attribute__((always_inline)) static inline int prepare_request(sp_server *s, sp_req *req,
-                                                                 char *pb) {
-    const http_request *h = &req->head;
-    const char *q;
-    size_t qlen;
-    long plen = path_normalize(h->target, h->target_len, pb, h->target_len + 1, &q, &qlen);
-    if (plen < 0)
-        return 400;
-    req->path = (sp_str){pb, (size_t)plen};
-    req->query = (sp_str){q, qlen};
-    switch (h->framing) {
-    case HTTP_BODY_LENGTH:
-        if (s->opt.body_max && h->content_length > s->opt.body_max)
-            return 413;
-        req->body_left = h->content_length;
-        req->body_done = h->content_length == 0;
-        break;
-    case HTTP_BODY_CHUNKED:
-        http_chunked_init(&req->chunked, s->opt.body_max ? s->opt.body_max : UINT64_MAX, 0, 0);
-        break;
-    default:
-        req->body_done = 1;
-    }
-    /* RFC 9110 §10.1.1: 100-continue from an HTTP/1.0 client is ignored. */
-    req->expect_pending = h->expect_continue && !req->body_done && h->minor_version >= 1;
-    return 0;
-}
-
-/* The same two steps for HTTP/2 streams (h2_stream.c); HTTP/1.1 calls the
- * static ones, which the compiler folds into serve_one. */
-int server_dispatch(sp_server *s, sp_req *req, sp_res *res) {
-    return dispatch(s, req, res);
-}
-
-int server_prepare_request(sp_server *s, sp_req *req, char *pb) {
-    return prepare_request(s, req, pb);
 }
 
 /* Closes after a request: lingering while an unread body may still come. */
@@ -442,7 +340,7 @@ static int serve_one(sp_server *s, conn *c, sp_req **parked) {
         refuse(s, c, &req, 503);
         goto out;
     }
-    int status = prepare_request(s, &req, pb);
+    int status = exchange_prepare(s, &req, pb);
     if (status) {
         refuse(s, c, &req, status);
         goto out;
@@ -450,7 +348,7 @@ static int serve_one(sp_server *s, conn *c, sp_req **parked) {
 #define res (*resp)
     res_init(&res, &req, c);
     *parked = &req; /* a long wait in the handler gives the buffer back (req_park.c) */
-    rc = dispatch(s, &req, &res);
+    rc = exchange_dispatch(s, &req, &res);
     *parked = NULL;
     keep = end_exchange(s, c, &req, &res, rc, head_len, t0);
 out:
@@ -464,43 +362,13 @@ out:
 #undef res
 }
 
-void http_conn_main(void *arg) {
-    conn *c = arg;
-    sp_server *s = c->w.data;
-    task *me = loop_task(s->l);
-    loop_task_set_hup_watch(me, &c->w);
-    /* A long wait in a handler gives back the read buffer (req_park.c, the
-     * request serve_one names in parked) and the stack below it (loop.h);
-     * not under a binding that drives the loop (greenlets keep slices of
-     * other stacks below, its environ points into the buffer). */
-    sp_req *parked = NULL;
-    if (!s->drive)
-        loop_task_set_park(me, req_park_hook, &parked, 1);
-    /* A TLS connection's first coroutine shakes hands, before it holds a
-     * buffer: a client stalling there costs a stack, for a bounded time. */
-    int h2 = 0;
-    if (c->tls && !SSL_is_init_finished(c->tls)) {
-        if (conn_tls_accept(s, c) < 0)
-            return;
-        unsigned alen;
-        const char *proto = server_conn_alpn(c, &alen);
-        h2 = !s->http2_off && proto && alen == 2 && memcmp(proto, "h2", 2) == 0;
-    }
-    if (!c->buf) {
-        c->buf = buf_pool_get(&s->bufs);
-        if (!c->buf) {
-            server_conn_close(s, c);
-            return;
-        }
-        c->buf_len = c->buf_off = 0;
-    }
-    if (h2 || c->h2) {
-        h2_serve(s, c); /* ALPN chose h2 (the preface comes over TLS), or an idle h2c woke */
-        return;
-    }
+/* Serves c as HTTP/1.1 on the calling coroutine (the exchange's, which
+ * chose the protocol and holds the buffer), request after request, until
+ * it closes, goes idle, or a preface hands it to HTTP/2. */
+void http_conn_serve(sp_server *s, conn *c, sp_req **parked) {
     int burst = 0;
     for (;;) {
-        int kept = serve_one(s, c, &parked);
+        int kept = serve_one(s, c, parked);
         if (kept < 0)
             return; /* idle: nothing was served */
         if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {

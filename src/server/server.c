@@ -7,7 +7,7 @@
 #include "base/log.h"
 #include "net/tls.h"
 #include "server/access_log.h"
-#include "server/h2.h"
+#include "server/exchange.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -205,7 +205,7 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
 void server_conn_idle(sp_server *s, conn *c) {
     if (c->tls && SSL_pending(c->tls) > 0) {
         /* OpenSSL holds decrypted bytes no edge will announce: serve them. */
-        if (loop_spawn(s->l, http_conn_main, c) < 0)
+        if (loop_spawn(s->l, exchange_main, c) < 0)
             server_conn_close(s, c);
         return;
     }
@@ -217,10 +217,9 @@ void server_conn_idle(sp_server *s, conn *c) {
     }
     c->buf_len = c->buf_off = 0;
     /* A fresh connection keeps the deadline it got at accept; HTTP/2 counts
-     * from its last stream, not its last frame (h2_idle_deadline). */
-    int64_t deadline = c->h2          ? h2_idle_deadline(c->h2)
-                       : c->nreq == 0 ? c->idle_timer.when
-                                      : loop_now(s->l) + s->opt.keepalive_timeout_ms;
+     * from its last stream, not its last frame (its protocol says). */
+    int64_t deadline = exchange_idle_deadline(
+        c, c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms);
     if (idle_until(s, c, deadline) < 0)
         server_conn_close(s, c);
 }
@@ -292,7 +291,7 @@ static void on_accept(int fd, const net_addr *peer, void *ud) {
      * (registering the watch then), holding no stack while it waits. */
     loop_watch_lazy(&c->w, BACKEND_CONN);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(s->l, http_conn_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
+    if (loop_spawn(s->l, exchange_main, c) < 0 && idle_until(s, c, c->idle_timer.when) < 0)
         server_conn_close(s, c);
 }
 
@@ -376,7 +375,7 @@ static void on_idle_event(loop *l, loop_watch *w, uint32_t events) {
 static inline void wake_idle(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
     c->state = CONN_ACTIVE;
-    if (loop_spawn(s->l, http_conn_main, c) < 0)
+    if (loop_spawn(s->l, exchange_main, c) < 0)
         server_conn_close(s, c); /* no stack could be mapped: shed this one */
 }
 
@@ -395,8 +394,7 @@ static void on_idle_timeout(loop *l, loop_timer *t) {
 
 void server_conn_close(sp_server *s, conn *c) {
     loop_timer_cancel(s->l, &c->idle_timer);
-    if (c->h2)
-        h2_conn_drop(c);
+    exchange_conn_drop(c); /* a protocol's own state (HTTP/2's session) */
     if (c->tls)
         conn_tls_free(c);
     net_close(s->l, &c->w);
@@ -515,7 +513,7 @@ void sp_server_stop(sp_server *s) {
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
     }
     server_close_listeners(s);
-    h2_server_stop(s); /* GOAWAY: in-flight streams finish, no new ones */
+    exchange_server_stop(s); /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
 }

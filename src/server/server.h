@@ -213,14 +213,9 @@ void conn_tls_free(conn *c);
  * host than its SNI name's: it gets 421 (tls_ctx_misdirected). */
 int conn_tls_misdirected(const sp_req *r);
 
-/* http_conn.c: the coroutine that serves a connection with bytes to read. */
-void http_conn_main(void *arg);
-/* The steps of a request both HTTP/1.1 and HTTP/2 take (http_conn.c): its
- * path, query and body framing from the parsed head (0, or the status to
- * refuse it with; pb holds target_len + 1 bytes), and routing it to its
- * handler (or 404/405/OPTIONS), with the observer told around the call. */
-int server_prepare_request(sp_server *s, sp_req *req, char *pb);
-int server_dispatch(sp_server *s, sp_req *req, sp_res *res);
+/* http_conn.c: serves c as HTTP/1.1 on the exchange's coroutine
+ * (exchange_main), *parked naming the request of a long wait. */
+void http_conn_serve(sp_server *s, conn *c, sp_req **parked);
 /* Closes after an error: shut down writing, discard input for a bounded
  * time, close. From the connection's coroutine. */
 void http_conn_linger_close(sp_server *s, conn *c);

@@ -1,17 +1,13 @@
 /* stats.c — accounting of each answered request: its time, what the
  * supervisor's observer is told (the process layer keeps the counters the
- * --stats page sums), and the access log line; and the access log's life
- * in a worker (opened after the fork, reopened on USR1, flushed). */
+ * --stats page sums), and the access log line (the log's own life in a
+ * worker is access_log.c's). */
 #include "server/stats.h"
 
-#include "base/log.h"
 #include "server/access_log.h"
 #include "server/handler.h"
 
-#include <errno.h>
-#include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 uint64_t stats_clock_ns(void) {
     struct timespec ts;
@@ -37,7 +33,7 @@ void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status
                           .target = h->target,
                           .target_len = h->target ? h->target_len : 0,
                           .minor_version = h->minor_version,
-                          .proto = req->xops ? req->xops->proto : NULL,
+                          .proto = req_protocol_label(req),
                           .status = status,
                           .bytes = bytes_out,
                           .req_fields = h->fields,
@@ -51,38 +47,6 @@ void stats_record(sp_server *s, const sp_req *req, const sp_res *res, int status
     }
 }
 
-void server_set_access_log(sp_server *s, const char *path, const char *format) {
-    s->access_log_path = path;
-    s->access_log_format = format;
-}
-
 void server_set_timed(sp_server *s, int timed) {
     s->timed = timed;
-}
-
-int server_open_access_log(sp_server *s) {
-    if (!s->access_log_path || s->access_log)
-        return 0;
-    s->pid = (int)getpid(); /* in the worker, after the fork */
-    s->access_log = access_log_open(s->access_log_path, s->access_log_format);
-    if (s->access_log)
-        return 0;
-    int rc = -errno;
-    log_msg(LOG_CRITICAL, "cannot open the access log %s: %s", s->access_log_path, strerror(-rc));
-    return rc;
-}
-
-void server_reopen_access_log(sp_server *s) {
-    if (s->access_log)
-        access_log_reopen(s->access_log); /* logrotate moved the file */
-}
-
-void server_flush_access_log(sp_server *s) {
-    if (s->access_log)
-        access_log_flush(s->access_log);
-}
-
-void server_close_access_log(sp_server *s) {
-    access_log_close(s->access_log);
-    s->access_log = NULL;
 }

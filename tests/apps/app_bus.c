@@ -1,8 +1,10 @@
 /* app_bus.c — the test application for the bus: POST /pub?topic=T
  * publishes the body and answers its id (503 with the error when the bus
  * cannot take it); GET /sub?topic=T&since=ID&n=K&timeout_ms=M[&slow_ms=S]
- * long-polls up to K messages, one "id data" line each. Its init reads
- * the spec from BUS_SPEC (default memory), until the CLI has --bus. */
+ * long-polls up to K messages, one "id data" line each (&block_ms=B: the
+ * worker's loop is held B ms after the subscribe, as a stalled worker's
+ * would be). Its init reads the spec from BUS_SPEC when set, else the
+ * --bus flag's configuration is used. */
 #include "spindle.h"
 
 #include <errno.h>
@@ -62,9 +64,13 @@ static int subscribe(sp_req *req, sp_res *res, void *ud) {
     int64_t timeout = num[0] ? atol(num) : 5000;
     param(req, "slow_ms", num, sizeof num);
     long slow = atol(num);
+    param(req, "block_ms", num, sizeof num);
+    long block = atol(num);
     sp_bus_sub *sub = sp_bus_subscribe(server, topic, since[0] ? since : NULL);
     if (!sub)
         return fail(res, 503, "subscribe failed", errno);
+    if (block > 0)
+        usleep((useconds_t)block * 1000); /* not sp_sleep: nothing else of this worker runs */
     size_t cap = 4096, len = 0;
     char *out = malloc(cap);
     int downs = 0, cut = 0, last_rc = 0;
@@ -88,8 +94,10 @@ static int subscribe(sp_req *req, sp_res *res, void *ud) {
             last_rc = rc;
             continue;
         }
-        if (rc < 0)
+        if (rc < 0) {
+            last_rc = rc;
             break;
+        }
         last_rc = rc;
         while (out && len + m.len + SP_BUS_ID_MAX + 2 > cap)
             out = realloc(out, cap *= 2);
@@ -105,6 +113,7 @@ static int subscribe(sp_req *req, sp_res *res, void *ud) {
     snprintf(hdr, sizeof hdr, "%d", downs);
     sp_res_header(res, "X-Bus-Down", hdr);
     sp_res_header(res, "X-Bus-Cut", cut ? "1" : "0");
+    sp_res_header(res, "X-Bus-Stopping", last_rc == -ESHUTDOWN ? "1" : "0");
     sp_res_header(res, "X-Bus-Last", sp_bus_last_id(sub));
     snprintf(hdr, sizeof hdr, "%d", (int)getpid());
     sp_res_header(res, "X-Pid", hdr);

@@ -5,6 +5,7 @@ returns), /stats (the worker's subscriber count), /sync (the WSGI call
 from the event loop: an error)."""
 import asyncio
 import json
+import os
 import urllib.parse
 
 import spindle
@@ -61,7 +62,8 @@ async def app(scope, receive, send):
                 lines.append("%s %s\n" % (m.id, m.data.decode()))
             last = sub.last_id
         return await reply(send, 200, "".join(lines),
-                           [("x-bus-last", last), ("x-bus-timeout", str(timed_out))])
+                           [("x-bus-last", last), ("x-bus-timeout", str(timed_out)),
+                            ("x-pid", str(os.getpid()))])
     if path == "/iter":
         out = []
         sub = await spindle.asubscribe(topic, q.get("since", "0"))

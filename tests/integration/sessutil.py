@@ -64,15 +64,23 @@ class Redis(ServerProcess):
 
     name = "redis-server"
 
-    def __init__(self, tmp_path, appendonly=False):
+    def __init__(self, tmp_path, appendonly=False, certs=None, password=None, cert="localhost"):
         super().__init__(port=free_port())
-        self.dir = tmp_path / "redis"
+        self.dir = tmp_path / ("redis-%d" % self.port)
         self.dir.mkdir()
         self.appendonly = appendonly
+        self.certs, self.cert, self.password = certs, cert, password  # certs: TLS only
         self.start()
 
     def start(self):
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly else ["--appendonly", "no"]
+        if self.certs:
+            c = self.certs
+            aof += ["--port", "0", "--tls-port", str(self.port), "--tls-cert-file", c.cert(self.cert),
+                    "--tls-key-file", c.key(self.cert), "--tls-ca-cert-file", c.ca,
+                    "--tls-auth-clients", "no"]
+        if self.password:
+            aof += ["--requirepass", self.password]
         self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""] + aof +
                     ["--daemonize", "no", "--dir", str(self.dir)],
                     stdout_path=self.dir / "redis.log", merge_stderr=True, cwd=str(self.dir),
@@ -84,12 +92,21 @@ class Redis(ServerProcess):
             raise RuntimeError("redis-server did not start: %s" %
                                (self.dir / "redis.log").read_text(errors="replace"))
 
-    def command(self, *args):
-        """One command in RESP; the raw reply (enough for these tests)."""
-        req = b"*%d\r\n" % len(args) + b"".join(
-            b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in args)
+    def command(self, *args, db=0):
+        """One command in RESP (after AUTH and SELECT when needed); the raw
+        reply (enough for these tests)."""
+        def enc(cmd):
+            return b"*%d\r\n" % len(cmd) + b"".join(
+                b"$%d\r\n%s\r\n" % (len(a), a.encode()) for a in cmd)
+        pre = ([("AUTH", self.password)] if self.password else []) + ([("SELECT", str(db))] if db else [])
         with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
-            s.sendall(req)
+            if self.certs:
+                s = self.certs.context().wrap_socket(s, server_hostname="localhost")
+            for cmd in pre:
+                s.sendall(enc(cmd))
+                time.sleep(0.02)
+                s.recv(65536)
+            s.sendall(enc(args))
             time.sleep(0.05)
             return s.recv(65536)
 

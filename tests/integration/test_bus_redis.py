@@ -3,10 +3,10 @@
 only, so a restart keeps the streams) share topics in order; since-id
 resumes; Redis stopped mid-way gives the publisher a 503 and a waiting
 subscriber everything Redis accepted once it is back; a slow subscriber is
-cut with a log line; and the memory bus refuses several workers."""
+cut with a log line; a message over max_message is refused (413).
+(The memory bus across workers: test_bus_shared.py.)"""
 import concurrent.futures
 import pathlib
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -14,8 +14,7 @@ import uuid
 
 import pytest
 
-from conftest import BIN, ROOT
-from proctools import free_port
+from conftest import BIN
 from sessutil import REDIS, Redis
 
 APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_bus.so")
@@ -53,9 +52,10 @@ def pub(srv, topic, data):
         return e.code, e.read().decode().strip()
 
 
-def sub(srv, topic, since=None, n=1, timeout_ms=5000, slow_ms=0):
+def sub(srv, topic, since=None, n=1, timeout_ms=5000, slow_ms=0, block_ms=0):
     """(lines [(id, data)], headers) of the long poll GET /sub."""
-    q = "/sub?topic=%s&n=%d&timeout_ms=%d&slow_ms=%d" % (topic, n, timeout_ms, slow_ms)
+    q = "/sub?topic=%s&n=%d&timeout_ms=%d&slow_ms=%d&block_ms=%d" % (topic, n, timeout_ms, slow_ms,
+                                                                   block_ms)
     if since:
         q += "&since=" + since
     with urllib.request.urlopen(url(srv, q), timeout=timeout_ms / 1000 + 10) as r:
@@ -168,23 +168,3 @@ def test_message_size_limit(bus_spindle):
     assert pub(a, topic(), "x" * 1000)[0] == 200
     st, err = pub(a, topic(), "x" * 1001)
     assert st == 413 and "Message too long" in err
-
-
-def test_memory_bus_refuses_several_workers(tmp_path, monkeypatch):
-    monkeypatch.setenv("BUS_SPEC", "memory")
-    p = subprocess.run([BIN, "--bind", "127.0.0.1:%d" % free_port(), "--app", APP, "--workers", "2"],
-                       capture_output=True, timeout=20, cwd=str(ROOT))
-    err = p.stderr.decode(errors="replace")
-    assert p.returncode != 0, err
-    assert "the memory bus keeps topics in one process" in err
-    assert "redis://" in err and "--workers 0" in err
-
-
-def test_bus_flag_memory_refuses_several_workers():
-    """--bus memory with two workers: refused before the fork, naming redis://."""
-    p = subprocess.run([BIN, "--bind", "127.0.0.1:%d" % free_port(), "--app", APP, "--workers", "2",
-                        "--bus", "memory"], capture_output=True, timeout=20, cwd=str(ROOT))
-    err = p.stderr.decode(errors="replace")
-    assert p.returncode != 0, err
-    assert "--bus memory keeps topics in one process" in err and "redis://" in err, err
-    assert "listening" not in err

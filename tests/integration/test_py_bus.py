@@ -60,14 +60,16 @@ def pub(srv, topic, data):
         return e.code, e.read().decode()
 
 
-def sub(srv, topic, since=None, n=1, timeout=5.0):
-    """([(id, data)], timed_out, last_id) of the long poll."""
+def sub(srv, topic, since=None, n=1, timeout=5.0, pid=False):
+    """([(id, data)], timed_out, last_id[, the answering pid]) of the long poll."""
     q = "/sub?topic=%s&n=%d&timeout=%s" % (topic, n, timeout)
     if since:
         q += "&since=" + since
     st, body, h = get(srv, q, timeout=timeout * n + 15)
     assert st == 200, body
     lines = [tuple(x.split(" ", 1)) for x in body.splitlines()]
+    if pid:
+        return lines, h["X-Bus-Timeout"] == "1", h["X-Bus-Last"], h["X-Pid"]
     return lines, h["X-Bus-Timeout"] == "1", h["X-Bus-Last"]
 
 
@@ -123,6 +125,26 @@ def test_long_poll_gets_what_is_published_meanwhile(start):
     assert [d for _, d in lines] == ["x0", "x1", "x2"] and not timed_out
 
 
+def test_memory_bus_spans_the_workers(start):
+    """--workers 2: long polls held by both workers get what either publishes."""
+    srv = start("--bus", "memory", "--workers", "2")
+    t = topic()
+    st, first = pub(srv, t, "first")
+    with concurrent.futures.ThreadPoolExecutor(56) as ex:
+        # enough that one worker holds more than its share (avg * 1.5 + 8) and steps aside
+        polls = [ex.submit(sub, srv, t, first, 4, 10.0, True) for _ in range(48)]
+        time.sleep(0.5)
+        pubs = [ex.submit(pub, srv, t, "x%d" % i) for i in range(3)]
+        assert all(f.result()[0] == 200 for f in pubs)
+        assert pub(srv, t, "last")[0] == 200
+        results = [f.result() for f in polls]
+    seqs = {tuple(d for _, d in lines) for lines, _, _, _ in results}
+    assert len(seqs) == 1 and sorted(seqs.pop()) == ["last", "x0", "x1", "x2"]
+    assert len({p for _, _, _, p in results}) == 2  # both workers held some
+    lines, _, _ = sub(srv, t, "0", n=10, timeout=0.3)  # the history, from either
+    assert [d for _, d in lines][0] == "first" and len(lines) == 5
+
+
 def test_subscriptions_left_open_close_with_their_request(start):
     srv = start("--bus", "memory")
     t = topic()
@@ -171,9 +193,18 @@ def test_asgi_recv_cancelled_by_wait_for_loses_nothing(asgi):
 
 
 def test_without_bus_publish_raises(start):
-    srv = start()
+    srv = start("--bus", "off")
     st, body = pub(srv, topic(), "x")
     assert st == 503 and "errno %d" % errno.ENXIO in body and "--bus" in body, body
+
+
+def test_the_default_bus_is_memory(start):
+    srv = start()  # no --bus: topics work, as with --bus memory
+    t = topic()
+    st, first = pub(srv, t, "a")
+    assert st == 200, first
+    lines, _, _ = sub(srv, t, "0", n=1, timeout=2)
+    assert lines == [(first, "a")]
 
 
 # ---- --bus redis:// ---------------------------------------------------------------

@@ -1,5 +1,5 @@
 """threading.local under spindle.patch() is per greenlet
-(python/spindle/_green_local.py; app tests/wsgi_apps/green_local_app.py,
+(python/spindle/green/local.py; app tests/wsgi_apps/green_local_app.py,
 one worker): concurrent requests that wait read their own values back, a
 subclass is re-initialised with its arguments in each greenlet, dead
 greenlets' dicts are freed over 10,000 requests, real threads (and

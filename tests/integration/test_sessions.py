@@ -212,7 +212,7 @@ def test_bad_configuration_refused(tmp_path):
 def sess_redis(tmp_path):
     if not os.path.exists(REDIS):
         pytest.skip("redis-server is not installed (scripts/deps.sh)")
-    r = Redis(tmp_path)
+    r = Redis(tmp_path, appendonly=True)  # a restart keeps the sessions
     yield r
     r.stop()
 
@@ -235,9 +235,16 @@ def test_redis_store(spindle, sess_env, sess_secret, sess_redis, tmp_path):
     srv2 = spindle("--app", APP)
     assert visit(srv2, "/count", a).count == 6
     # Redis gone: the handler's sp_session_of fails and the visitor gets a
-    # 500, not someone else's (or an empty) session.
+    # 500, not someone else's (or an empty) session, with one log line.
     sess_redis.stop()
     assert visit(srv2, "/count", a).status == 500
+    assert visit(srv2, "/count", a).status == 500
+    err = srv2.stderr()
+    assert err.count("sessions: Redis at 127.0.0.1:%d is unreachable" % sess_redis.port) == 1, err
+    # Back (its data kept on disk): the session carries on where it was.
+    sess_redis.start()
+    assert visit(srv2, "/count", a).count == 7
+    assert "sessions: Redis at 127.0.0.1:%d is back" % sess_redis.port in srv2.stderr()
 
 
 def test_second_session_of_after_failure_refused(sess_server):

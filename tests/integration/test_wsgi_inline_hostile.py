@@ -5,7 +5,7 @@ app switching to greenlets of its own, clients resetting while the call
 waits, 100 concurrent sleepers (each answered exactly once, none served
 twice), and what per-request state sees: a ContextVar stays the request's
 own across concurrent waits, and so does a threading.local under
-spindle.patch() (per greenlet; python/spindle/_green_local.py)
+spindle.patch() (per greenlet; python/spindle/green/local.py)
 (tests/wsgi_apps/hostile_inline_app.py)."""
 import hashlib
 import json

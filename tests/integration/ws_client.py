@@ -28,8 +28,8 @@ class PingRecorder(ClientConnection):
 
 
 def _open(url, ssl):
-    # No compression: spindle does not negotiate permessage-deflate yet, and
-    # the scenarios are about framing.
+    # No compression: the scenarios are about framing (permessage-deflate
+    # has its own tests, test_ws_deflate.py).
     return connect(url, ssl=ssl, max_size=MAX, compression=None, ping_interval=None,
                    open_timeout=5, close_timeout=5, create_connection=PingRecorder)
 

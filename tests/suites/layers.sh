@@ -51,6 +51,29 @@ plant "feature -> feature" src/server/static/static.c server/ws/ws.h
 # 5. A stale un-qualified include (the layout before the folders).
 plant "un-qualified include" src/server/router.c http_chars.h
 
+# 6b. The binding past the C boundary: a header of the core it may not see.
+plant "binding -> the core's own header" python/_spindle/hub.c server/server.h
+
+# 7. The exchange's seams: the server core calling HTTP/2 by name, and a
+#    feature testing req->xops instead of req_http_major.
+seam() {
+  local name=$1 file=$2 code=$3 want=$4
+  copy
+  local line=$(($(wc -l <"$work/t/$file") + 1))
+  echo "$code" >>"$work/t/$file"
+  local out rc
+  out=$("$PY" $CHECK --root "$work/t" 2>&1)
+  rc=$?
+  if [ $rc -eq 1 ] && grep -qF "$file:$line: $want" <<<"$out"; then
+    ok "$name: $(grep -F "$file:$line:" <<<"$out" | cut -c1-120)"
+  else
+    echo "$out"
+    bad "$name: the checker (exit $rc) did not report $file:$line ($want)"
+  fi
+}
+seam "server core -> HTTP/2 by name" src/server/server.c "static void x(conn *c) { h2_conn_drop(c); }" "h2_conn_drop("
+seam "a feature testing xops" src/server/static/static.c "static int x(sp_req *r) { return r->xops != 0; }" "xops"
+
 # 6. A downward include is no violation: the output is what it was.
 copy
 before=$("$PY" $CHECK --root "$work/t" 2>&1 | grep -v '^check_layers:')

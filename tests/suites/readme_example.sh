@@ -1,7 +1,7 @@
 #!/bin/bash
 # readme_example.sh — the README's C handler, copied into a file as a new
 # user would, compiles and links with exactly the link line the README
-# gives (no session stores: the core must not pull them in), and serves.
+# gives (no session stores, no zlib: the core must not pull them in), and serves.
 # Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
@@ -21,11 +21,17 @@ else
   cat "$work/cc.log"
   bad "the README's example does not build with: cc -Iinclude hello.c build/libspindle.a $libs"
 fi
-# A program that uses no sessions must not need the session stores' libraries.
+# A program that uses no sessions must not need the session stores' libraries,
+# nor one without WebSockets zlib (permessage-deflate's, in ws_deflate.c only).
 if nm -u "$work/hello" 2>/dev/null | grep -qiE 'sqlite3_|redis'; then
   bad "the hello program references SQLite or Redis symbols"
 elif [ -x "$work/hello" ]; then
   ok "no SQLite or Redis symbol is linked into it"
+fi
+if nm -u "$work/hello" 2>/dev/null | grep -qE '^ *U (deflate|inflate)'; then
+  bad "the hello program references zlib symbols (deflate/inflate): only WebSockets may"
+elif [ -x "$work/hello" ]; then
+  ok "no zlib symbol is linked into it"
 fi
 
 finish

@@ -2,7 +2,8 @@
  * ids, since-id (all, after an id, new only), the retention limit, the
  * slow subscriber cut with its log line while others go on, the message
  * size limit, timeouts, many subscribers, the spec's errors, and the
- * refusal of a second worker process. */
+ * ring shared by processes forked after the configure (bus_shm.c). */
+#include "loop/loop.h"
 #include "server/embed.h"
 #include "spindle.h"
 #include "unit.h"
@@ -334,7 +335,9 @@ TEST(spec_and_argument_errors) {
                          "redis://[::1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_EQ(sp_bus_configure(S, bad[i]), -EINVAL);
-    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380"), -ENOTSUP);
+    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380"), 0);
+    CHECK_EQ(sp_bus_configure(S, "rediss://h:6380?tls_ca=/no/such/ca.pem"), -ENOENT);
+    CHECK_EQ(sp_bus_configure(S, "redis://h?tls_ca=/x"), -EINVAL); /* TLS only */
     CHECK_EQ(sp_bus_configure(S, "redis://:pw@[::1]:7000/3?retain=5"), 0);
     CHECK_EQ(sp_bus_configure(S, "redis://localhost"), 0);
     CHECK_EQ(sp_bus_configure(S, "memory"), 0);
@@ -349,31 +352,90 @@ TEST(spec_and_argument_errors) {
     teardown();
 }
 
-/* Two worker processes forked after the configure: the second refuses. */
-static int hold(sp_server *s, void *ud) {
-    usleep(600 * 1000);
-    return 0;
+/* Two processes forked after the configure, as workers are, share the
+ * ring: one subscribes, the other publishes on two topics; the subscriber
+ * gets its topic's messages in order and then all of them again from "0"
+ * (history read from the ring), and a third, forked after all that, reads
+ * the same history. Each child exits 0 when its checks passed. */
+static int ready[2];
+static int child_role; /* 0 subscriber, 1 publisher, 2 late reader */
+
+static void shm_subscriber(void *arg) {
+    sp_bus_sub *sub = sp_bus_subscribe(S, "x", NULL);
+    CHECK(sub != NULL);
+    CHECK_EQ(write(ready[1], "r", 1), 1);
+    for (int i = 0; i < 200; i++)
+        expect(sub, i);
+    sp_bus_unsubscribe(sub);
+    sub = sp_bus_subscribe(S, "x", "0");
+    CHECK(sub != NULL);
+    for (int i = 0; i < 200; i++)
+        expect(sub, i);
+    sp_bus_msg m;
+    CHECK_EQ(sp_bus_recv(sub, &m, 0), 0);
+    sp_bus_unsubscribe(sub);
+    got_all = 1;
 }
 
-TEST(memory_bus_refuses_a_second_worker) {
+static void shm_publisher(void *arg) {
+    char c;
+    CHECK_EQ(read(ready[0], &c, 1), 1); /* the subscriber is in */
+    for (int i = 0; i < 200; i++) {
+        pub("x", i, NULL);
+        pub("y", i, NULL); /* another topic, interleaved: not seen */
+        if (i % 16 == 0)
+            sp_sleep(2); /* the other's reader sleeps in between, and is woken */
+    }
+    got_all = 1;
+}
+
+static void shm_late(void *arg) {
+    sp_bus_sub *sub = sp_bus_subscribe(S, "y", "0");
+    CHECK(sub != NULL);
+    for (int i = 0; i < 200; i++)
+        expect(sub, i);
+    sp_bus_unsubscribe(sub);
+    got_all = 1;
+}
+
+/* The role, then the loop's end: the bus's reader stays parked. */
+static void shm_role(void *arg) {
+    void (*roles[])(void *) = {shm_subscriber, shm_publisher, shm_late};
+    roles[child_role](NULL);
+    sp_loop_stop((sp_loop *)loop_current());
+}
+
+static int shm_drive(sp_server *s, void *ud) {
+    got_all = 0;
+    CHECK_EQ(sp_spawn(shm_role, NULL), 0);
+    CHECK_EQ(sp_loop_run((sp_loop *)loop_current()), 0);
+    return got_all ? 0 : -EIO;
+}
+
+static pid_t fork_role(int role) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_role = role;
+        _exit(sp_server_run(S) == 0 ? 0 : 3);
+    }
+    return pid;
+}
+
+TEST(memory_bus_spans_processes_forked_after_it) {
     S = sp_server_new(NULL);
     CHECK_EQ(sp_bus_configure(S, "memory"), 0);
-    server_set_drive(S, hold, NULL);
-    pid_t kids[2];
-    for (int k = 0; k < 2; k++) {
-        if ((kids[k] = fork()) == 0)
-            _exit(sp_server_run(S) == 0 ? 0 : 3);
-        usleep(150 * 1000);
-    }
-    int st0, st1;
-    waitpid(kids[0], &st0, 0);
-    waitpid(kids[1], &st1, 0);
-    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 0);
-    CHECK(WIFEXITED(st1) && WEXITSTATUS(st1) == 3);
-    /* One after the other is fine: the first has gone. */
-    if ((kids[0] = fork()) == 0)
-        _exit(sp_server_run(S) == 0 ? 0 : 3);
-    waitpid(kids[0], &st0, 0);
-    CHECK(WIFEXITED(st0) && WEXITSTATUS(st0) == 0);
+    server_set_drive(S, shm_drive, NULL);
+    CHECK_EQ(pipe(ready), 0);
+    pid_t kids[2] = {fork_role(0), fork_role(1)};
+    int st[3];
+    waitpid(kids[0], &st[0], 0);
+    waitpid(kids[1], &st[1], 0);
+    CHECK(WIFEXITED(st[0]) && WEXITSTATUS(st[0]) == 0);
+    CHECK(WIFEXITED(st[1]) && WEXITSTATUS(st[1]) == 0);
+    pid_t late = fork_role(2);
+    waitpid(late, &st[2], 0);
+    CHECK(WIFEXITED(st[2]) && WEXITSTATUS(st[2]) == 0);
+    close(ready[0]);
+    close(ready[1]);
     sp_server_free(S);
 }

@@ -129,27 +129,37 @@ TEST(secret_file_rules) {
 }
 
 TEST(store_specs) {
-    const sess_store_ops *ops;
-    char *where;
-    int port;
-    CHECK_EQ(sess_store_parse("memory", &ops, &where, &port), 0);
-    CHECK(ops == &sess_memory_ops);
-    CHECK_EQ(sess_store_parse("sqlite:/tmp/x.db", &ops, &where, &port), 0);
-    CHECK(ops == &sess_sqlite_ops);
-    CHECK_STR(where, "/tmp/x.db");
-    free(where);
-    CHECK_EQ(sess_store_parse("redis://127.0.0.1:6380", &ops, &where, &port), 0);
-    CHECK(ops == &sess_redis_ops);
-    CHECK_STR(where, "127.0.0.1");
-    CHECK_EQ(port, 6380);
-    free(where);
-    CHECK_EQ(sess_store_parse("redis://cache", &ops, &where, &port), 0);
-    CHECK_EQ(port, 6379);
-    free(where);
-    CHECK_EQ(sess_store_parse("redis://h:0", &ops, &where, &port), -EINVAL);
-    CHECK_EQ(sess_store_parse("redis://h:x", &ops, &where, &port), -EINVAL);
-    CHECK_EQ(sess_store_parse("sqlite:", &ops, &where, &port), -EINVAL);
-    CHECK_EQ(sess_store_parse("mysql://h", &ops, &where, &port), -EINVAL);
+    sess_store st = {0};
+    CHECK_EQ(sess_store_parse("memory", &st), 0);
+    CHECK(st.ops == &sess_memory_ops);
+    CHECK_EQ(sess_store_parse("sqlite:/tmp/x.db", &st), 0);
+    CHECK(st.ops == &sess_sqlite_ops);
+    CHECK_STR(st.where, "/tmp/x.db");
+    sess_store_spec_free(&st);
+    CHECK_EQ(sess_store_parse("redis://127.0.0.1:6380", &st), 0);
+    CHECK(st.ops == &sess_redis_ops);
+    CHECK_STR(st.where, "127.0.0.1");
+    CHECK_EQ(st.port, 6380);
+    sess_store_spec_free(&st);
+    CHECK_EQ(sess_store_parse("redis://cache", &st), 0);
+    CHECK_EQ(st.port, 6379);
+    sess_store_spec_free(&st);
+    CHECK_EQ(sess_store_parse("rediss://u:pw@cache:6380/3?tls_ca=/etc/ca.pem", &st), 0);
+    CHECK(st.url.tls && st.url.db == 3 && st.port == 6380);
+    CHECK_STR(st.url.user, "u");
+    CHECK_STR(st.url.password, "pw");
+    CHECK_STR(st.tls_ca, "/etc/ca.pem");
+    sess_store_spec_free(&st);
+    const char *bad[] = {"redis://h:0",
+                         "redis://h:x",
+                         "sqlite:",
+                         "mysql://h",
+                         "redis://h?tls_ca=/x",
+                         "rediss://h?tls_ca=",
+                         "rediss://h?other=1",
+                         "rediss://h?tls_ca=/a&x=1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        CHECK_EQ(sess_store_parse(bad[i], &st), -EINVAL);
 }
 
 TEST(setcookie_secure_attribute) {

@@ -4,7 +4,7 @@
  * closing the socket, a stale completion never reaching a reused fd's new
  * owner, and level-mode re-arming. */
 #include "loop/loop.h"
-#include "loop/loop_select.h"
+#include "loop/loop_choose.h"
 #include "loop/uring_reg.h"
 #include "net/net.h"
 #include "unit.h"

@@ -347,3 +347,57 @@ TEST(handshake_header_tokens) {
     /* only len bytes are looked at */
     CHECK(!ws_has_token("upgrade", 6, "upgrade"));
 }
+
+/* RFC 7692 §6: RSV1 marks a compressed message, once negotiated, on its
+ * first frame only; never on a control frame or a continuation. */
+TEST(rsv1_only_on_a_compressed_messages_first_frame) {
+    uint8_t b[32], out[32];
+    int prc;
+    ws_parser p;
+    ws_parser_init(&p, 1, 100);
+    size_t n = client_frame(b, 1, WS_OP_TEXT | WS_RSV1, "x", 1);
+    CHECK_EQ(parse_one(&p, b, n, out, &prc), -1002); /* not negotiated */
+    ws_parser_init(&p, 1, 100);
+    p.rsv1_ok = 1;
+    n = client_frame(b, 0, WS_OP_TEXT | WS_RSV1, "\xff\xfe", 2); /* not UTF-8: compressed */
+    CHECK_EQ(parse_one(&p, b, n, out, &prc), 6);
+    CHECK_EQ(prc, 0); /* the payload is not checked as text: it is DEFLATE */
+    CHECK(p.compressed);
+    ws_parser q = p;
+    n = client_frame(b, 1, WS_OP_PING | WS_RSV1, "", 0);
+    CHECK_EQ(parse_one(&q, b, n, out, &prc), -1002); /* control frame */
+    q = p;
+    n = client_frame(b, 1, WS_OP_CONT | WS_RSV1, "y", 1);
+    CHECK_EQ(parse_one(&q, b, n, out, &prc), -1002); /* continuation */
+    n = client_frame(b, 1, WS_OP_CONT, "\xff", 1);
+    CHECK_EQ(parse_one(&p, b, n, out, &prc), 6);
+    CHECK_EQ(prc, 0);
+    CHECK(p.compressed && p.cur_fin);
+    /* The next message without RSV1 is plain again, and checked. */
+    n = client_frame(b, 1, WS_OP_TEXT, "\xff", 1);
+    CHECK_EQ(parse_one(&p, b, n, out, &prc), 6);
+    CHECK_EQ(prc, -1007);
+    /* RSV2 and RSV3 stay refused when deflate is on. */
+    for (int bit = 0x20; bit >= 0x10; bit >>= 1) {
+        ws_parser_init(&p, 1, 100);
+        p.rsv1_ok = 1;
+        n = client_frame(b, 1, WS_OP_BINARY, "x", 1);
+        b[0] |= (uint8_t)bit;
+        CHECK_EQ(parse_one(&p, b, n, out, &prc), -1002);
+    }
+    /* The compressed bytes of a message may be up to twice the limit (the
+     * inflated size is the real one, counted by the caller), not more. */
+    static uint8_t big[300];
+    ws_parser_init(&p, 1, 100);
+    p.rsv1_ok = 1;
+    size_t h = ws_write_head(big, 1, WS_OP_BINARY | WS_RSV1, 200, MASK);
+    ws_frame f;
+    CHECK_EQ(ws_parse_head(&p, big, h, &f), (int)h);
+    ws_parser_init(&p, 1, 100);
+    p.rsv1_ok = 1;
+    h = ws_write_head(big, 1, WS_OP_BINARY | WS_RSV1, 201, MASK);
+    CHECK_EQ(ws_parse_head(&p, big, h, &f), -1009);
+    /* Our own heads carry RSV1 when asked. */
+    h = ws_write_head(big, 1, WS_OP_TEXT | WS_RSV1, 5, NULL);
+    CHECK_EQ(big[0], 0xc1);
+}

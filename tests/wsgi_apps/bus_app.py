@@ -7,6 +7,7 @@ spawned greenlet in recv); /spawned publishes from a spindle.spawn'd
 greenlet; /stats is the worker's subscriber count; /import is what
 publishing at import said."""
 import json
+import os
 import urllib.parse
 
 import spindle
@@ -56,7 +57,8 @@ def application(environ, start_response):
                 lines.append("%s %s\n" % (m.id, m.data.decode()))
             last = sub.last_id
         return reply(start_response, "200 OK", "".join(lines),
-                     [("X-Bus-Last", last), ("X-Bus-Timeout", str(timed_out))])
+                     [("X-Bus-Last", last), ("X-Bus-Timeout", str(timed_out)),
+                      ("X-Pid", str(os.getpid()))])
     if path == "/iter":  # for msg in sub: the first n
         out = []
         sub = spindle.subscribe(topic, q.get("since", "0"))

@@ -18,7 +18,7 @@ import spindle
 
 spindle.patch()
 
-from spindle import _green_dns  # noqa: E402  (after patch: the resolver hook)
+from spindle.green import dns as _green_dns  # noqa: E402  (after patch: the resolver hook)
 
 STATE = {"daemon": None}
 

@@ -88,7 +88,9 @@ static void queue_clear(sp_bus_sub *sub) {
 
 /* Cut for being slow: its queue goes at once (that is the memory the
  * limit protects), and the others go on without waiting for it. */
-static void cut(sp_bus_sub *sub, const char *why) {
+void bus_cut(sp_bus_sub *sub, const char *why) {
+    if (sub->cut)
+        return;
     const bus_limits *lim = &sub->b->lim;
     log_msg(LOG_WARNING,
             "bus: a subscriber of topic \"%s\" was cut for being slow: %zu messages, %zu bytes "
@@ -126,15 +128,15 @@ void bus_deliver(sp_bus_sub *sub, bus_msg *m) {
         return;
     const bus_limits *lim = &sub->b->lim;
     if (sub->qlen >= lim->queue) {
-        cut(sub, "");
+        bus_cut(sub, "");
         return;
     }
     if (sub->qlen && sub->qbytes + m->len > lim->queue_bytes) {
-        cut(sub, "");
+        bus_cut(sub, "");
         return;
     }
     if (queue_push(sub, m) < 0) {
-        cut(sub, "; out of memory");
+        bus_cut(sub, "; out of memory");
         return;
     }
     bus_wake(sub);

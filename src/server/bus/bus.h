@@ -1,10 +1,12 @@
 /* bus.h — the bus's insides, shared by the front (bus.c: configuration,
- * subscribers' queues, recv) and its backends (bus_memory.c, bus_redis.c):
+ * subscribers' queues, recv) and its backends (bus_memory.c, bus_shm.c,
+ * bus_redis.c):
  * refcounted messages, the subscriber, and what a backend does. */
 #ifndef SPINDLE_BUS_H
 #define SPINDLE_BUS_H
 
 #include "base/list.h"
+#include "base/redis_url.h"
 #include "loop/loop.h"
 #include "server/handler.h"
 
@@ -70,7 +72,8 @@ struct sp_bus_sub {
     int hist;                      /* 1 while some may be left */
     bus_msg *hbuf[BUS_HIST_BATCH]; /* fetched history, in order */
     size_t hhead, hlen;
-    bus_msg **q; /* the live queue: a ring of qcap */
+    uint64_t hpos; /* the shared ring: where the history walk goes on */
+    bus_msg **q;   /* the live queue: a ring of qcap */
     size_t qcap, qhead, qlen, qbytes;
     bus_msg *cur; /* what the caller holds since the last recv */
     int cut;      /* cut for being slow: -EPIPE from now on */
@@ -97,18 +100,20 @@ struct bus_backend {
 struct bus {
     const bus_backend *ops;
     bus_limits lim;
-    char *host, *password; /* Redis */
-    int port, db;
-    void *be;         /* the backend's state in this process; NULL until used */
-    pid_t be_pid;     /* the process be belongs to: a forked child makes its own */
-    list_head subs;   /* this process's subscribers */
-    int stopping;     /* the server is stopping */
-    pid_t *workers;   /* memory: a shared page of the workers that serve it */
-    pid_t config_pid; /* where sp_bus_configure ran */
+    redis_url url;          /* Redis */
+    char *tls_ca;           /* rediss://: ?tls_ca=PATH, else the system's CAs */
+    struct ssl_ctx_st *tls; /* rediss://: the client context, made at the configure */
+    void *be;               /* the backend's state in this process; NULL until used */
+    pid_t be_pid;           /* the process be belongs to: a forked child makes its own */
+    list_head subs;         /* this process's subscribers */
+    int stopping;           /* the server is stopping */
+    struct shm_ring *ring;  /* memory: shared by the workers forked after the configure */
+    pid_t config_pid;       /* where sp_bus_configure ran */
 };
 
 extern const bus_backend bus_memory_backend;
 extern const bus_backend bus_redis_backend;
+extern const bus_backend bus_shm_backend;
 
 /* s's bus (bus_config.c), or NULL when not configured. */
 bus *bus_of(sp_server *s);
@@ -116,6 +121,9 @@ bus *bus_of(sp_server *s);
 /* Gives m to sub's queue (if newer than what sub has), or cuts sub when
  * the queue is full; wakes its receiver. Does not take m's reference. */
 void bus_deliver(sp_bus_sub *sub, bus_msg *m);
+/* Cuts sub (its recv returns -EPIPE from now on), with a log line that
+ * ends with why. */
+void bus_cut(sp_bus_sub *sub, const char *why);
 /* Tells every subscriber of the process that Redis went away (once each). */
 void bus_mark_down(bus *b);
 /* Wakes sub's receiver, if parked. */

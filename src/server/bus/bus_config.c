@@ -1,19 +1,16 @@
 /* bus_config.c — a server's bus configuration: sp_bus_configure parses the
  * spec ("memory", "redis://...", "?limits"), keeps it in the feature's
- * server slot, and hooks the server's start (the memory bus's one-process
- * check) and stop (waking the subscribers). */
-#include "server/bus/bus.h"
+ * server slot, and hooks the server's start (a worker of the memory bus
+ * takes the shared ring) and stop (waking the subscribers). */
+#include "server/bus/bus_shm.h"
 
 #include "base/log.h"
+#include "net/sock_tls.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
-
-#define BUS_MAX_WORKER_PIDS 256 /* a page of pids: more workers than spindle forks */
 
 static const char bus_key; /* this module's slot in the server */
 
@@ -34,12 +31,11 @@ static void bus_free(void *arg) {
         return;
     if (b->be && b->be_pid == getpid())
         b->ops->free(b);
-    if (b->workers)
-        munmap(b->workers, BUS_MAX_WORKER_PIDS * sizeof(pid_t));
-    free(b->host);
-    if (b->password)
-        explicit_bzero(b->password, strlen(b->password));
-    free(b->password);
+    if (b->ring && getpid() == b->config_pid)
+        shm_ring_unmap(b->ring); /* a worker's exit leaves it to the others */
+    redis_url_free(&b->url);
+    free(b->tls_ca);
+    SSL_CTX_free(b->tls);
     free(b);
 }
 
@@ -69,133 +65,65 @@ static int parse_limit(bus *b, const char *kv, size_t n) {
     return -EINVAL;
 }
 
-/* "[[USER]:PASSWORD@]HOST[:PORT][/DB]" after "redis://". A user name is
- * accepted and ignored only when empty (AUTH with a password: Redis < 6). */
-static int parse_redis(bus *b, const char *p, size_t n) {
-    const char *at = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (p[i] == '@')
-            at = p + i;
-    if (at) {
-        if (p[0] != ':')
-            return -EINVAL;
-        if (!(b->password = strndup(p + 1, (size_t)(at - p - 1))))
-            return -ENOMEM;
-        n -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    const char *slash = memchr(p, '/', n);
-    if (slash) {
-        bus_id db;
-        size_t dl = n - (size_t)(slash + 1 - p);
-        if (dl &&
-            (memchr(slash + 1, '-', dl) || bus_id_parse(slash + 1, dl, &db) < 0 || db.ms > 1000000))
-            return -EINVAL;
-        b->db = dl ? (int)db.ms : 0;
-        n = (size_t)(slash - p);
-    }
-    const char *host = p, *colon = NULL;
-    size_t hl = n;
-    if (n && p[0] == '[') { /* [v6]:port */
-        const char *close = memchr(p, ']', n);
-        if (!close)
-            return -EINVAL;
-        host = p + 1;
-        hl = (size_t)(close - p - 1);
-        colon = close + 1 < p + n && close[1] == ':' ? close + 1 : NULL;
-        if (!colon && close + 1 != p + n)
-            return -EINVAL;
-    } else if ((colon = memchr(p, ':', n))) {
-        hl = (size_t)(colon - p);
-    }
-    b->port = 6379;
-    if (colon) {
-        bus_id port;
-        size_t pl = n - (size_t)(colon + 1 - p);
-        if (memchr(colon + 1, '-', pl) || bus_id_parse(colon + 1, pl, &port) < 0 || port.ms < 1 ||
-            port.ms > 65535)
-            return -EINVAL;
-        b->port = (int)port.ms;
-    }
-    if (!hl)
-        return -EINVAL;
-    return (b->host = strndup(host, hl)) ? 0 : -ENOMEM;
-}
-
 static int parse_spec(bus *b, const char *spec) {
     const char *q = strchr(spec, '?');
     size_t n = q ? (size_t)(q - spec) : strlen(spec);
     int rc;
     if (n == 6 && !memcmp(spec, "memory", 6)) {
         b->ops = &bus_memory_backend;
-    } else if (n > 8 && !memcmp(spec, "redis://", 8)) {
+    } else if (!strncmp(spec, "redis://", 8) || !strncmp(spec, "rediss://", 9)) {
         b->ops = &bus_redis_backend;
-        if ((rc = parse_redis(b, spec + 8, n - 8)) < 0)
+        if ((rc = redis_url_parse(spec, n, &b->url)) < 0)
             return rc;
-    } else if (!strncmp(spec, "rediss://", 9)) {
-        log_msg(LOG_ERROR,
-                "bus: %s: TLS to Redis (rediss://) is not available: this build's "
-                "hiredis has no SSL support (no hiredis_ssl); use redis:// (on a "
-                "trusted network or through a TLS tunnel)",
-                spec);
-        return -ENOTSUP;
     } else {
         return -EINVAL;
     }
     while (q && q[1]) {
         const char *kv = q + 1, *amp = strchr(kv, '&');
         size_t kl = amp ? (size_t)(amp - kv) : strlen(kv);
-        if ((rc = parse_limit(b, kv, kl)) < 0)
+        if (kl > 7 && !memcmp(kv, "tls_ca=", 7) && b->url.tls) {
+            free(b->tls_ca);
+            if (!(b->tls_ca = strndup(kv + 7, kl - 7)))
+                return -ENOMEM;
+        } else if ((rc = parse_limit(b, kv, kl)) < 0) {
             return rc;
+        }
         q = amp;
+    }
+    if (b->url.tls) {
+        char why[200];
+        if (!(b->tls = sock_tls_client_ctx(b->tls_ca, why, sizeof why))) {
+            log_msg(LOG_ERROR, "bus: %s: %s", spec, why);
+            return -ENOENT;
+        }
     }
     return 0;
 }
 
-/* ---- the memory bus in one process --------------------------------------
- * Each worker is a process with topics of its own: with several, a message
- * published on one would never reach a subscriber on another. So every
- * worker that starts writes its pid into a page shared since the configure
- * (in the master, before the fork), and a worker that finds another one
- * alive there refuses to serve, which stops the server with the reason.
- * A relay of topics through the master over its worker pipes, which would
- * let N workers share a memory bus, is the next step: until then redis://,
- * or --workers 0 or 1. */
-
-static int claim_worker_slot(bus *b, pid_t me) {
-    int others = 0, mine = -1;
-    for (int i = 0; i < BUS_MAX_WORKER_PIDS; i++) {
-        pid_t p = __atomic_load_n(&b->workers[i], __ATOMIC_ACQUIRE);
-        if (p && p != me && kill(p, 0) == 0)
-            others++;
-        else if (mine < 0 && (p == 0 || p == me || kill(p, 0) < 0) &&
-                 __atomic_compare_exchange_n(&b->workers[i], &p, me, 0, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE))
-            mine = i;
-    }
-    return others;
-}
-
-static void release_worker_slot(bus *b, pid_t me) {
-    for (int i = 0; b->workers && i < BUS_MAX_WORKER_PIDS; i++) {
-        pid_t p = me;
-        __atomic_compare_exchange_n(&b->workers[i], &p, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-    }
-}
+/* ---- the memory bus across workers -----------------------------------------
+ * Configured in the master, the memory bus maps a ring shared with the
+ * workers it forks (bus_shm.c); a worker, a process other than the one
+ * that configured, switches to it as it starts. The process that
+ * configured keeps topics of its own (bus_memory.c): with --workers 0 it
+ * is the only one, and no message pays a trip through the ring. */
 
 static int on_worker_start(sp_server *s, void *ud) {
     bus *b = bus_of(s);
-    pid_t me = getpid();
-    if (!b || b->ops != &bus_memory_backend || !b->workers || me == b->config_pid)
-        return 0; /* no bus, Redis, or serving in the process that configured it */
-    if (claim_worker_slot(b, me) == 0)
-        return 0;
-    release_worker_slot(b, me);
-    log_msg(LOG_ERROR, "bus: the memory bus keeps topics in one process, and this server runs "
-                       "several workers: a message published on one would never reach the "
-                       "subscribers of another. Use a redis://HOST:PORT bus (workers and "
-                       "machines share it), or --workers 0 (or 1)");
-    return -EXDEV;
+    if (b && b->ring && b->ops == &bus_memory_backend && getpid() != b->config_pid)
+        b->ops = &bus_shm_backend;
+    return 0;
+}
+
+/* The ring's size: 4 × retain_bytes (64 MiB by default), at least 4 of
+ * the largest message, on whole entries. */
+static int map_ring(bus *b) {
+    size_t size = b->lim.retain_bytes * 4, least = (b->lim.max_message + 2 * SHM_ALIGN) * 4;
+    if (size < least)
+        size = least;
+    size = (size + SHM_ALIGN - 1) / SHM_ALIGN * SHM_ALIGN;
+    if (size > ((size_t)1 << 40) || !(b->ring = shm_ring_map(size)))
+        return -ENOMEM;
+    return 0;
 }
 
 /* The server begins to stop: parked receivers get -ESHUTDOWN at once, so
@@ -205,7 +133,6 @@ static void on_server_stop(sp_server *s, void *ud) {
     if (!b)
         return;
     b->stopping = 1;
-    release_worker_slot(b, getpid());
     for (list_node *n = b->subs.head; n; n = n->next) {
         sp_bus_sub *sub = container_of(n, sp_bus_sub, all);
         sub->stopping = 1;
@@ -225,21 +152,15 @@ int sp_bus_configure(sp_server *s, const char *spec) {
     int rc = parse_spec(b, spec);
     if (rc == -EINVAL)
         log_msg(LOG_ERROR,
-                "bus: cannot use \"%s\": the spec is memory or redis://[:PASSWORD@]HOST[:PORT]"
-                "[/DB], optionally followed by ?retain=N&retain_bytes=N&max_message=N&queue=N"
-                "&queue_bytes=N (each N from 1)",
+                "bus: cannot use \"%s\": the spec is memory or redis[s]://[[USER]:PASSWORD@]"
+                "HOST[:PORT][/DB], optionally followed by ?retain=N&retain_bytes=N&"
+                "max_message=N&queue=N&queue_bytes=N (each N from 1), and for rediss:// "
+                "tls_ca=PATH",
                 spec);
     if (rc < 0)
         goto fail;
-    if (b->ops == &bus_memory_backend) {
-        void *p = mmap(NULL, BUS_MAX_WORKER_PIDS * sizeof(pid_t), PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            rc = -ENOMEM;
-            goto fail;
-        }
-        b->workers = p;
-    }
+    if (b->ops == &bus_memory_backend && (rc = map_ring(b)) < 0)
+        goto fail;
     int first = server_ext_get(s, &bus_key) == NULL;
     if (first && ((rc = sp_server_on_worker_start(s, on_worker_start, NULL)) < 0 ||
                   (rc = server_on_stop(s, on_server_stop, NULL)) < 0))
@@ -247,11 +168,13 @@ int sp_bus_configure(sp_server *s, const char *spec) {
     if ((rc = server_ext_set(s, &bus_key, b, bus_free)) < 0) /* frees the old one */
         goto fail;
     if (b->ops == &bus_redis_backend)
-        log_msg(LOG_INFO, "bus: Redis streams at %s:%d db %d (retain %zu per topic)", b->host,
-                b->port, b->db, b->lim.retain);
+        log_msg(LOG_INFO, "bus: Redis streams at %s:%d db %d%s (retain %zu per topic)", b->url.host,
+                b->url.port, b->url.db, b->url.tls ? " over TLS" : "", b->lim.retain);
     else
-        log_msg(LOG_INFO, "bus: in memory, this process only (retain %zu per topic)",
-                b->lim.retain);
+        log_msg(LOG_INFO,
+                "bus: in memory, shared by this machine's workers (a ring of %zu MiB; "
+                "retain %zu per topic in one process)",
+                (size_t)(b->ring->size >> 20), b->lim.retain);
     return 0;
 fail:
     bus_free(b);

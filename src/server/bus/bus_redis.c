@@ -74,7 +74,7 @@ static int cmd_call(bus *b, redisReply **out, int argc, const char **argv, const
     }
     sp_mutex_unlock(st->mu);
     if (rc == 0 && (*out)->type == REDIS_REPLY_ERROR) {
-        log_msg(LOG_ERROR, "bus: Redis at %s:%d refused %s: %s", b->host, b->port, argv[0],
+        log_msg(LOG_ERROR, "bus: Redis at %s:%d refused %s: %s", b->url.host, b->url.port, argv[0],
                 (*out)->str);
         freeReplyObject(*out);
         *out = NULL;
@@ -161,7 +161,7 @@ static void outage(bus *b, rd_state *st, int rc) {
     log_msg(LOG_WARNING,
             "bus: lost Redis at %s:%d (%s); reconnecting, subscribers will resume from their "
             "last ids",
-            b->host, b->port, strerror(-rc));
+            b->url.host, b->url.port, strerror(-rc));
     bus_mark_down(b);
 }
 
@@ -211,7 +211,8 @@ static int read_once(bus *b, rd_state *st, size_t n) {
         rc = rconn_call(&st->rd, &r, BLOCK_MS + CMD_TIMEOUT_MS, (int)argc, argv, lens);
         st->in_block = 0;
         if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
-            log_msg(LOG_ERROR, "bus: Redis at %s:%d refused XREAD: %s", b->host, b->port, r->str);
+            log_msg(LOG_ERROR, "bus: Redis at %s:%d refused XREAD: %s", b->url.host, b->url.port,
+                    r->str);
             rc = -EIO;
         } else if (rc == 0) {
             fan_out(st, r);
@@ -237,7 +238,8 @@ static int reader_connect(bus *b, rd_state *st) {
     st->rd_id = r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
     freeReplyObject(r);
     if (st->down)
-        log_msg(LOG_INFO, "bus: Redis at %s:%d is back; subscribers resume", b->host, b->port);
+        log_msg(LOG_INFO, "bus: Redis at %s:%d is back; subscribers resume", b->url.host,
+                b->url.port);
     st->down = 0;
     return 0;
 }

@@ -3,6 +3,10 @@
  * replies parsed by hiredis' reader as the bytes come. */
 #include "server/bus/bus_resp.h"
 
+#include "base/log.h"
+#include "net/sock_tls.h"
+#include "net/tls.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -58,7 +62,7 @@ int rconn_call(rconn *c, redisReply **out, int64_t timeout_ms, int argc, const c
 
 /* A command whose only good answer is +OK. */
 static int expect_ok(rconn *c, int64_t timeout_ms, int argc, const char **argv) {
-    size_t lens[3];
+    size_t lens[4];
     for (int i = 0; i < argc; i++)
         lens[i] = strlen(argv[i]);
     redisReply *r;
@@ -73,20 +77,33 @@ static int expect_ok(rconn *c, int64_t timeout_ms, int argc, const char **argv) 
 int rconn_open(rconn *c, const bus *b, int64_t timeout_ms) {
     int err = 0;
     rconn_close(c);
-    if (!(c->sock = sp_connect(b->host, b->port, timeout_ms, &err)))
+    if (!(c->sock = sp_connect(b->url.host, b->url.port, timeout_ms, &err)))
         return err ? err : -ECONNREFUSED;
     if (!(c->rd = redisReaderCreate())) {
         rconn_close(c);
         return -ENOMEM;
     }
     int rc = 0;
-    if (b->password) {
-        const char *argv[] = {"AUTH", b->password};
-        rc = expect_ok(c, timeout_ms, 2, argv);
+    if (b->tls && (rc = sock_start_tls(c->sock, b->tls, b->url.host, timeout_ms)) < 0) {
+        if (rc == -EPROTO)
+            log_msg(LOG_ERROR,
+                    "bus: TLS to Redis at %s:%d failed: %s (is it rediss:// on a TLS port, "
+                    "and is its certificate for that name, signed by ?tls_ca= or the "
+                    "system's CAs?)",
+                    b->url.host, b->url.port, tls_last_error());
+        rconn_close(c);
+        return rc;
     }
-    if (rc == 0 && b->db) {
+    if (b->url.password) {
+        const char *argv[] = {"AUTH", b->url.user ? b->url.user : b->url.password, b->url.password};
+        rc = expect_ok(c, timeout_ms, b->url.user ? 3 : 2, argv);
+        if (rc == -EACCES)
+            log_msg(LOG_ERROR, "bus: Redis at %s:%d refused the password%s%s", b->url.host,
+                    b->url.port, b->url.user ? " of user " : "", b->url.user ? b->url.user : "");
+    }
+    if (rc == 0 && b->url.db) {
         char db[16];
-        snprintf(db, sizeof db, "%d", b->db);
+        snprintf(db, sizeof db, "%d", b->url.db);
         const char *argv[] = {"SELECT", db};
         rc = expect_ok(c, timeout_ms, 2, argv);
     }

@@ -45,9 +45,13 @@ int sess_store_del(sess_cfg *c, const char *id);
  * store) or -errno, logged. */
 int sess_check_store(sp_server *s);
 
-/* Parses a store spec: "memory", "sqlite:PATH", "redis://HOST:PORT" (port
- * 6379 if omitted). Fills ops, where (malloc'd) and port. 0 or -EINVAL. */
-int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port);
+/* Parses a store spec: "memory", "sqlite:PATH", or a Redis URL (base/
+ * redis_url.h: redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB], then
+ * ?tls_ca=PATH for rediss://). Fills st's ops, where (malloc'd: the path
+ * or the host), port, url and tls_ca. 0, -EINVAL or -ENOMEM. */
+int sess_store_parse(const char *spec, sess_store *st);
+/* Frees what sess_store_parse filled in. */
+void sess_store_spec_free(sess_store *st);
 
 /* Reads a secret file into key: trailing whitespace is not part of it; at
  * least 16 bytes must remain; longer than 64 is hashed. 0 or -errno. */

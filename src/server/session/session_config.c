@@ -5,6 +5,7 @@
 #include "server/session/session.h"
 
 #include "base/log.h"
+#include "net/sock_tls.h"
 #include "server/handler.h"
 #include "server/session/session_hmac.h"
 
@@ -23,36 +24,40 @@ sess_cfg *sess_cfg_of(const sp_server *s) {
     return server_ext_get(s, &cfg_key);
 }
 
-int sess_store_parse(const char *spec, const sess_store_ops **ops, char **where, int *port) {
-    *where = NULL;
-    *port = 0;
+int sess_store_parse(const char *spec, sess_store *st) {
+    st->where = NULL;
+    st->port = 0;
     if (!strcmp(spec, "memory")) {
-        *ops = &sess_memory_ops;
+        st->ops = &sess_memory_ops;
         return 0;
     }
     if (!strncmp(spec, "sqlite:", 7) && spec[7]) {
-        *ops = &sess_sqlite_ops;
-        *where = strdup(spec + 7);
-        return *where ? 0 : -ENOMEM;
+        st->ops = &sess_sqlite_ops;
+        st->where = strdup(spec + 7);
+        return st->where ? 0 : -ENOMEM;
     }
-    if (!strncmp(spec, "redis://", 8) && spec[8]) {
-        const char *h = spec + 8, *colon = strrchr(h, ':');
-        size_t hl = colon ? (size_t)(colon - h) : strlen(h);
-        long p = 6379;
-        if (colon) {
-            char *end;
-            p = strtol(colon + 1, &end, 10);
-            if (*end || end == colon + 1 || p < 1 || p > 65535)
-                return -EINVAL;
-        }
-        if (!hl || memchr(h, '/', hl))
-            return -EINVAL;
-        *ops = &sess_redis_ops;
-        *where = strndup(h, hl);
-        *port = (int)p;
-        return *where ? 0 : -ENOMEM;
+    const char *q = strchr(spec, '?');
+    int rc = redis_url_parse(spec, q ? (size_t)(q - spec) : strlen(spec), &st->url);
+    if (rc < 0)
+        return rc;
+    if (q && (strncmp(q + 1, "tls_ca=", 7) || !q[8] || !st->url.tls || strchr(q, '&'))) {
+        redis_url_free(&st->url);
+        return -EINVAL; /* the one parameter there is, for rediss:// */
     }
-    return -EINVAL;
+    st->ops = &sess_redis_ops;
+    st->port = st->url.port;
+    if (!(st->where = strdup(st->url.host)) || (q && !(st->tls_ca = strdup(q + 8)))) {
+        sess_store_spec_free(st);
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+void sess_store_spec_free(sess_store *st) {
+    free(st->where);
+    free(st->tls_ca);
+    redis_url_free(&st->url);
+    st->where = st->tls_ca = NULL;
 }
 
 int sess_key_from_file(const char *path, uint8_t key[64], size_t *key_len) {
@@ -204,7 +209,8 @@ static void cfg_free(void *arg) {
     if (c->store.impl && c->store.pid == getpid())
         c->store.ops->close(&c->store);
     pthread_mutex_destroy(&c->store.mu);
-    free(c->store.where);
+    sess_store_spec_free(&c->store);
+    SSL_CTX_free(c->store.tls);
     explicit_bzero(c->key, sizeof c->key);
     free(c);
 }
@@ -217,11 +223,19 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
         return -ENOMEM;
     c->ttl = SESS_DEFAULT_TTL;
     pthread_mutex_init(&c->store.mu, NULL);
-    int rc =
-        sess_store_parse(store ? store : "memory", &c->store.ops, &c->store.where, &c->store.port);
+    int rc = sess_store_parse(store ? store : "memory", &c->store);
     if (rc < 0) {
         log_msg(LOG_ERROR,
-                "sessions: unknown store \"%s\" (memory, sqlite:PATH or redis://HOST:PORT)", store);
+                "sessions: unknown store \"%s\" (memory, sqlite:PATH, or "
+                "redis[s]://[[USER]:PASSWORD@]HOST[:PORT][/DB], then ?tls_ca=PATH for rediss://)",
+                store);
+        goto fail;
+    }
+    char why[200];
+    if (c->store.url.tls &&
+        !(c->store.tls = sock_tls_client_ctx(c->store.tls_ca, why, sizeof why))) {
+        log_msg(LOG_ERROR, "sessions: %s: %s", store, why);
+        rc = -ENOENT;
         goto fail;
     }
     if (secret_file) {
@@ -244,8 +258,8 @@ int sp_sessions_configure(sp_server *s, const char *store, const char *secret_fi
         goto fail;
     if ((rc = server_ext_set(s, &cfg_key, c, cfg_free)) < 0) /* frees the old one */
         goto fail;
-    log_msg(LOG_INFO, "sessions: %s store%s%s", c->store.ops->name, c->store.where ? " " : "",
-            c->store.where ? c->store.where : "");
+    log_msg(LOG_INFO, "sessions: %s store%s%s%s", c->store.ops->name, c->store.where ? " " : "",
+            c->store.where ? c->store.where : "", c->store.url.tls ? " over TLS" : "");
     return 0;
 fail:
     cfg_free(c);

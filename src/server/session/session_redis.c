@@ -1,53 +1,254 @@
 /* session_redis.c — the Redis session store, for several machines behind a
  * load balancer: one key per session ("spindle:session:ID") with the
- * expiry set on the key, through hiredis' blocking API on the thread pool.
- * A broken connection is dropped and made again on the next call. */
+ * expiry set on the key. Blocking calls on the thread pool, on a socket of
+ * its own (TLS for rediss://), hiredis only formatting commands and
+ * parsing replies; AUTH and SELECT at each connect. A broken connection is
+ * dropped and made again on the next call. */
 #include "server/session/session_store.h"
 
+#include "base/log.h"
+
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define KEY_PREFIX "spindle:session:"
+#define TIMEOUT_MS 2000
+
+typedef struct rd_conn {
+    int fd;
+    SSL *ssl;
+    redisReader *rd;
+} rd_conn;
 
 static void rd_close(sess_store *st) {
-    if (st->impl)
-        redisFree(st->impl);
+    rd_conn *c = st->impl;
+    if (!c)
+        return;
+    if (c->ssl) {
+        SSL_shutdown(c->ssl);
+        SSL_free(c->ssl);
+    }
+    if (c->fd >= 0)
+        close(c->fd);
+    if (c->rd)
+        redisReaderFree(c->rd);
+    free(c);
     st->impl = NULL;
+}
+
+/* A non-blocking connect waited for with poll, then a blocking socket
+ * whose reads and writes give up after TIMEOUT_MS. The fd or -errno. */
+static int dial_one(const struct addrinfo *a) {
+    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -errno;
+    int err = connect(fd, a->ai_addr, a->ai_addrlen) == 0 ? 0 : errno;
+    if (err == EINPROGRESS) {
+        struct pollfd p = {.fd = fd, .events = POLLOUT};
+        socklen_t el = sizeof err;
+        err = poll(&p, 1, TIMEOUT_MS) != 1                          ? ETIMEDOUT
+              : getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) < 0 ? errno
+                                                                    : err;
+    }
+    struct timeval tv = {TIMEOUT_MS / 1000, (TIMEOUT_MS % 1000) * 1000};
+    if (err == 0 && (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0 ||
+                     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0 ||
+                     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0))
+        err = errno;
+    if (err) {
+        close(fd);
+        return -err;
+    }
+    return fd;
+}
+
+static int dial(const char *host, int port) {
+    char serv[8];
+    snprintf(serv, sizeof serv, "%d", port);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *res;
+    if (getaddrinfo(host, serv, &hints, &res) != 0)
+        return -EHOSTUNREACH;
+    int fd = -ECONNREFUSED;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next)
+        fd = dial_one(a);
+    freeaddrinfo(res);
+    return fd;
+}
+
+static int send_all(rd_conn *c, const char *p, size_t n) {
+    while (n) {
+        ssize_t w;
+        if (c->ssl) {
+            size_t done = 0;
+            w = SSL_write_ex(c->ssl, p, n, &done) == 1 ? (ssize_t)done : -1;
+            if (w < 0)
+                errno = EPIPE;
+        } else {
+            w = send(c->fd, p, n, MSG_NOSIGNAL);
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return w == 0 ? -EPIPE : (errno == EAGAIN ? -ETIMEDOUT : -errno);
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* One command and its reply (NULL: the transport failed, *err says how). */
+static redisReply *call(rd_conn *c, int argc, const char **argv, const size_t *lens, int *err) {
+    char *cmd = NULL;
+    long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (n < 0) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    *err = send_all(c, cmd, (size_t)n);
+    redisFreeCommand(cmd);
+    while (*err == 0) {
+        void *reply = NULL;
+        if (redisReaderGetReply(c->rd, &reply) != REDIS_OK) {
+            *err = -EPROTO;
+            break;
+        }
+        if (reply)
+            return reply;
+        char buf[8192];
+        ssize_t r;
+        if (c->ssl) {
+            size_t got = 0;
+            r = SSL_read_ex(c->ssl, buf, sizeof buf, &got) == 1 ? (ssize_t)got : 0;
+            ERR_clear_error();
+        } else {
+            do
+                r = recv(c->fd, buf, sizeof buf, 0);
+            while (r < 0 && errno == EINTR);
+        }
+        if (r <= 0)
+            *err = r == 0 ? -ECONNRESET : (errno == EAGAIN ? -ETIMEDOUT : -errno);
+        else if (redisReaderFeed(c->rd, buf, (size_t)r) != REDIS_OK)
+            *err = -ENOMEM;
+    }
+    return NULL;
+}
+
+/* A command whose only good answer is +OK; -EACCES for any other. */
+static int expect_ok(rd_conn *c, int argc, const char **argv) {
+    size_t lens[3];
+    for (int i = 0; i < argc; i++)
+        lens[i] = strlen(argv[i]);
+    int err;
+    redisReply *r = call(c, argc, argv, lens, &err);
+    if (!r)
+        return err;
+    int ok = r->type == REDIS_REPLY_STATUS && !strcmp(r->str, "OK");
+    freeReplyObject(r);
+    return ok ? 0 : -EACCES;
+}
+
+static int start_tls(sess_store *st, rd_conn *c) {
+    const redis_url *u = &st->url;
+    if (!(c->ssl = SSL_new(st->tls)))
+        return -ENOMEM;
+    struct in6_addr a6;
+    int literal = inet_pton(AF_INET, u->host, &a6) == 1 || inet_pton(AF_INET6, u->host, &a6) == 1;
+    SSL_set_fd(c->ssl, c->fd);
+    if (literal)
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host);
+    else if (!SSL_set_tlsext_host_name(c->ssl, u->host) || !SSL_set1_host(c->ssl, u->host))
+        return -ENOMEM;
+    if (SSL_connect(c->ssl) == 1)
+        return 0;
+    char why[256] = "the connection closed";
+    unsigned long e = ERR_peek_last_error();
+    if (e)
+        ERR_error_string_n(e, why, sizeof why);
+    ERR_clear_error();
+    log_msg(LOG_ERROR,
+            "sessions: TLS to Redis at %s:%d failed: %s (is it rediss:// on a TLS port, and is "
+            "its certificate for that name, signed by ?tls_ca= or the system's CAs?)",
+            u->host, u->port, why);
+    return -EPROTO;
 }
 
 static int rd_open(sess_store *st) {
     if (st->impl)
         return 0;
-    struct timeval tv = {2, 0};
-    redisContext *c = redisConnectWithTimeout(st->where, st->port, tv);
+    const redis_url *u = &st->url;
+    rd_conn *c = calloc(1, sizeof *c);
     if (!c)
         return -ENOMEM;
-    if (c->err || redisSetTimeout(c, tv) != REDIS_OK) {
-        int err = c->err == REDIS_ERR_IO && errno ? -errno : -ECONNREFUSED;
-        redisFree(c);
-        return err;
-    }
     st->impl = c;
-    return 0;
+    c->fd = dial(u->host, u->port); /* < 0 on failure: rd_close skips it */
+    int rc = c->fd < 0 ? c->fd : 0;
+    if (rc == 0 && !(c->rd = redisReaderCreate()))
+        rc = -ENOMEM;
+    if (rc == 0 && u->tls)
+        rc = start_tls(st, c);
+    if (rc == 0 && u->password) {
+        const char *argv[] = {"AUTH", u->user ? u->user : u->password, u->password};
+        if ((rc = expect_ok(c, u->user ? 3 : 2, argv)) == -EACCES)
+            log_msg(LOG_ERROR, "sessions: Redis at %s:%d refused the password%s%s", u->host,
+                    u->port, u->user ? " of user " : "", u->user ? u->user : "");
+    }
+    if (rc == 0 && u->db) {
+        char db[16];
+        snprintf(db, sizeof db, "%d", u->db);
+        const char *argv[] = {"SELECT", db};
+        if ((rc = expect_ok(c, 2, argv)) == -EACCES)
+            log_msg(LOG_ERROR, "sessions: Redis at %s:%d refused SELECT %d", u->host, u->port,
+                    u->db);
+    }
+    if (rc < 0)
+        rd_close(st);
+    return rc;
+}
+
+/* An outage is logged when it begins and when it ends, not per request:
+ * each request meanwhile gets its error (the handler answers 500). */
+static void went_down(sess_store *st, int err) {
+    if (!st->down)
+        log_msg(LOG_ERROR,
+                "sessions: Redis at %s:%d is unreachable (%s): requests that use a session "
+                "fail (500) until it is back; each one tries to reconnect",
+                st->where, st->port, strerror(-err));
+    st->down = 1;
 }
 
 /* Runs a command; NULL (and the connection dropped) on a transport error. */
 static redisReply *cmd(sess_store *st, int argc, const char **argv, const size_t *lens, int *err) {
     int rc = rd_open(st);
     if (rc < 0) {
+        went_down(st, rc);
         *err = rc;
         return NULL;
     }
-    redisReply *r = redisCommandArgv(st->impl, argc, argv, lens);
+    redisReply *r = call(st->impl, argc, argv, lens, &rc);
     if (!r) {
         rd_close(st);
+        went_down(st, rc);
         *err = -EIO;
         return NULL;
     }
+    if (st->down)
+        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
+    st->down = 0;
     if (r->type == REDIS_REPLY_ERROR) {
+        log_msg(LOG_ERROR, "sessions: Redis at %s:%d refused %s: %s", st->where, st->port, argv[0],
+                r->str);
         freeReplyObject(r);
         *err = -EIO;
         return NULL;

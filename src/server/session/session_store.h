@@ -5,6 +5,8 @@
 #ifndef SPINDLE_SESSION_STORE_H
 #define SPINDLE_SESSION_STORE_H
 
+#include "base/redis_url.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,12 +33,16 @@ typedef struct sess_store_ops {
 
 struct sess_store {
     const sess_store_ops *ops;
-    char *where;         /* the path (SQLite) or host (Redis) */
-    int port;            /* Redis */
-    void *impl;          /* the engine's handle; NULL until opened */
-    pid_t pid;           /* the process that opened impl (a forked child reopens) */
-    pthread_mutex_t mu;  /* serializes the pool threads' calls on impl */
-    unsigned long saves; /* for periodic purges of expired entries */
+    char *where;            /* the path (SQLite) or host (Redis) */
+    int port;               /* Redis */
+    void *impl;             /* the engine's handle; NULL until opened */
+    pid_t pid;              /* the process that opened impl (a forked child reopens) */
+    pthread_mutex_t mu;     /* serializes the pool threads' calls on impl */
+    unsigned long saves;    /* for periodic purges of expired entries */
+    int down;               /* Redis: unreachable since the last call (logged once) */
+    redis_url url;          /* Redis: the address, password, database, TLS */
+    char *tls_ca;           /* rediss://: ?tls_ca=PATH, else the system's CAs */
+    struct ssl_ctx_st *tls; /* rediss://: the client context, made at the configure */
 };
 
 extern const sess_store_ops sess_memory_ops;

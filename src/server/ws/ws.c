@@ -1,17 +1,20 @@
 /* ws.c — WebSockets over a connection taken over from HTTP: the upgrade
- * handshake, whole messages reassembled from frames read through the
- * connection's own buffer (ws_frame.c checks them), pings answered, the
+ * handshake (permessage-deflate negotiated by ws_ext.c), whole messages
+ * reassembled from frames read through the connection's own buffer
+ * (ws_frame.c checks them; ws_deflate.c inflates), pings answered, the
  * closing handshake, whole frames sent under a writer lock so several
  * coroutines may send, keep-alive pings and a 1001 close after the idle
  * timeout (ws_keepalive.c), and a 1001 close for every WebSocket when the
- * server stops. Waiting for bytes, a plain connection holds no read buffer
- * (wait_unbuffered). */
+ * server stops. Waiting for bytes, a plain connection holds
+ * no read buffer (wait_unbuffered). */
 #include "base/list.h"
 #include "http/http_chars.h"
 #include "loop/sync.h"
 #include "net/net.h"
 #include "server/conn_io.h"
 #include "server/handler.h"
+#include "server/ws/ws_deflate.h"
+#include "server/ws/ws_ext.h"
 #include "server/ws/ws_frame.h"
 #include "server/ws/ws_int.h"
 #include "server/ws/ws_keepalive.h"
@@ -77,9 +80,21 @@ static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, in
         rc = -EPIPE;
         goto unlock;
     }
+    /* Compressed here, under the lock: the compressor's history must be
+     * the order the frames leave in. */
+    const uint8_t *payload = data;
+    size_t plen = len;
+    int rsv1 = 0;
+    ws_blob *hold = NULL;
+    if (ws->dfl && opcode < 8 &&
+        (rc = ws_deflate_encode(ws->s, ws->dfl, data, len, &payload, &plen, &rsv1, &hold)) < 0)
+        goto unlock;
     uint8_t head[WS_HEAD_MAX];
-    struct iovec iov[2] = {{head, ws_write_head(head, 1, opcode, len, NULL)}, {(void *)data, len}};
-    ssize_t n = conn_writev(ws->l, ws->c, iov, len ? 2 : 1, deadline, 0);
+    struct iovec iov[2] = {
+        {head, ws_write_head(head, 1, opcode | (rsv1 ? WS_RSV1 : 0), plen, NULL)},
+        {(void *)payload, plen}};
+    ssize_t n = conn_writev(ws->l, ws->c, iov, plen ? 2 : 1, deadline, 0);
+    ws_blob_put(hold);
     if (opcode == WS_OP_CLOSE)
         ws->state = WS_CLOSE_SENT;
     if (n < 0) {
@@ -198,6 +213,22 @@ static int reserve(sp_ws *ws, uint64_t len) {
     return 0;
 }
 
+/* Inflates n more bytes of a compressed message into ws->msg (last: the
+ * message ends), checking text as UTF-8. 0 or minus a close code. */
+static int inflate_part(sp_ws *ws, const uint8_t *src, size_t n, int last) {
+    size_t before = ws->msg_len;
+    ws_sink o = {&ws->msg, &ws->msg_len, &ws->msg_cap, ws->max_message};
+    int rc = ws_deflate_inflate(ws->dfl, src, n, last, &o);
+    if (rc == -ENOMEM)
+        return -WS_CLOSE_TOO_BIG; /* as reserve's: the message does not fit */
+    if (rc == 0 && ws->p.msg_opcode == WS_OP_TEXT) {
+        ws->zutf8 = ws_utf8_feed(ws->zutf8, ws->msg + before, ws->msg_len - before);
+        if (ws->zutf8 == WS_UTF8_BAD || (last && ws->zutf8))
+            rc = -WS_CLOSE_BAD_DATA;
+    }
+    return rc;
+}
+
 /* A control frame has arrived whole. 1 to go on reading, or what recv
  * returns. */
 static int on_control(sp_ws *ws) {
@@ -250,19 +281,34 @@ static int read_message(sp_ws *ws, int64_t deadline) {
             ws->in_frame = 1;
             if (f.opcode >= 8)
                 ws->ctl_len = 0;
+            else if (ws->p.compressed)
+                ws->zutf8 = f.opcode == WS_OP_CONT ? ws->zutf8 : 0;
             else if (reserve(ws, f.len) < 0)
                 return fail(ws, WS_CLOSE_TOO_BIG, -EMSGSIZE);
         }
-        int control = ws->p.cur_opcode >= 8;
+        int control = ws->p.cur_opcode >= 8, zipped = !control && ws->p.compressed;
         while (ws->p.left) {
             uint8_t *dst = control ? ws->ctl + ws->ctl_len : ws->msg + ws->msg_len;
             size_t avail = c->buf_len - c->buf_off;
             size_t take;
+            if (avail && zipped) {
+                /* Unmasked and inflated where it lies: the message limit
+                 * counts what it inflates to. */
+                uint8_t *src = (uint8_t *)c->buf + c->buf_off;
+                take = avail < ws->p.left ? avail : (size_t)ws->p.left;
+                c->buf_off += (uint32_t)take;
+                int rc = ws_parse_payload(&ws->p, src, take);
+                if (rc == 0)
+                    rc = inflate_part(ws, src, take, 0);
+                if (rc < 0)
+                    return fail(ws, -rc, code_errno(-rc));
+                continue;
+            }
             if (avail) {
                 take = avail < ws->p.left ? avail : (size_t)ws->p.left;
                 memcpy(dst, c->buf + c->buf_off, take);
                 c->buf_off += (uint32_t)take;
-            } else if (!control && ws->p.left >= WS_DIRECT_READ) {
+            } else if (!control && !zipped && ws->p.left >= WS_DIRECT_READ) {
                 /* A large payload: straight into the message, no copy. */
                 if (server_stopping(ws->s))
                     return -ESHUTDOWN;
@@ -289,6 +335,11 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 return fail(ws, -rc, code_errno(-rc));
         }
         ws->in_frame = 0;
+        if (zipped && ws->p.cur_fin) {
+            int rc = inflate_part(ws, NULL, 0, 1);
+            if (rc < 0)
+                return fail(ws, -rc, code_errno(-rc));
+        }
         if (control) {
             int rc = on_control(ws);
             if (rc <= 0)
@@ -430,6 +481,17 @@ static int header_has_token(const sp_req *req, const char *name, const char *tok
     return 0;
 }
 
+/* Tries each Sec-WebSocket-Extensions header in turn for an offer of
+ * permessage-deflate we accept (ws_ext.c). 1 with *p and resp, else 0. */
+static int negotiate(const sp_req *req, int bits, ws_deflate_params *p, char *resp) {
+    sp_str n, v;
+    for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
+        if (http_ieq(n.ptr, n.len, "sec-websocket-extensions", 24) && v.ptr &&
+            ws_ext_negotiate(v.ptr, v.len, bits, p, resp))
+            return 1;
+    return 0;
+}
+
 static void release(void *arg) {
     sp_ws *ws = arg;
     ws->state = WS_DONE;
@@ -443,6 +505,7 @@ static void release(void *arg) {
             loop_park(ws->l, LOOP_NO_DEADLINE, NULL);
     }
     reg_remove(ws);
+    ws_deflate_free(ws->dfl);
     free(ws->msg);
     free(ws);
 }
@@ -468,8 +531,17 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         sp_res_header(res, "Sec-WebSocket-Version", "13");
         return upgrade_fail(EINVAL);
     }
+    int bits, mem;
+    ws_deflate_settings(req->srv, &bits, &mem);
+    ws_deflate_params dp;
+    char ext[WS_EXT_RESP_MAX];
+    int deflate = bits && negotiate(req, bits, &dp, ext);
     ws_registry *reg = ws_registry_of(req->srv, on_stop);
     sp_ws *ws = reg ? calloc(1, sizeof *ws) : NULL;
+    if (ws && deflate && !(ws->dfl = ws_deflate_new(&dp, mem))) {
+        free(ws);
+        ws = NULL;
+    }
     if (!ws)
         return upgrade_fail(ENOMEM);
     ws->s = req->srv;
@@ -478,6 +550,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     ws->max_message = ws_max_message_of(req->srv, opt); /* --ws-max-message */
     ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
     ws_parser_init(&ws->p, 1, ws->max_message);
+    ws->p.rsv1_ok = (uint8_t)deflate;
     const sp_server_options *so = server_options(req->srv);
     ws_keepalive_init(
         &ws->ka, opt && opt->ping_interval_ms ? opt->ping_interval_ms : so->ws_ping_interval_ms,
@@ -489,11 +562,14 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     char head[RES_FIELD_BYTES + 512];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n",
-                     accept);
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s",
+                     accept, deflate ? "Sec-WebSocket-Extensions: " : "", deflate ? ext : "",
+                     deflate ? "\r\n" : "");
     size_t len = (size_t)n;
     for (size_t i = 0; i < res->nfields; i++) {
         const http_field *f = &res->fields[i];
+        if (deflate && http_ieq(f->name, f->name_len, "sec-websocket-extensions", 24))
+            continue; /* ours answers the offer: one answer only */
         if (len + f->name_len + f->value_len + 6 > sizeof head)
             break; /* cannot happen: the fields fit RES_FIELD_BYTES */
         memcpy(head + len, f->name, f->name_len);

@@ -13,7 +13,7 @@
  * The decoder state packs what the next byte must be: bits 0-7 the lowest
  * allowed byte, 8-15 the highest, 16-17 the continuation bytes still due.
  * 0 is "between characters". */
-#define UTF8_BAD 0xffffffffu
+#define UTF8_BAD WS_UTF8_BAD
 
 static uint32_t utf8_expect(uint32_t rem, uint32_t lo, uint32_t hi) {
     return rem << 16 | hi << 8 | lo;
@@ -63,6 +63,10 @@ static uint32_t utf8_step(uint32_t st, const uint8_t *s, size_t n) {
     return st;
 }
 
+uint32_t ws_utf8_feed(uint32_t st, const uint8_t *s, size_t n) {
+    return st == UTF8_BAD ? st : utf8_step(st, s, n);
+}
+
 int ws_utf8_valid(const uint8_t *s, size_t n) {
     return utf8_step(0, s, n) == 0;
 }
@@ -79,9 +83,12 @@ int ws_parse_head(ws_parser *p, const uint8_t *buf, size_t len, ws_frame *f) {
     if (len < 2)
         return 0;
     uint8_t fin = buf[0] >> 7, opcode = buf[0] & 0x0f, masked = buf[1] >> 7;
-    if (buf[0] & 0x70)
-        return -WS_CLOSE_PROTOCOL; /* RSV bits: no extension was negotiated */
-    int control = opcode >= 8;
+    int control = opcode >= 8, rsv1 = (buf[0] & 0x40) != 0;
+    if (buf[0] & 0x30)
+        return -WS_CLOSE_PROTOCOL; /* RSV2, RSV3: no extension defines them */
+    /* RSV1: "compressed", said once per message, on its first frame. */
+    if (rsv1 && (!p->rsv1_ok || control || opcode == WS_OP_CONT))
+        return -WS_CLOSE_PROTOCOL;
     if (opcode != WS_OP_CONT && opcode != WS_OP_TEXT && opcode != WS_OP_BINARY &&
         opcode != WS_OP_CLOSE && opcode != WS_OP_PING && opcode != WS_OP_PONG)
         return -WS_CLOSE_PROTOCOL;
@@ -113,19 +120,25 @@ int ws_parse_head(ws_parser *p, const uint8_t *buf, size_t len, ws_frame *f) {
     }
     if (!control) {
         uint64_t so_far = opcode == WS_OP_CONT ? p->msg_len : 0;
-        if (p->max_message && (plen > p->max_message || so_far > p->max_message - plen))
+        int compressed = opcode == WS_OP_CONT ? p->compressed : rsv1;
+        uint64_t max = p->max_message;
+        if (compressed && max)
+            max = max < UINT64_MAX / 4 ? 2 * max : 0; /* the inflated size is the real limit */
+        if (max && (plen > max || so_far > max - plen))
             return -WS_CLOSE_TOO_BIG;
         uint8_t msg_op = opcode == WS_OP_CONT ? p->msg_opcode : opcode;
-        if (fin && plen == 0 && msg_op == WS_OP_TEXT && opcode == WS_OP_CONT && p->utf8 != 0)
+        if (fin && plen == 0 && msg_op == WS_OP_TEXT && opcode == WS_OP_CONT && p->utf8 != 0 &&
+            !compressed)
             return -WS_CLOSE_BAD_DATA; /* the message ends inside a character */
         if (opcode != WS_OP_CONT) {
             p->msg_opcode = opcode;
             p->utf8 = 0;
+            p->compressed = (uint8_t)rsv1;
         }
         p->msg_len = so_far + plen;
         p->in_message = !fin;
         p->cur_opcode = msg_op;
-        p->check_utf8 = msg_op == WS_OP_TEXT;
+        p->check_utf8 = msg_op == WS_OP_TEXT && !compressed;
     } else {
         p->cur_opcode = opcode;
         p->check_utf8 = 0; /* a close reason is checked whole, by ws_parse_close */
@@ -206,7 +219,7 @@ int ws_parse_close(const uint8_t *payload, size_t len, uint16_t *code) {
 size_t ws_write_head(uint8_t out[WS_HEAD_MAX], int fin, int opcode, uint64_t len,
                      const uint8_t *mask) {
     size_t n = 2;
-    out[0] = (uint8_t)((fin ? 0x80 : 0) | (opcode & 0x0f));
+    out[0] = (uint8_t)((fin ? 0x80 : 0) | (opcode & (0x0f | WS_RSV1)));
     uint8_t mbit = mask ? 0x80 : 0;
     if (len < 126) {
         out[1] = (uint8_t)(mbit | len);

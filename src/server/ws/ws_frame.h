@@ -29,7 +29,9 @@ enum {
     WS_CLOSE_TOO_BIG = 1009,
 };
 
-#define WS_HEAD_MAX    14  /* 2 + 8 (length) + 4 (mask) */
+#define WS_HEAD_MAX    14   /* 2 + 8 (length) + 4 (mask) */
+#define WS_RSV1        0x40 /* or'ed into an opcode: a compressed message (RFC 7692) */
+#define WS_UTF8_BAD    0xffffffffu
 #define WS_CONTROL_MAX 125 /* control frame payload limit */
 #define WS_ACCEPT_LEN  28  /* base64 of a SHA-1 */
 
@@ -53,7 +55,9 @@ typedef struct ws_parser {
     uint8_t msg_opcode;   /* WS_OP_TEXT or WS_OP_BINARY of that message */
     uint8_t cur_opcode;   /* the current frame's (continuations: the message's) */
     uint8_t cur_fin;
-    uint8_t check_utf8; /* the current frame's payload is text */
+    uint8_t check_utf8; /* the current frame's payload is text (not compressed) */
+    uint8_t rsv1_ok;    /* permessage-deflate was negotiated: RSV1 marks a compressed message */
+    uint8_t compressed; /* the message in progress had RSV1 on its first frame */
     uint8_t mask[4];
     uint8_t mask_off;
 } ws_parser;
@@ -63,13 +67,17 @@ void ws_parser_init(ws_parser *p, int server, uint64_t max_message);
 
 /* Parses the next frame head from buf (p->left must be 0: the previous
  * frame's payload consumed). Returns the head length (2..14), 0 when more
- * bytes are needed (nothing changed), or minus a close code: -1002 (RSV
- * bits, unknown opcode, masking wrong for the role, control frame
+ * bytes are needed (nothing changed), or minus a close code: -1002 (RSV2
+ * or RSV3; RSV1 unless rsv1_ok, and then on a control frame or a
+ * continuation too (RFC 7692 §6), unknown opcode, masking wrong for the role, control frame
  * fragmented or over 125 bytes, 64-bit length with the top bit set, a
  * continuation without a message or a new message inside one), -1009 (the
- * message would pass max_message), -1007 (an empty final text frame ending
- * inside a character). On success *f describes the frame and p->left its
- * payload length. */
+ * message would pass max_message; a compressed one: its compressed bytes
+ * twice that, its inflated size is the caller's to count), -1007 (an
+ * empty final text frame ending inside a character). On success *f
+ * describes the frame and p->left its payload length; the payload of a
+ * compressed message is unmasked, not checked as UTF-8 (the caller checks
+ * what it inflates to, with ws_utf8_feed). */
 int ws_parse_head(ws_parser *p, const uint8_t *buf, size_t len, ws_frame *f);
 
 /* Takes the next n (<= p->left) payload bytes of the current frame:
@@ -86,12 +94,16 @@ int ws_parse_close(const uint8_t *payload, size_t len, uint16_t *code);
 /* 1 if code may appear in a close frame: 1000-1003, 1007-1014, 3000-4999. */
 int ws_close_code_valid(unsigned code);
 
+/* The UTF-8 decoder's state after s[0..n) from state st (0: between
+ * characters; WS_UTF8_BAD once a byte cannot start or continue one). */
+uint32_t ws_utf8_feed(uint32_t st, const uint8_t *s, size_t n);
+
 /* 1 if s[0..n) is complete, valid UTF-8 (no overlongs, surrogates, or
  * code points beyond U+10FFFF). */
 int ws_utf8_valid(const uint8_t *s, size_t n);
 
 /* Encodes a frame head for a payload of len bytes (masked with mask when
- * non-NULL). Returns its length (<= WS_HEAD_MAX). */
+ * non-NULL; opcode | WS_RSV1 sets RSV1). Returns its length (<= WS_HEAD_MAX). */
 size_t ws_write_head(uint8_t out[WS_HEAD_MAX], int fin, int opcode, uint64_t len,
                      const uint8_t *mask);
 

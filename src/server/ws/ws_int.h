@@ -7,6 +7,7 @@
 #include "base/list.h"
 #include "loop/sync.h"
 #include "server/handler.h"
+#include "server/ws/ws_deflate.h"
 #include "server/ws/ws_frame.h"
 #include "server/ws/ws_keepalive.h"
 
@@ -43,6 +44,8 @@ struct sp_ws {
     struct sp_mutex wlock;
     list_node reg_node;      /* in its server's registry */
     struct ws_registry *reg; /* that registry, or NULL */
+    ws_deflate *dfl;         /* permessage-deflate, when negotiated */
+    uint32_t zutf8;          /* UTF-8 state of the compressed text message being inflated */
 };
 
 /* Reads more bytes into the connection buffer, holding none while it

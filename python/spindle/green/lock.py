@@ -12,7 +12,7 @@ import time as _time
 
 import greenlet as _greenlet
 
-from . import _spindle
+from .. import _spindle
 
 _real_allocate = _thread.allocate_lock
 CROSS_THREAD_POLL = 0.005  # seconds: the longest a release by another thread goes unseen

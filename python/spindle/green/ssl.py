@@ -5,7 +5,7 @@ SSLWantWrite (the TLS layer may need to write to read, and the reverse)."""
 
 import ssl as _ssl
 
-from . import _green_socket as _gs
+from . import socket as _gs
 
 _orig_class = _ssl.SSLContext.sslsocket_class
 

@@ -7,8 +7,8 @@ import errno as _errno
 import os as _os
 import socket as _socket
 
-from . import _spindle
-from ._green_dns import resolve_for_connect
+from .. import _spindle
+from .dns import resolve_for_connect
 
 _orig_socket = _socket.socket
 _CONNECTING = (_errno.EINPROGRESS, _errno.EAGAIN, _errno.EALREADY, _errno.EWOULDBLOCK)

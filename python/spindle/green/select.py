@@ -7,7 +7,7 @@ import select as _select
 import selectors as _selectors
 import time as _time
 
-from . import _spindle
+from .. import _spindle
 
 _orig_select = _select.select
 _orig_poll = getattr(_select, "poll", None)

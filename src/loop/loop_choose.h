@@ -1,7 +1,7 @@
-/* loop_select.h — which backend new loops get (--io-backend), and opening
+/* loop_choose.h — which backend new loops get (--io-backend), and opening
  * it with the fallback to epoll where io_uring is missing or forbidden. */
-#ifndef SPINDLE_LOOP_SELECT_H
-#define SPINDLE_LOOP_SELECT_H
+#ifndef SPINDLE_LOOP_CHOOSE_H
+#define SPINDLE_LOOP_CHOOSE_H
 
 #include "loop/loop_backend.h"
 

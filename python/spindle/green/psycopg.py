@@ -5,7 +5,8 @@ a plain blocking select, so those behave as before."""
 
 import select as _select
 
-from . import _green_select, _spindle
+from .. import _spindle
+from . import select as _green_select
 
 
 def wait_callback(conn, timeout=None):

@@ -1,6 +1,6 @@
-/* loop_select.c — the process-wide choice of loop backend and the one
+/* loop_choose.c — the process-wide choice of loop backend and the one
  * fallback from io_uring to epoll, with its log line. */
-#include "loop/loop_select.h"
+#include "loop/loop_choose.h"
 
 #include "base/log.h"
 

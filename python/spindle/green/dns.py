@@ -8,7 +8,7 @@ import os as _os
 import socket as _socket
 import threading as _threading
 
-from . import _spindle
+from .. import _spindle
 
 RESOLVER_THREADS = 4
 _orig = {name: getattr(_socket, name) for name in
