@@ -241,6 +241,7 @@ def test_two_instances_share_room_nickname_and_online(wsgi_server, redis):
 
 def test_redis_down_post_is_503_and_resumes(wsgi_server, redis):
     srv = scaled(wsgi_server, redis, 2)
+    srv.expect_tracebacks = True  # the session store logs its outage as an error line
     w = ws(srv)
     time.sleep(0.2)
     assert http(srv, "POST", "/send", "before").status == 200
