@@ -261,3 +261,36 @@ def test_redis_down_post_is_503_and_resumes(wsgi_server, redis):
     assert len(accepted) == 3
     assert texts_until(w, accepted[-1], 8) == accepted
     w.close()
+
+
+def test_four_workers_on_the_memory_bus(wsgi_server, tmp_path):
+    # --bus memory spans the workers of the machine; the sessions in SQLite
+    import threading
+    srv = start_chat(wsgi_server, announce_ms=300, workers=4,
+                     sessions="sqlite:%s" % (tmp_path / "sessions.db"))
+    cookies = [visitor(srv, "p%d" % i) for i in range(4)]
+    socks = [None] * 8
+
+    def open_ws(k):
+        socks[k] = ws(srv, "/ws", [("Cookie", cookies[k // 2])])
+    threads = [threading.Thread(target=open_ws, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    pids = set()
+    for _ in range(40):
+        pids.add(stats(srv)["pid"])
+    assert len(pids) >= 2, pids
+    time.sleep(0.3)
+    assert http(srv, "POST", "/send", "to four workers", [("Cookie", cookies[0])]).status == 200
+    for w in socks:
+        assert texts_until(w, "to four workers")[-1] == "to four workers"
+    end, seen = time.monotonic() + 6, []
+    while time.monotonic() < end and (not seen or seen[-1] != 4):
+        m = socks[0].recv_json(3)
+        if m["type"] == "online":
+            seen.append(m["n"])
+    assert seen and seen[-1] == 4, seen
+    for w in socks:
+        w.close()
