@@ -423,3 +423,39 @@ def test_two_browsers_on_two_instances(apps, redis, tmp_path):
     a, b = apps(workers=2, bus=bus), apps(workers=2, bus=bus)
     result = chat_browser.run_two(a.url, b.url, str(tmp_path / "chromium"), timeout=35.0)
     assert result["ok"], result
+
+
+def test_websocket_that_never_reads_is_cut_others_unaffected(apps, redis):
+    app = apps(workers=2, bus="redis://127.0.0.1:%d" % redis.port)
+    stuck = socket.socket()
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    stuck.settimeout(5)
+    stuck.connect(("127.0.0.1", app.port))
+    stuck.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += stuck.recv(1)  # nothing past the head is read
+    others = [app.ws() for _ in range(3)]
+    sender = app.ws()
+    time.sleep(0.2)
+    text, sent, t0 = "x" * 990, 0, time.monotonic()
+    # bounded in count and time: batches of 25 until the server gives up on stuck
+    while sent < 4000 and time.monotonic() - t0 < 8 and "fell behind" not in app.stderr():
+        t1 = time.monotonic()
+        batch = [text + str(sent + i) for i in range(25)]
+        for t in batch:
+            sender.send_text(t)
+        sent += len(batch)
+        for w in others + [sender]:
+            got = []
+            while len(got) < len(batch):
+                m = w.recv_json(2.0)
+                if m["type"] == "msg":
+                    got.append(m["text"])
+            assert got == batch
+        assert time.monotonic() - t1 < 1.0, "the room slowed down at message %d" % sent
+    assert "fell behind" in app.stderr(), "the client that never reads was never cut"
+    for w in others + [sender]:
+        w.close()
+    stuck.close()
