@@ -308,6 +308,9 @@ static int h_ws(sp_req *req, sp_res *res, void *ud) {
     room_wait_ready(2000);
     if (!has)
         since = room_history_start();
+    char pid[16]; /* which worker holds the socket: for operators and tests */
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    sp_res_header(res, "X-Chat-Worker", pid);
     sp_ws *ws = sp_ws_upgrade(req, res, &(sp_ws_options){.max_message = 4096});
     if (!ws)
         return errno == EINVAL ? text_reply(res, 400, "WebSocket only\n") : -errno;

@@ -156,6 +156,69 @@ class ChatServer(ServerProcess):
         super().stop(3, 5)
 
 
+def worker_census(port, n=32, rounds=8):
+    """{pid: /stats} of each worker: n connections opened at once (so the
+    workers share them), one request each, until every pid seen answered
+    twice in a row or rounds pass."""
+    out = {}
+    for _ in range(rounds):
+        before = len(out)
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+        try:
+            for s in socks:
+                s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            for s in socks:
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                d = json.loads(data.partition(b"\r\n\r\n")[2])
+                out[d["pid"]] = d
+        finally:
+            for s in socks:
+                s.close()
+        if len(out) == before and len(out) > 1:
+            break
+    return out
+
+
+def ws_worker(w):
+    """The pid of the worker that holds a WebSocket: the C chat's
+    X-Chat-Worker header, else None."""
+    for line in w.head.split("\r\n"):
+        k, _, v = line.partition(":")
+        if k.strip().lower() == "x-chat-worker":
+            return v.strip()
+    return None
+
+
+def open_spread(open_one, port, batch=8, rounds=4):
+    """WebSockets opened batch at a time, all at once (threads), until at
+    least two workers hold some, by X-Chat-Worker or else by asking each
+    worker's /stats (or rounds pass): the list."""
+    import threading
+    socks = []
+    for _ in range(rounds):
+        got = [None] * batch
+        def one(k):
+            got[k] = open_one(len(socks) + k)
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(batch)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        socks += [w for w in got if w]
+        holders = {ws_worker(w) for w in socks}
+        if None not in holders:
+            if len(holders) >= 2:
+                break
+        elif sum(1 for d in worker_census(port).values() if d["ws"]) >= 2:
+            break
+    return socks
+
+
 class ChatApp(ServerProcess):
     """build/spindle --app build/examples/chat.so on 127.0.0.1:<free port>
     (or the port given: a restart in place), with --workers, --bus and more

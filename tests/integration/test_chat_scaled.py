@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key
+from chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, open_spread, ws_worker
 from conftest import Conn
 from proctools import free_port
 from sessutil import Redis
@@ -176,27 +176,12 @@ def test_four_workers_every_ws_and_poll_gets_every_message(apps, tmp_path, kind)
 
 def four_workers(app):
     cookies = [visitor(app.port, "v%d" % i) for i in range(6)]
-    # two tabs per visitor: twelve WebSockets, spread over the workers
-    # (handshakes sent together, so that several workers accept them)
-    import threading
-    socks = [None] * 12
-    def open_ws(k):
-        socks[k] = app.ws("/ws", [("Cookie", cookies[k // 2])])
-    threads = [threading.Thread(target=open_ws, args=(k,)) for k in range(12)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(10)
-    assert all(socks)
-    time.sleep(0.2)
-    per_worker = {}
-    for _ in range(8):  # until every worker answered once (bounded)
-        per_worker.update({pid: st["ws"] for pid, st in worker_stats(app.port).items()})
-        if len(per_worker) == 4:
-            break
-    assert len(per_worker) < 4 or sum(per_worker.values()) == 12, per_worker
-    assert sum(1 for n in per_worker.values() if n) >= 2, \
-        "all the WebSockets are on one worker: %r" % per_worker
+    # two tabs per visitor, spread over the workers (handshakes sent together,
+    # in batches until two workers or more hold some)
+    socks = open_spread(lambda k: app.ws("/ws", [("Cookie", cookies[(k // 2) % 6])]), app.port,
+                        batch=12)
+    holders = {ws_worker(w) for w in socks}
+    assert len(holders) >= 2, "all the WebSockets are on one worker: %r" % holders
     since = json.loads(http(app.port, "GET", "/me").body)["id"]
     polls = [open_poll(app.port, since) for _ in range(8)]
     time.sleep(0.3)
