@@ -18,7 +18,8 @@
  *
  * Routes:
  *   GET  /ws?since=ID   WebSocket: every message after ID (default: the last
- *                       50), then each new one; a text message posts it
+ *                       50), then each new one; a text message posts it;
+ *                       its 101 names the worker (X-Chat-Worker: PID)
  *   GET  /poll?since=ID JSON {"id":LAST,"messages":[...]} of the messages
  *                       after ID, parked until there is one (204 after
  *                       CHAT_POLL_MS); without since, from now on

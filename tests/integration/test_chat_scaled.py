@@ -42,8 +42,15 @@ def apps(tmp_path):
         return a
 
     yield start
+    problems = []
     for a in started:
         a.stop()
+        err = a.stderr()
+        for mark in ("killed by signal", "free():", "AddressSanitizer", "refused XREAD"):
+            if mark in err:
+                problems.append("%s in the chat's log:\n%s" % (mark, err[-3000:]))
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
 
 
 def http(port, method, path, body=b"", headers=(), timeout=5.0):
