@@ -71,7 +71,7 @@ LIB := $(B)/libspindle.a
 
 BIN := $(if $(wildcard src/cli/main.c),$(B)/spindle)
 EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(filter-out examples/app_%,$(wildcard examples/*.c)))
-EXAMPLES += $(B)/examples/chat
+EXAMPLES += $(B)/examples/chat $(B)/examples/chat.so
 # Applications loaded with --app: shared objects, resolved against the binary.
 APP_MODULES := $(patsubst examples/%.c,$(B)/examples/%.so,$(wildcard examples/app_*.c)) \
   $(patsubst tests/apps/%.c,$(B)/tests/apps/%.so,$(wildcard tests/apps/*.c))
@@ -130,6 +130,11 @@ $(B)/examples/%: examples/%.c $(LIB)
 $(B)/examples/chat: $(wildcard examples/chat/*.c examples/chat/*.h) include/spindle.h $(LIB)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -o $@ $(filter %.c,$^) $(LIB) $(MODE_LDFLAGS) $(LDLIBS_ALL)
+# The chat as an --app module (any number of workers): chat_main.c is the program's.
+$(B)/examples/chat.so: $(filter-out examples/chat/chat_main.c,$(wildcard examples/chat/*.c)) \
+  $(wildcard examples/chat/*.h) $(wildcard include/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $(filter %.c,$^)
 $(B)/examples/%.so: examples/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<

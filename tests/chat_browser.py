@@ -2,8 +2,10 @@
 protocol (standard library only: chatutil's WebSocket client) against the
 chat example: two pages in separate browser contexts (two visitors, two
 cookie jars), one on WebSockets and one on long polling, each must see
-what the other sends. Used by tests/integration/test_chat.py; by hand:
-    python3 tests/chat_browser.py http://127.0.0.1:8090/"""
+what the other sends; and run_two, two browsers (separate user-data dirs)
+on two instances of the scaled chat, one posting, the other showing it.
+Used by tests/integration/test_chat.py and test_chat_scaled.py; by hand:
+    python3 tests/chat_browser.py http://127.0.0.1:8090/ [http://127.0.0.1:8091/]"""
 import json
 import os
 import pathlib
@@ -96,6 +98,71 @@ def sees(cdp, page, nick, text, what):
     cdp.wait(page, expr, what)
 
 
+def _start(profile_dir, deadline):
+    """A headless Chromium on its own user-data dir: (process, log, CDP)."""
+    os.makedirs(profile_dir, exist_ok=True)
+    log = open(os.path.join(profile_dir, "chromium.log"), "wb")
+    proc = subprocess.Popen([CHROMIUM] + FLAGS + ["--user-data-dir=" + profile_dir, "about:blank"],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                            start_new_session=True)
+    port_file = pathlib.Path(profile_dir) / "DevToolsActivePort"
+    while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc, log)
+            raise RuntimeError("chromium did not start its DevTools endpoint")
+        time.sleep(0.05)
+    port, path = port_file.read_text().split()[:2]
+    return proc, log, CDP("ws://127.0.0.1:%s%s" % (port, path), deadline)
+
+
+def _stop(proc, log):
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(3)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(3)
+    try:  # its helpers (zygote, renderers) are in its own session
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        pass
+    log.close()
+
+
+def run_two(url_a, url_b, profile_dir, timeout=35.0):
+    """Two browsers, each on its own instance (A on WebSockets, B long
+    polling): what A posts shows in B and the other way round."""
+    deadline = time.monotonic() + timeout
+    started, steps = [], []
+    try:
+        started.append(_start(os.path.join(profile_dir, "a"), deadline))
+        started.append(_start(os.path.join(profile_dir, "b"), deadline))
+        (_, _, ca), (_, _, cb) = started
+        steps.append("two browsers")
+        a = ca.page(url_a + "?transport=ws")
+        b = cb.page(url_b + "?transport=poll")
+        ca.wait(a, "window.chat && window.chat.ready && window.chat.mode === 'ws'", "page A on ws")
+        cb.wait(b, "window.chat && window.chat.ready && window.chat.mode === 'poll'", "page B polling")
+        set_nick(ca, a, "ana")
+        set_nick(cb, b, "bo")
+        steps.append("pages ready")
+        say(ca, a, "from instance A")
+        sees(cb, b, "ana", "from instance A", "A's message in B, on the other instance")
+        steps.append("A -> B")
+        say(cb, b, "from instance B")
+        sees(ca, a, "bo", "from instance B", "B's message in A, on the other instance")
+        steps.append("B -> A")
+        ca.wait(a, "window.chat.online === 2", "2 online in A")
+        steps.append("online")
+        return {"ok": True, "steps": steps}
+    except Exception as e:  # noqa: BLE001 — reported to the test
+        return {"ok": False, "steps": steps, "error": "%s: %s" % (type(e).__name__, e)}
+    finally:
+        for proc, log, _ in started:
+            _stop(proc, log)
+
+
 def run(url, profile_dir, timeout=35.0):
     """The two-page scenario; returns {"ok": True, ...} or {"ok": False, "error": ...}."""
     deadline = time.monotonic() + timeout
@@ -161,7 +228,8 @@ def run(url, profile_dir, timeout=35.0):
 if __name__ == "__main__":
     tmp = tempfile.mkdtemp(prefix="chat-chromium-")
     try:
-        r = run(sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8090/", tmp)
+        url = sys.argv[1] if len(sys.argv) > 1 else "http://127.0.0.1:8090/"
+        r = run_two(url, sys.argv[2], tmp) if len(sys.argv) > 2 else run(url, tmp)
         print(json.dumps(r))
         sys.exit(0 if r["ok"] else 1)
     finally:

@@ -1,10 +1,11 @@
 /* chat_text.c — the chat example's small helpers on bytes and requests: a
  * growing buffer with JSON strings, UTF-8 and percent-decoding checks,
- * cookies, the same-origin check, query numbers, small text bodies, and the
+ * cookies, the same-origin check, bus ids, small text bodies, and the
  * visitor's id and nickname cookies. */
 #include "chat_text.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,17 +193,45 @@ int same_origin(const sp_req *req) {
     return hlen == h.len && strncasecmp(host, h.ptr, hlen) == 0;
 }
 
-uint64_t query_u64(const sp_req *req, const char *name, uint64_t dflt) {
-    sp_str v = sp_req_query_param(req, name);
-    if (!v.ptr || v.len == 0 || v.len > 19)
-        return dflt;
-    uint64_t n = 0;
-    for (size_t i = 0; i < v.len; i++) {
-        if (v.ptr[i] < '0' || v.ptr[i] > '9')
-            return dflt;
-        n = n * 10 + (uint64_t)(v.ptr[i] - '0');
+static int parse_u64(const char *s, size_t len, uint64_t *out) {
+    if (len == 0 || len > 19)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (uint64_t)(s[i] - '0');
     }
-    return n;
+    *out = v;
+    return 0;
+}
+
+int id_parse(const char *s, size_t len, chat_id *out) {
+    const char *dash = memchr(s, '-', len);
+    chat_id id = {0, 0};
+    if (parse_u64(s, dash ? (size_t)(dash - s) : len, &id.ms) < 0)
+        return -1;
+    if (dash && parse_u64(dash + 1, len - (size_t)(dash + 1 - s), &id.seq) < 0)
+        return -1;
+    *out = id;
+    return 0;
+}
+
+void id_format(chat_id id, char out[SP_BUS_ID_MAX]) {
+    snprintf(out, SP_BUS_ID_MAX, "%" PRIu64 "-%" PRIu64, id.ms, id.seq);
+}
+
+int id_cmp(chat_id a, chat_id b) {
+    if (a.ms != b.ms)
+        return a.ms < b.ms ? -1 : 1;
+    return a.seq != b.seq ? (a.seq < b.seq ? -1 : 1) : 0;
+}
+
+int query_id(const sp_req *req, const char *name, chat_id *out) {
+    sp_str v = sp_req_query_param(req, name);
+    if (!v.ptr || v.len == 0)
+        return 0;
+    return id_parse(v.ptr, v.len, out) < 0 ? -1 : 1;
 }
 
 /* Reads a small text body, trimmed of surrounding white space. The length,

@@ -1,6 +1,6 @@
 /* chat_text.h — the chat example's small helpers (chat_text.c): a growing
  * buffer with JSON strings, UTF-8 and percent-decoding checks, cookies, the
- * same-origin check, query numbers, small text bodies, and the visitor's
+ * same-origin check, bus ids, small text bodies, and the visitor's
  * id and nickname cookies. */
 #ifndef CHAT_TEXT_H
 #define CHAT_TEXT_H
@@ -14,6 +14,18 @@
 #define TEXT_MAX 1000 /* bytes of one chat message */
 #define NICK_MAX 32   /* bytes of a nickname */
 #define ID_LEN   16   /* hex digits of a chat_id cookie */
+
+/* A bus id, "MS-SEQ", as numbers: compared in that order. */
+typedef struct chat_id {
+    uint64_t ms, seq;
+} chat_id;
+
+/* "MS-SEQ" or "MS" (SEQ 0) into *out: 0, or -1 if malformed. */
+int id_parse(const char *s, size_t len, chat_id *out);
+void id_format(chat_id id, char out[SP_BUS_ID_MAX]);
+int id_cmp(chat_id a, chat_id b);
+/* The ?since= id: 1 if there, 0 if absent, -1 if malformed. */
+int query_id(const sp_req *req, const char *name, chat_id *out);
 
 typedef struct buf {
     char *p;
@@ -40,8 +52,6 @@ sp_str cookie(const sp_req *req, const char *name);
 /* 1 unless an Origin header names another host than Host. */
 int same_origin(const sp_req *req);
 
-/* The query parameter as a number, dflt if absent or not one. */
-uint64_t query_u64(const sp_req *req, const char *name, uint64_t dflt);
 /* A small text body, trimmed: its length, -EMSGSIZE, or -errno. */
 ssize_t read_text(sp_req *req, char *out, size_t cap);
 /* Chat text: 1..TEXT_MAX bytes of UTF-8, newlines and tabs allowed. */

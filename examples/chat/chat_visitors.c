@@ -49,12 +49,18 @@ static int visitor_online(const visitor *v, int64_t now, int poll_ms) {
 }
 
 int visitors_online(int poll_ms) {
+    return (int)visitors_ids(poll_ms, NULL, 0);
+}
+
+size_t visitors_ids(int poll_ms, char (*ids)[ID_LEN + 1], size_t cap) {
     int64_t now = sp_now_ms();
-    int n = 0;
+    size_t n = 0;
     for (size_t b = 0; b < VISITOR_BUCKETS; b++)
         for (visitor **pv = &visitors[b]; *pv;) {
             visitor *v = *pv;
             if (visitor_online(v, now, poll_ms)) {
+                if (n < cap)
+                    memcpy(ids[n], v->id, ID_LEN + 1);
                 n++;
                 pv = &v->next;
             } else {

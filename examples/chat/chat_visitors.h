@@ -1,6 +1,7 @@
 /* chat_visitors.h — who is online in the chat example (chat_visitors.c):
  * a visitor (chat_id cookie) with an open WebSocket or a poll within the
- * last poll timeout + 5 s is online. */
+ * last poll timeout + 5 s is online in this worker (chat_presence.c
+ * counts them across workers). */
 #ifndef CHAT_VISITORS_H
 #define CHAT_VISITORS_H
 
@@ -20,6 +21,10 @@ visitor *visitor_get(const sp_req *req, int poll_ms);
 
 /* Counts the online visitors and forgets the others. */
 int visitors_online(int poll_ms);
+
+/* Writes up to cap online visitors' ids to ids (forgetting the offline
+ * ones); returns how many are online (may exceed cap). */
+size_t visitors_ids(int poll_ms, char (*ids)[ID_LEN + 1], size_t cap);
 
 /* Visitors remembered now. */
 size_t visitors_known(void);

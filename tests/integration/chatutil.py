@@ -1,7 +1,9 @@
 """Helpers for the chat example's tests (test_chat.py) and its browser driver
 (tests/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
-frames, fragments reassembled, pings answered), and ChatServer, which runs
-build/examples/chat on a free 127.0.0.1 port and stops it by its PID."""
+frames, fragments reassembled, pings answered), ChatServer, which runs
+build/examples/chat on a free 127.0.0.1 port and stops it by its PID, and
+ChatApp, the chat module (build/examples/chat.so) under build/spindle with
+its workers and a bus, and id_key (bus ids "MS-SEQ" in order)."""
 import base64
 import json
 import os
@@ -13,6 +15,14 @@ from proctools import ServerProcess, free_port, http_probe
 
 ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
 CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
+CHAT_SO = str(ROOT / "build" / "examples" / "chat.so")
+SPINDLE = str(ROOT / "build" / "spindle")
+
+
+def id_key(i):
+    """A bus id as a sortable pair."""
+    ms, _, seq = i.partition("-")
+    return int(ms), int(seq or 0)
 
 
 class WSClosed(Exception):
@@ -144,3 +154,102 @@ class ChatServer(ServerProcess):
 
     def stop(self):
         super().stop(3, 5)
+
+
+def worker_census(port, n=32, rounds=8):
+    """{pid: /stats} of each worker: n connections opened at once (so the
+    workers share them), one request each, until every pid seen answered
+    twice in a row or rounds pass."""
+    out = {}
+    for _ in range(rounds):
+        before = len(out)
+        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+        try:
+            for s in socks:
+                s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            for s in socks:
+                data = b""
+                while True:
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                d = json.loads(data.partition(b"\r\n\r\n")[2])
+                out[d["pid"]] = d
+        finally:
+            for s in socks:
+                s.close()
+        if len(out) == before and len(out) > 1:
+            break
+    return out
+
+
+def ws_worker(w):
+    """The pid of the worker that holds a WebSocket: the C chat's
+    X-Chat-Worker header, else None."""
+    for line in w.head.split("\r\n"):
+        k, _, v = line.partition(":")
+        if k.strip().lower() == "x-chat-worker":
+            return v.strip()
+    return None
+
+
+def open_spread(open_one, port, batch=8, rounds=4):
+    """WebSockets opened batch at a time, all at once (threads), until at
+    least two workers hold some, by X-Chat-Worker or else by asking each
+    worker's /stats (or rounds pass): the list."""
+    import threading
+    socks = []
+    for _ in range(rounds):
+        got = [None] * batch
+        def one(k):
+            got[k] = open_one(len(socks) + k)
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(batch)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(10)
+        socks += [w for w in got if w]
+        holders = {ws_worker(w) for w in socks}
+        if None not in holders:
+            if len(holders) >= 2:
+                break
+        elif sum(1 for d in worker_census(port).values() if d["ws"]) >= 2:
+            break
+    return socks
+
+
+class ChatApp(ServerProcess):
+    """build/spindle --app build/examples/chat.so on 127.0.0.1:<free port>
+    (or the port given: a restart in place), with --workers, --bus and more
+    flags; env: CHAT_ANNOUNCE_MS, CHAT_POLL_MS. Stopped by its master's PID."""
+
+    name = "chat-app"
+
+    def __init__(self, tmp_path, workers=0, bus="memory", flags=(), env=None, port=None):
+        super().__init__(port=port or free_port())
+        self.err_path = str(pathlib.Path(tmp_path) / ("chat-app-%d.err" % self.port))
+        argv = [SPINDLE, "--app", CHAT_SO, "--root", "examples/chat/static", "--bind",
+                "127.0.0.1:%d" % self.port, "--workers", str(workers), "--bus", bus] + list(flags)
+        full_env = dict(os.environ, **(env or {}))
+        self.launch(argv, self.err_path, env=full_env, cwd=str(ROOT))
+        self.wait_until(lambda: http_probe("127.0.0.1:%d" % self.port, "/stats", b"HTTP/1.1 200"), 10)
+
+    @property
+    def url(self):
+        return "http://127.0.0.1:%d/" % self.port
+
+    def ws(self, path="/ws", headers=(), timeout=5.0):
+        return WS(self.host, self.port, path, headers, timeout)
+
+    def kill9(self):
+        """SIGKILL to the master and its whole session (its workers)."""
+        import signal
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        self.proc.wait(5)
+
+    def stop(self):
+        super().stop(3, 5, group=True)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import Conn
-from chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed
+from chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed, id_key
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET = ["--announce-ms", "600000"]  # no announcement gets in the way
@@ -103,7 +103,7 @@ def wait_for(pred, timeout=3.0, what="condition"):
 
 def open_poll(srv, since):
     c = Conn(socket.create_connection(srv.addr, timeout=5), 5)
-    c.send("GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % since)
+    c.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % since)
     return c
 
 
@@ -148,27 +148,33 @@ def test_chat_send_then_poll(chat_server):
     ck = visitor(chat_server, "ann")
     r = http(chat_server, "POST", "/send", 'hi "there"\n</script>', [("Cookie", ck)])
     assert r.status == 200, r
-    seq = json.loads(r.body)["seq"]
+    mid = json.loads(r.body)["id"]
     d = get_json(chat_server, "/poll?since=0")
-    assert d["seq"] == seq
+    assert d["id"] == mid
     m = d["messages"][-1]
-    assert (m["seq"], m["type"], m["nick"], m["text"]) == (seq, "msg", "ann", 'hi "there"\n</script>')
+    assert (m["id"], m["type"], m["nick"], m["text"]) == (mid, "msg", "ann", 'hi "there"\n</script>')
     assert abs(m["ts"] / 1000 - time.time()) < 5
     assert b"</script>" not in http(chat_server, "GET", "/poll?since=0").body
-    # since in the future (the server restarted): a reset, at once
-    d = get_json(chat_server, "/poll?since=%d" % (seq + 100))
-    assert d == {"seq": seq, "reset": True, "messages": []}
+    # a malformed since is refused, saying what an id looks like
+    r = http(chat_server, "GET", "/poll?since=abc")
+    assert r.status == 400 and b"1700000000000-0" in r.body
 
 
-@pytest.mark.parametrize("body", ["", " \n ", "x" * 1001, "a\x00b", b"\xc3"])
+@pytest.mark.parametrize("body", ["", " \n ", "a\x00b", b"\xc3"])
 def test_chat_send_rejected(chat_server, body):
     assert http(chat_server, "POST", "/send", body).status == 400
-    assert stats(chat_server)["seq"] == 0
+    assert stats(chat_server)["id"] == "0-0"
+
+
+def test_chat_send_too_long_is_413(chat_server):
+    for body in ("x" * 1001, "y" * (1 << 20)):  # one byte over, and a whole megabyte
+        r = http(chat_server, "POST", "/send", body)
+        assert r.status == 413 and b"at most 1000 bytes" in r.body, r
+    assert stats(chat_server)["id"] == "0-0"
 
 
 def test_chat_poll_parks_until_a_message(chat_server):
-    seq = stats(chat_server)["seq"]
-    c = open_poll(chat_server, seq)
+    c = open_poll(chat_server, stats(chat_server)["id"])
     c.assert_open(0.3)  # parked: nothing yet
     assert stats(chat_server)["parked"] == 1
     t0 = time.monotonic()
@@ -179,7 +185,7 @@ def test_chat_poll_parks_until_a_message(chat_server):
     d = json.loads(r.body)
     assert [m["text"] for m in d["messages"]] == ["wake up"]
     # the same connection polls again (keep-alive)
-    c.send("GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % d["seq"])
+    c.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % d["id"])
     c.assert_open(0.2)
     http(chat_server, "POST", "/send", "again")
     assert [m["text"] for m in json.loads(c.read_response().body)["messages"]] == ["again"]
@@ -233,13 +239,14 @@ def test_chat_ws_between_visitors_and_pollers(chat_server):
     a.send_text("  hello bob  ")
     for w in (a, b):
         m = w.recv_json()
-        assert (m["type"], m["nick"], m["text"], m["seq"]) == ("msg", "alice", "hello bob", 1)
+        assert (m["type"], m["nick"], m["text"]) == ("msg", "alice", "hello bob")
+    first = m["id"]
     assert json.loads(p.read_response().body)["messages"][0]["nick"] == "alice"
     # from a poller's POST /send to the WebSockets
     http(chat_server, "POST", "/send", "hi all", [("Cookie", b_ck)])
     for w in (a, b):
         m = w.recv_json()
-        assert (m["nick"], m["text"], m["seq"]) == ("bob", "hi all", 2)
+        assert (m["nick"], m["text"]) == ("bob", "hi all") and id_key(m["id"]) > id_key(first)
     # bad text is dropped, the connection stays
     a.send_text("\x01")
     a.send_text("x" * 1001)
@@ -252,15 +259,17 @@ def test_chat_ws_between_visitors_and_pollers(chat_server):
 
 
 def test_chat_ws_history(chat_server):
-    for i in range(5):
-        http(chat_server, "POST", "/send", "m%d" % i)
-    w = chat_server.ws("/ws?since=2")
+    ids = [json.loads(http(chat_server, "POST", "/send", "m%d" % i).body)["id"] for i in range(60)]
+    w = chat_server.ws("/ws?since=%s" % ids[1])
     assert [w.recv_json()["text"] for _ in range(3)] == ["m2", "m3", "m4"]
-    http(chat_server, "POST", "/send", "m5")
-    assert w.recv_json()["text"] == "m5"
+    for _ in range(55):
+        w.recv_json()
+    http(chat_server, "POST", "/send", "m60")
+    assert w.recv_json()["text"] == "m60"
     w.close()
     w = chat_server.ws("/ws")  # default: the last 50
-    assert [w.recv_json()["seq"] for _ in range(6)] == [1, 2, 3, 4, 5, 6]
+    got = [w.recv_json()["id"] for _ in range(50)]
+    assert got == ids[11:] + [got[-1]] and got[-1] not in ids
     w.close()
 
 
@@ -321,7 +330,7 @@ def test_chat_client_that_never_reads_does_not_stall_the_room(chat_server):
             m = b.recv_json(1.0)
         except socket.timeout:
             pytest.fail("message %d did not arrive within 1 s: the room stalled" % sent)
-        assert m["seq"] == sent and time.monotonic() - t1 < 0.2, (sent, time.monotonic() - t1)
+        assert m["text"] == text and time.monotonic() - t1 < 0.2, (sent, time.monotonic() - t1)
         if sent % 50 == 0 and stats(chat_server)["ws"] == 1:
             break
     assert stats(chat_server)["ws"] == 1, "the client that never reads is still in the room"

@@ -125,7 +125,7 @@ def park(srv, kind):
                 socks.append(ws_upgrade(srv.port))
             else:
                 s = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
-                # since=the current seq: parked until the next message
+                # since=the newest id: parked until the next message
                 socks.append(s)
         if kind == "ws":
             for s in socks:
@@ -133,9 +133,9 @@ def park(srv, kind):
                 assert head.startswith(b"HTTP/1.1 101"), head
                 assert not rest
         else:
-            seq = stats(srv)["seq"]
+            last = stats(srv)["id"].encode()
             for s in socks:
-                s.sendall(b"GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % seq)
+                s.sendall(b"GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % last)
         key = "ws" if kind == "ws" else "parked"
         wait_for(lambda: stats(srv)[key] == N, "%d parked %s" % (N, kind))
     except BaseException:
@@ -219,10 +219,10 @@ def test_pipelined_request_survives_a_parked_poll(chat):
     # The poll parks with the next request already in the buffer; the buffer
     # goes back to the pool during the long wait (its bytes to a block of
     # their own) and comes back with them: /me is still answered after it.
-    seq = stats(chat)["seq"]
+    last = stats(chat)["id"].encode()
     s = socket.create_connection(("127.0.0.1", chat.port), timeout=5)
-    s.sendall(b"GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n"
-              b"GET /me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % seq)
+    s.sendall(b"GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n"
+              b"GET /me HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % last)
     wait_for(lambda: stats(chat)["parked"] == 1, "the poll parked")
     time.sleep(1.2)  # longer than a long wait's second
     post(chat, "wake the poll")

@@ -1,10 +1,12 @@
 // chat.js — the chat room's client (examples/chat): messages over a
 // WebSocket (/ws), falling back to long polling (/poll, POST /send) when a
 // WebSocket cannot be opened; ?transport=ws|poll forces one. window.chat
-// exposes the state for tests.
+// exposes the state for tests. Ids are the server's bus ids ("MS-SEQ"):
+// whichever worker or instance the page reconnects to, ?since=lastId
+// resumes where it left off.
 'use strict';
 const $ = id => document.getElementById(id);
-const chat = window.chat = { mode: null, nick: null, lastSeq: 0, online: null, ready: false };
+const chat = window.chat = { mode: null, nick: null, lastId: null, online: null, ready: false };
 const forced = new URLSearchParams(location.search).get('transport');
 let ws = null;
 
@@ -27,9 +29,17 @@ function addLine(nick, text, cls) {
   if (atEnd) log.scrollTop = log.scrollHeight;
 }
 
+// "MS-SEQ" ids compared as two numbers.
+function idAfter(a, b) {
+  if (b === null) return true;
+  const [am, as] = a.split('-').map(Number), [bm, bs] = b.split('-').map(Number);
+  return am !== bm ? am > bm : as > bs;
+}
+
 function show(m) {
-  if (typeof m.seq !== 'number' || m.seq <= chat.lastSeq) return; // seen
-  chat.lastSeq = m.seq;
+  if (typeof m.id !== 'string' || !idAfter(m.id, chat.lastId)) return; // seen
+  if (m.type === 'error') return addLine(null, m.text, 'note');
+  chat.lastId = m.id;
   if (m.type === 'msg') addLine(m.nick, m.text);
   else if (m.type === 'online') $('online').textContent = chat.online = m.n;
 }
@@ -40,7 +50,7 @@ function status(text) { $('status').textContent = text; }
 function openWs() {
   let opened = false;
   const proto = location.protocol === 'https:' ? 'wss' : 'ws';
-  ws = new WebSocket(`${proto}://${location.host}/ws?since=${chat.lastSeq}`);
+  ws = new WebSocket(`${proto}://${location.host}/ws?since=${chat.lastId}`);
   ws.onopen = () => { opened = true; chat.mode = 'ws'; chat.ready = true; status('live (WebSocket)'); };
   ws.onmessage = e => { try { show(JSON.parse(e.data)); } catch (err) { /* not ours */ } };
   ws.onclose = () => {
@@ -49,7 +59,7 @@ function openWs() {
     if (chat.mode === 'reconnect') return openWs(); // a new nickname
     if (!opened && forced !== 'ws') return startPolling(); // no WebSockets here
     status('reconnecting…');
-    setTimeout(openWs, 1000);
+    setTimeout(openWs, 300 + Math.random() * 700); // spread a whole instance's reconnects
   };
 }
 
@@ -60,10 +70,9 @@ async function startPolling() {
   status('live (long polling)');
   for (;;) {
     try {
-      const r = await fetch(`/poll?since=${chat.lastSeq}`, { cache: 'no-store' });
+      const r = await fetch(`/poll?since=${chat.lastId}`, { cache: 'no-store' });
       if (r.status === 200) {
         const d = await r.json();
-        if (d.reset) chat.lastSeq = d.seq;
         d.messages.forEach(show);
       } else if (r.status !== 204) {
         throw new Error(`poll: ${r.status}`);
@@ -80,7 +89,7 @@ async function startPolling() {
 async function send(text) {
   if (ws && ws.readyState === WebSocket.OPEN) return ws.send(text);
   const r = await fetch('/send', { method: 'POST', body: text, headers: { 'Content-Type': 'text/plain' } });
-  if (!r.ok) addLine(null, `not sent (${r.status})`, 'note');
+  if (!r.ok) addLine(null, `not sent (${r.status}): ${(await r.text()).trim()}`, 'note');
 }
 
 $('sendform').onsubmit = e => {
@@ -106,7 +115,7 @@ $('nickform').onsubmit = async e => {
   chat.nick = me.nick;
   $('nick').value = me.nick === 'anonymous' ? '' : me.nick;
   if (me.online !== undefined) $('online').textContent = chat.online = me.online;
-  chat.lastSeq = Math.max(0, me.seq - 50);
+  chat.lastId = me.history; // the last 50 messages
   if (forced === 'poll' || !('WebSocket' in window)) startPolling();
   else openWs();
 })();
