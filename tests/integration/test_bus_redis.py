@@ -168,3 +168,21 @@ def test_message_size_limit(bus_spindle):
     assert pub(a, topic(), "x" * 1000)[0] == 200
     st, err = pub(a, topic(), "x" * 1001)
     assert st == 413 and "Message too long" in err
+
+
+def test_topics_subscribed_while_the_reader_connects(bus_spindle):
+    """The first subscribe starts the worker's reader, whose connect yields;
+    subscribes to other topics meanwhile add topics its XREAD must hold
+    (it counted them before the connect once, and wrote past its arrays:
+    "Invalid stream ID", then the worker aborted)."""
+    a = bus_spindle(workers="1")
+    topics = [topic() for _ in range(12)]
+    with concurrent.futures.ThreadPoolExecutor(len(topics)) as ex:
+        polls = [ex.submit(sub, a, t, None, 1, 5000) for t in topics]
+        time.sleep(0.5)
+        for t in topics:
+            assert pub(a, t, "for " + t)[0] == 200
+        results = [f.result() for f in polls]
+    assert [[d for _, d in lines] for lines, _ in results] == [["for " + t] for t in topics]
+    err = a.stderr()
+    assert "refused XREAD" not in err and "invalid" not in err.lower(), err[-2000:]

@@ -187,8 +187,13 @@ static void fan_out(rd_state *st, const redisReply *r) {
     }
 }
 
-/* XREAD COUNT N BLOCK ms STREAMS key... id...: one call for every topic. */
-static int read_once(bus *b, rd_state *st, size_t n) {
+/* XREAD COUNT N BLOCK ms STREAMS key... id...: one call for every topic.
+ * The topics are counted here, not by the caller: a subscribe while the
+ * reader connected (it yields) adds one, and the arrays must hold it. */
+static int read_once(bus *b, rd_state *st) {
+    size_t n = 0;
+    for (rtopic *t = st->topics; t; t = t->next)
+        n++;
     size_t argc = 6 + 2 * n;
     const char **argv = malloc(argc * sizeof *argv);
     size_t *lens = malloc(argc * sizeof *lens);
@@ -251,11 +256,10 @@ static void reader_main(void *arg) {
     bus *b = arg;
     rd_state *st = b->be;
     int64_t backoff = 100;
-    size_t n;
-    while (!b->stopping && (n = prune(st)) > 0) {
+    while (!b->stopping && prune(st) > 0) {
         int rc = st->rd.sock ? 0 : reader_connect(b, st);
         if (rc == 0)
-            rc = read_once(b, st, n);
+            rc = read_once(b, st);
         if (rc == 0) {
             backoff = 100;
             continue;
