@@ -42,19 +42,34 @@ class Client:
     def first_request(self):
         if self.kind == "ws":
             key = base64.b64encode(os.urandom(16)).decode()
-            return ("GET /ws?since=999999999 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+            # Bus ids start with the wall clock's ms: since now, no history
+            # (the uvicorn peer sends none on a WebSocket either).
+            return ("GET /ws?since=%d-0 HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
                     "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13"
-                    "\r\n\r\n" % key).encode()
+                    "\r\n\r\n" % (time.time() * 1000, key)).encode()
         return b"GET /poll HTTP/1.1\r\nHost: x\r\n\r\n"
 
     def poll_request(self):
-        return ("GET /poll?since=%d HTTP/1.1\r\nHost: x\r\n\r\n" % self.since).encode()
+        return ("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % self.since).encode()
+
+
+def id_key(i):
+    """A message's id as a tuple that sorts as the ids do: spindle's chat
+    gives bus ids ("MS-SEQ"), the uvicorn peer numbers (its "seq")."""
+    if isinstance(i, int):
+        return (i, 0)
+    ms, _, seq = i.partition("-")
+    return (int(ms), int(seq or 0))
+
+
+def msg_id(d):
+    return d["id"] if "id" in d else d["seq"]
 
 
 def on_messages(msgs, t, stats):
     for m in msgs:
         if m.get("type") == "online":
-            st = stats.setdefault(m["seq"], [0, 0.0, []])
+            st = stats.setdefault(id_key(msg_id(m)), [0, 0.0, []])
             st[0] += 1
             lat = t - m["ts"]
             st[1] = max(st[1], lat)
@@ -112,11 +127,11 @@ def handle_poll(c, t, stats, counts):
         if status == 200:
             d = json.loads(body)
             on_messages(d["messages"], t, stats)
-            c.since = d["seq"]
+            c.since = msg_id(d)
         elif status != 204:
             raise OSError("poll answered %d" % status)
-        if c.since is None:  # the first answer tells us where the log is
-            c.since = 0
+        if c.since is None:  # nothing yet: from the start
+            c.since = "0"
         c.out += c.poll_request()
         sel.modify(c.s, selectors.EVENT_READ | selectors.EVENT_WRITE, c)
 
@@ -187,7 +202,7 @@ def main():
             print("READY %d %.1f" % (counts["ready"], ready_at - t_start), flush=True)
         if ready_at is not None and end is None and go:
             end = time.monotonic() + a.seconds
-            first_seq = max(stats) if stats else 0
+            first_seq = max(stats) if stats else (0, 0)
         if end and time.monotonic() >= end:
             break
         if ready_at is not None and end is None and time.monotonic() - ready_at > 180:
@@ -203,7 +218,7 @@ def main():
             continue
         n, worst, lats = stats[seq]
         lats.sort()
-        rows.append({"seq": seq, "clients": n, "max_ms": round(worst, 1),
+        rows.append({"seq": "%d-%d" % seq, "clients": n, "max_ms": round(worst, 1),
                      "p50_ms": round(lats[len(lats) // 2], 1)})
     if rows and rows[-1]["clients"] < counts["ready"]:
         rows.pop()  # the last one may have been cut off by the end of the run
