@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- ids and messages ----------------------------------------------------- */
 
@@ -38,6 +39,15 @@ int bus_id_parse(const char *s, size_t len, bus_id *out) {
         return -EINVAL;
     *out = id;
     return 0;
+}
+
+bus_id bus_id_next(bus_id last) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    bus_id id = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, 0};
+    if (id.ms <= last.ms)
+        id = (bus_id){last.ms, last.seq + 1};
+    return id;
 }
 
 void bus_id_format(bus_id id, char out[SP_BUS_ID_MAX]) {

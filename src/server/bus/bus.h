@@ -37,6 +37,9 @@ static inline int bus_id_cmp(bus_id a, bus_id b) {
 /* Parses "ms-seq" or "ms" (seq 0); "0" is 0-0. 0 or -EINVAL. */
 int bus_id_parse(const char *s, size_t len, bus_id *out);
 void bus_id_format(bus_id id, char out[SP_BUS_ID_MAX]);
+/* The id Redis would give after last: the wall clock's ms, or last's ms
+ * with the next sequence when the clock has not moved on (or went back). */
+bus_id bus_id_next(bus_id last);
 
 /* One message, shared by the retained ring, the queues and the receivers
  * holding it; freed with its last reference. data is NUL-terminated. */

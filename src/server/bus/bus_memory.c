@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MEM_BUCKETS 256
@@ -90,23 +89,12 @@ static int retain(mtopic *t, const bus_limits *lim, bus_msg *m) {
     return 0;
 }
 
-/* The id Redis would give: the wall clock's ms, or the last one's with the
- * next sequence when the clock has not moved on (or went back). */
-static bus_id next_id(const mtopic *t) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    bus_id id = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, 0};
-    if (id.ms <= t->last.ms)
-        id = (bus_id){t->last.ms, t->last.seq + 1};
-    return id;
-}
-
 static int mem_publish(bus *b, const char *topic, const void *data, size_t len, bus_id *id) {
     mem_state *st = state(b);
     mtopic *t = st ? topic_get(st, topic, 1) : NULL;
     if (!t)
         return -ENOMEM;
-    bus_msg *m = bus_msg_new(next_id(t), data, len);
+    bus_msg *m = bus_msg_new(bus_id_next(t->last), data, len);
     if (!m)
         return -ENOMEM;
     if (retain(t, &b->lim, m) < 0) {

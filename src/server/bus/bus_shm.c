@@ -181,15 +181,6 @@ static void make_room(shm_ring *r, uint64_t end) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
-static bus_id next_id(const shm_ring *r) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    bus_id id = {(uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000, 0};
-    if (id.ms <= r->last.ms)
-        id = (bus_id){r->last.ms, r->last.seq + 1};
-    return id;
-}
-
 static int shm_publish(bus *b, const char *topic, const void *data, size_t len, bus_id *id) {
     shm_state *st = state(b);
     if (!st)
@@ -207,7 +198,7 @@ static int shm_publish(bus *b, const char *topic, const void *data, size_t len, 
     make_room(r, pos + total);
     shm_entry *e = entry_at(r, pos);
     *e = (shm_entry){.pos = pos,
-                     .id = next_id(r),
+                     .id = bus_id_next(r->last),
                      .total = (uint32_t)total,
                      .len = (uint32_t)len,
                      .tlen = (uint16_t)tlen};
