@@ -257,9 +257,12 @@ static void drain_events(ahub *a) {
 }
 
 /* The server is done (stopped, every connection closed): the worker's
- * asyncio main may go on to the lifespan shutdown. */
+ * asyncio main may go on to the lifespan shutdown. Not before it said it
+ * serves (on_done): a stop that came while the worker started (a TERM in
+ * its lifespan startup) makes the server done at once, and the news must
+ * wait for someone to hear it. */
 static void tell_done(ahub *a) {
-    if (a->started && !a->done_told && server_done(a->h->s)) {
+    if (a->started && !a->done_told && a->on_done && server_done(a->h->s)) {
         a->done_told = 1;
         if (a->on_done) {
             PyObject *r = PyObject_CallNoArgs(a->on_done);

@@ -446,6 +446,10 @@ int server_start(sp_server *s, loop *l) {
         s->listeners[i].paused = 1;
     listeners_resume(s);
     loop_timer_arm(l, &s->tick, loop_now(l) + 1000, on_tick, s);
+    if (s->stop_early) { /* a TERM while the worker started (an app's import, its lifespan) */
+        s->stop_early = 0;
+        sp_server_stop(s);
+    }
     return 0;
 }
 
@@ -497,7 +501,11 @@ int sp_server_run(sp_server *s) {
 }
 
 void sp_server_stop(sp_server *s) {
-    if (!s->l || s->stopping)
+    if (!s->l) {
+        s->stop_early = 1; /* not serving yet: server_start stops it at once */
+        return;
+    }
+    if (s->stopping)
         return;
     /* Idle keep-alive connections are not closed under a client that may be
      * sending: each is answered once more, with Connection: close, or ends

@@ -78,6 +78,7 @@ struct sp_server {
     int nconns_cap;
     int nconns;
     int stopping;
+    int stop_early; /* sp_server_stop came before server_start: it stops as it starts */
     /* HTTP/2 (server_set_http2; not in sp_server_options, whose size is ABI):
      * off, and the concurrent streams per connection (100) */
     int http2_off, http2_max_streams;

@@ -1,7 +1,8 @@
 """A raw ASGI 3 application for tests/integration/test_asgi_*.py: one route
 per rule of the spec (scope, streamed bodies, disconnects, backpressure,
 pathsend, invalid messages, failures, asyncio inside a handler, WebSockets)
-and lifespan whose behaviour ASGI_LIFESPAN picks (ok, fail, raise, ignore)."""
+and lifespan whose behaviour ASGI_LIFESPAN picks (ok, fail, raise, ignore,
+slow: a startup of 1.5 s)."""
 import asyncio
 import json
 import os
@@ -39,7 +40,7 @@ async def lifespan(scope, receive, send):
                 await send({"type": "lifespan.startup.failed", "message": "database unreachable"})
                 return
             scope["state"]["greeting"] = "hello from lifespan"
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(1.5 if mode == "slow" else 0.01)  # slow: a TERM comes meanwhile
             await send({"type": "lifespan.startup.complete"})
         elif m["type"] == "lifespan.shutdown":
             path = os.environ.get("ASGI_SHUTDOWN_FILE")

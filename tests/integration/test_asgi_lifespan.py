@@ -66,3 +66,27 @@ def test_bad_flag_values():
     assert rc == 2 and "--lifespan is auto, on or off, not 'maybe'" in err
     rc, err, _ = run_to_exit("--interface", "rsgi")
     assert rc == 2 and "--interface is auto, asgi or wsgi, not 'rsgi'" in err
+
+
+def test_term_during_the_startup_stops_every_worker():
+    """A TERM while the workers are still in their lifespan startup: the
+    stop waits for no request (none is served) and every worker ends. It
+    was lost in a worker that had not started serving yet, which then
+    served on until the master's graceful timeout killed it."""
+    port = free_port()
+    p = subprocess.Popen([PY, "-m", "spindle", "asgi_spec:app", "--bind", "127.0.0.1:%d" % port,
+                          "--workers", "2"], env=env_for({"PYTHONPATH": PYPATH + ":" + str(APPS),
+                                                          "ASGI_LIFESPAN": "slow"}),
+                         cwd=str(APPS), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.8)  # listening, the workers in their 1.5 s startup
+        p.terminate()
+        rc = p.wait(8)  # the graceful timeout is 30 s: a lost stop would outlast this
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    err = p.stderr.read().decode()
+    assert rc == 0, err
+    assert "graceful stop" in err and err.count("exiting after 0 requests") == 2, err
+
