@@ -58,6 +58,35 @@ static inline bus_msg *bus_msg_ref(bus_msg *m) {
 }
 void bus_msg_unref(bus_msg *m);
 
+/* A topic as a backend keeps it in this process: its name and its
+ * subscribers here. A backend's own topic struct begins with one, in a
+ * table of the backend's (bus_topics.c). */
+typedef struct bus_topic {
+    struct bus_topic *next; /* in its bucket */
+    char *name;
+    size_t namelen;
+    list_head subs;
+    size_t nsubs;
+} bus_topic;
+
+#define BUS_TOPIC_BUCKETS 256
+typedef struct bus_topics {
+    bus_topic *buckets[BUS_TOPIC_BUCKETS];
+    size_t count;
+} bus_topics;
+
+bus_topic *bus_topics_find(const bus_topics *ts, const char *name, size_t n);
+/* The topic called name, added (size bytes, zeroed, a bus_topic at their
+ * start) when it is not there yet. NULL: no memory. */
+bus_topic *bus_topics_get(bus_topics *ts, const char *name, size_t n, size_t size);
+/* Frees the topics nobody here reads (all: every topic), fin first given
+ * each to free the backend's own parts. The count of those left. */
+size_t bus_topics_prune(bus_topics *ts, int all, void (*fin)(bus_topic *t));
+/* Each topic of ts as t (a bus_topic *), in the table's order. */
+#define bus_topics_each(ts, t)                                                                     \
+    for (int t##_b = 0; t##_b < BUS_TOPIC_BUCKETS; t##_b++)                                        \
+        for (bus_topic *t = (ts)->buckets[t##_b]; t; t = t->next)
+
 typedef struct bus bus;
 typedef struct bus_backend bus_backend;
 

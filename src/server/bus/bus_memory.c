@@ -8,49 +8,21 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MEM_BUCKETS 256
-
 typedef struct mtopic {
-    struct mtopic *next; /* in its bucket */
-    char *name;
-    list_head subs;
+    bus_topic t;    /* its name and subscribers, in the table */
     bus_msg **ring; /* the retained messages, oldest at head */
     size_t cap, head, len, bytes;
     bus_id last; /* the newest id given (0-0: none yet) */
 } mtopic;
 
-typedef struct mem_state {
-    mtopic *buckets[MEM_BUCKETS];
-} mem_state;
-
-static mem_state *state(bus *b) {
-    if (!b->be && (b->be = calloc(1, sizeof(mem_state))))
+static bus_topics *state(bus *b) {
+    if (!b->be && (b->be = calloc(1, sizeof(bus_topics))))
         b->be_pid = getpid();
     return b->be;
 }
 
-static unsigned hash(const char *s) {
-    unsigned h = 2166136261u; /* FNV-1a */
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 16777619u;
-    return h % MEM_BUCKETS;
-}
-
-static mtopic *topic_get(mem_state *st, const char *name, int create) {
-    mtopic **slot = &st->buckets[hash(name)];
-    for (mtopic *t = *slot; t; t = t->next)
-        if (!strcmp(t->name, name))
-            return t;
-    if (!create)
-        return NULL;
-    mtopic *t = calloc(1, sizeof *t);
-    if (!t || !(t->name = strdup(name))) {
-        free(t);
-        return NULL;
-    }
-    t->next = *slot;
-    *slot = t;
-    return t;
+static mtopic *topic_get(bus_topics *ts, const char *name) {
+    return (mtopic *)bus_topics_get(ts, name, strlen(name), sizeof(mtopic));
 }
 
 static bus_msg *at(const mtopic *t, size_t i) {
@@ -90,8 +62,8 @@ static int retain(mtopic *t, const bus_limits *lim, bus_msg *m) {
 }
 
 static int mem_publish(bus *b, const char *topic, const void *data, size_t len, bus_id *id) {
-    mem_state *st = state(b);
-    mtopic *t = st ? topic_get(st, topic, 1) : NULL;
+    bus_topics *st = state(b);
+    mtopic *t = st ? topic_get(st, topic) : NULL;
     if (!t)
         return -ENOMEM;
     bus_msg *m = bus_msg_new(bus_id_next(t->last), data, len);
@@ -103,14 +75,14 @@ static int mem_publish(bus *b, const char *topic, const void *data, size_t len, 
     }
     t->last = m->id;
     *id = m->id;
-    for (list_node *n = t->subs.head; n; n = n->next)
+    for (list_node *n = t->t.subs.head; n; n = n->next)
         bus_deliver(container_of(n, sp_bus_sub, node), m);
     return 0;
 }
 
 static int mem_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
-    mem_state *st = state(b);
-    mtopic *t = st ? topic_get(st, sub->name, 1) : NULL;
+    bus_topics *st = state(b);
+    mtopic *t = st ? topic_get(st, sub->name) : NULL;
     if (!t)
         return -ENOMEM;
     sub->last = t->last;
@@ -120,7 +92,8 @@ static int mem_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
         sub->hist = bus_id_cmp(sub->last, t->last) < 0;
     }
     sub->topic = t;
-    list_push_back(&t->subs, &sub->node);
+    list_push_back(&t->t.subs, &sub->node);
+    t->t.nsubs++;
     return 0;
 }
 
@@ -149,22 +122,20 @@ static int mem_fetch(bus *b, sp_bus_sub *sub) {
 
 static void mem_unsubscribe(bus *b, sp_bus_sub *sub) {
     mtopic *t = sub->topic;
-    list_remove(&t->subs, &sub->node);
+    list_remove(&t->t.subs, &sub->node);
+    t->t.nsubs--; /* kept: its retained messages are its history */
+}
+
+static void topic_fin(bus_topic *bt) {
+    mtopic *t = (mtopic *)bt;
+    while (t->len)
+        evict_oldest(t);
+    free(t->ring);
 }
 
 static void mem_free(bus *b) {
-    mem_state *st = b->be;
-    for (int i = 0; i < MEM_BUCKETS; i++) {
-        for (mtopic *t = st->buckets[i], *next; t; t = next) {
-            next = t->next;
-            while (t->len)
-                evict_oldest(t);
-            free(t->ring);
-            free(t->name);
-            free(t);
-        }
-    }
-    free(st);
+    bus_topics_prune(b->be, 1, topic_fin);
+    free(b->be);
     b->be = NULL;
 }
 

@@ -17,11 +17,9 @@
 #define READ_COUNT     "256"
 
 typedef struct rtopic {
-    struct rtopic *next;
-    char *name, *key; /* KEY_PREFIX + name */
+    bus_topic t; /* its name and subscribers, in the table */
+    char *key;   /* KEY_PREFIX + name */
     size_t keylen;
-    list_head subs;
-    size_t nsubs;
     bus_id pos; /* everything up to here was fanned out to subs */
 } rtopic;
 
@@ -31,7 +29,7 @@ typedef struct rd_state {
     rconn rd;        /* the reader's */
     long long rd_id; /* its CLIENT ID, for CLIENT UNBLOCK */
     int reader_running, in_block, down;
-    rtopic *topics;
+    bus_topics topics; /* those read here (dropped by the reader once unread) */
 } rd_state;
 
 static rd_state *state(bus *b) {
@@ -129,29 +127,21 @@ static bus_msg *entry_msg(const redisReply *e) {
 
 /* ---- the reader ------------------------------------------------------------ */
 
-static rtopic *topic_find(rd_state *st, const char *key, size_t keylen) {
-    for (rtopic *t = st->topics; t; t = t->next)
-        if (t->keylen == keylen && !memcmp(t->key, key, keylen))
-            return t;
-    return NULL;
+/* The topic of a stream key Redis names, or NULL. */
+static rtopic *topic_of_key(rd_state *st, const char *key, size_t keylen) {
+    size_t pre = sizeof KEY_PREFIX - 1;
+    if (keylen < pre || memcmp(key, KEY_PREFIX, pre))
+        return NULL;
+    return (rtopic *)bus_topics_find(&st->topics, key + pre, keylen - pre);
+}
+
+static void topic_fin(bus_topic *t) {
+    free(((rtopic *)t)->key);
 }
 
 /* Drops the topics nobody here reads any more; the count of the rest. */
 static size_t prune(rd_state *st) {
-    size_t n = 0;
-    for (rtopic **p = &st->topics; *p;) {
-        rtopic *t = *p;
-        if (t->nsubs) {
-            n++;
-            p = &t->next;
-            continue;
-        }
-        *p = t->next;
-        free(t->name);
-        free(t->key);
-        free(t);
-    }
-    return n;
+    return bus_topics_prune(&st->topics, 0, topic_fin);
 }
 
 static void outage(bus *b, rd_state *st, int rc) {
@@ -171,7 +161,7 @@ static void fan_out(rd_state *st, const redisReply *r) {
         if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
             s->element[0]->type != REDIS_REPLY_STRING)
             continue;
-        rtopic *t = topic_find(st, s->element[0]->str, s->element[0]->len);
+        rtopic *t = topic_of_key(st, s->element[0]->str, s->element[0]->len);
         const redisReply *es = s->element[1];
         for (size_t j = 0; t && es->type == REDIS_REPLY_ARRAY && j < es->elements; j++) {
             bus_msg *m = entry_msg(es->element[j]);
@@ -179,7 +169,7 @@ static void fan_out(rd_state *st, const redisReply *r) {
                 continue; /* out of memory: the subscribers' last ids stay behind it */
             if (bus_id_cmp(m->id, t->pos) > 0) {
                 t->pos = m->id;
-                for (list_node *n = t->subs.head; n; n = n->next)
+                for (list_node *n = t->t.subs.head; n; n = n->next)
                     bus_deliver(container_of(n, sp_bus_sub, node), m);
             }
             bus_msg_unref(m);
@@ -191,9 +181,7 @@ static void fan_out(rd_state *st, const redisReply *r) {
  * The topics are counted here, not by the caller: a subscribe while the
  * reader connected (it yields) adds one, and the arrays must hold it. */
 static int read_once(bus *b, rd_state *st) {
-    size_t n = 0;
-    for (rtopic *t = st->topics; t; t = t->next)
-        n++;
+    size_t n = st->topics.count;
     size_t argc = 6 + 2 * n;
     const char **argv = malloc(argc * sizeof *argv);
     size_t *lens = malloc(argc * sizeof *lens);
@@ -204,12 +192,14 @@ static int read_once(bus *b, rd_state *st) {
         for (size_t i = 0; i < 6; i++)
             lens[i] = strlen(argv[i] = head[i]);
         size_t i = 0;
-        for (rtopic *t = st->topics; t; t = t->next, i++) {
+        bus_topics_each(&st->topics, bt) {
+            const rtopic *t = (const rtopic *)bt;
             argv[6 + i] = t->key;
             lens[6 + i] = t->keylen;
             bus_id_format(t->pos, ids[i]);
             argv[6 + n + i] = ids[i];
             lens[6 + n + i] = strlen(ids[i]);
+            i++;
         }
         redisReply *r;
         st->in_block = 1;
@@ -322,20 +312,12 @@ static int rd_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
         return rc;
     /* From here to the attach nothing yields: the reader's position and
      * the subscriber's history meet exactly. */
-    rtopic *t = topic_find(st, key, strlen(key));
-    if (!t) {
-        if (!(t = calloc(1, sizeof *t)) || !(t->name = strdup(sub->name)) ||
-            !(t->key = strdup(key))) {
-            if (t)
-                free(t->name);
-            free(t);
-            return -ENOMEM;
-        }
+    rtopic *t = (rtopic *)bus_topics_get(&st->topics, sub->name, strlen(sub->name), sizeof *t);
+    if (t && !t->key && (t->key = strdup(key)))
         t->keylen = strlen(key);
-        t->next = st->topics;
-        st->topics = t;
-    }
-    int fresh = t->nsubs == 0;
+    if (!t || !t->key)
+        return -ENOMEM; /* a topic without its key is dropped by the next prune */
+    int fresh = t->t.nsubs == 0;
     if (fresh)
         t->pos = top; /* the reader follows from the newest */
     sub->last = top;
@@ -346,12 +328,12 @@ static int rd_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
     sub->hist_to = t->pos;
     sub->hist = bus_id_cmp(sub->last, t->pos) < 0;
     sub->topic = t;
-    list_push_back(&t->subs, &sub->node);
-    t->nsubs++;
+    list_push_back(&t->t.subs, &sub->node);
+    t->t.nsubs++;
     if (!st->reader_running) {
         if ((rc = sp_spawn(reader_main, b)) < 0) {
-            list_remove(&t->subs, &sub->node);
-            t->nsubs--;
+            list_remove(&t->t.subs, &sub->node);
+            t->t.nsubs--;
             return rc;
         }
         st->reader_running = 1;
@@ -392,8 +374,8 @@ static int rd_fetch(bus *b, sp_bus_sub *sub) {
 
 static void rd_unsubscribe(bus *b, sp_bus_sub *sub) {
     rtopic *t = sub->topic;
-    list_remove(&t->subs, &sub->node);
-    t->nsubs--; /* the reader drops the topic at its next read */
+    list_remove(&t->t.subs, &sub->node);
+    t->t.nsubs--; /* the reader drops the topic at its next read */
 }
 
 static void rd_free(bus *b) {
@@ -405,7 +387,7 @@ static void rd_free(bus *b) {
         rconn_close(&st->rd);
     }
     sp_mutex_free(st->mu);
-    prune(st);
+    prune(st); /* a topic still subscribed is left to the process's end */
     free(st);
     b->be = NULL;
 }

@@ -19,16 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SHM_BUCKETS  256
 #define SAFETY_NAPMS 5000 /* a reader looks at the ring at least this often */
-
-typedef struct stopic {
-    struct stopic *next;
-    char *name;
-    size_t namelen;
-    list_head subs;
-    size_t nsubs;
-} stopic;
 
 typedef struct shm_state {
     shm_ring *r;
@@ -39,8 +30,8 @@ typedef struct shm_state {
     uint64_t rpos; /* the reader's next position */
     size_t nsubs;
     int reader_running;
-    task *reader; /* parked with nothing to do (no subscriber) */
-    stopic *buckets[SHM_BUCKETS];
+    task *reader;      /* parked with nothing to do (no subscriber) */
+    bus_topics topics; /* the topics subscribed here */
 } shm_state;
 
 shm_ring *shm_ring_map(size_t size) {
@@ -216,20 +207,6 @@ static int shm_publish(bus *b, const char *topic, const void *data, size_t len, 
 
 /* ---- reading the ring ------------------------------------------------------ */
 
-static unsigned hash(const char *s, size_t n) {
-    unsigned h = 2166136261u; /* FNV-1a */
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 16777619u;
-    return h % SHM_BUCKETS;
-}
-
-static stopic *topic_find(shm_state *st, const char *name, size_t n) {
-    for (stopic *t = st->buckets[hash(name, n)]; t; t = t->next)
-        if (t->namelen == n && !memcmp(t->name, name, n))
-            return t;
-    return NULL;
-}
-
 /* A header that can be followed: its own position, and its bytes inside
  * the ring (a header read while a writer overwrote it may be anything). */
 static int entry_sane(const shm_ring *r, const shm_entry *e, uint64_t p) {
@@ -289,9 +266,9 @@ static void follow(bus *b, shm_state *st) {
     uint64_t head = load(&r->head);
     while (st->rpos < head && !b->stopping) {
         shm_entry e = *entry_at(r, st->rpos);
-        stopic *t = NULL;
+        bus_topic *t = NULL;
         if (entry_sane(r, &e, st->rpos) && e.tlen)
-            t = topic_find(st, (const char *)(entry_at(r, st->rpos) + 1), e.tlen);
+            t = bus_topics_find(&st->topics, (const char *)(entry_at(r, st->rpos) + 1), e.tlen);
         bus_msg *m;
         uint64_t at = st->rpos;
         int rc = t ? read_entry(r, &st->rpos, t->name, t->namelen, &m)
@@ -345,18 +322,9 @@ static int shm_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
     shm_state *st = state(b);
     if (!st)
         return -ENOMEM;
-    size_t n = strlen(sub->name);
-    stopic *t = topic_find(st, sub->name, n);
-    if (!t) {
-        if (!(t = calloc(1, sizeof *t)) || !(t->name = strdup(sub->name))) {
-            free(t);
-            return -ENOMEM;
-        }
-        t->namelen = n;
-        unsigned h = hash(sub->name, n);
-        t->next = st->buckets[h];
-        st->buckets[h] = t;
-    }
+    bus_topic *t = bus_topics_get(&st->topics, sub->name, strlen(sub->name), sizeof *t);
+    if (!t)
+        return -ENOMEM;
     if (!st->reader_running) {
         int rc = sp_spawn(reader_main, b);
         if (rc < 0)
@@ -389,7 +357,7 @@ static int shm_subscribe(bus *b, sp_bus_sub *sub, const char *since) {
  * starts (entries are in id order), then onwards at sub->hpos. */
 static int shm_fetch(bus *b, sp_bus_sub *sub) {
     shm_state *st = b->be;
-    stopic *t = sub->topic;
+    bus_topic *t = sub->topic;
     shm_ring *r = st->r;
     uint64_t head = load(&r->head);
     if (sub->hpos == UINT64_MAX || sub->hpos < load(&r->tail))
@@ -420,7 +388,7 @@ static int shm_fetch(bus *b, sp_bus_sub *sub) {
 
 static void shm_unsubscribe(bus *b, sp_bus_sub *sub) {
     shm_state *st = b->be;
-    stopic *t = sub->topic;
+    bus_topic *t = sub->topic;
     list_remove(&t->subs, &sub->node);
     t->nsubs--;
     st->nsubs--;
@@ -436,12 +404,7 @@ static void shm_free(bus *b) {
     else
         close(st->wake.fd);
     __atomic_store_n(&st->r->slots[st->slot].pid, 0, __ATOMIC_RELEASE);
-    for (int i = 0; i < SHM_BUCKETS; i++)
-        for (stopic *t = st->buckets[i], *next; t; t = next) {
-            next = t->next;
-            free(t->name);
-            free(t);
-        }
+    bus_topics_prune(&st->topics, 1, NULL);
     free(st);
     b->be = NULL;
 }
