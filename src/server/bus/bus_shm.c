@@ -91,8 +91,14 @@ static int slot_claim(shm_ring *r, pid_t me) {
         pid_t p = __atomic_load_n(&r->slots[i].pid, __ATOMIC_ACQUIRE);
         if ((p == 0 || (p != me && kill(p, 0) < 0 && errno == ESRCH)) &&
             __atomic_compare_exchange_n(&r->slots[i].pid, &p, me, 0, __ATOMIC_ACQ_REL,
-                                        __ATOMIC_ACQUIRE))
+                                        __ATOMIC_ACQUIRE)) {
+            uint32_t n = __atomic_load_n(&r->nslots, __ATOMIC_ACQUIRE);
+            while (n < (uint32_t)i + 1 &&
+                   !__atomic_compare_exchange_n(&r->nslots, &n, (uint32_t)i + 1, 0,
+                                                __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            }
             return i;
+        }
     }
     return -1;
 }
@@ -137,10 +143,13 @@ static shm_state *state(bus *b) {
 }
 
 /* Wakes the readers that sleep: ours directly, the others' with a byte on
- * their sockets; a slot whose socket is gone belonged to a dead worker. */
+ * their sockets; a slot whose socket is gone belonged to a dead worker.
+ * Only the slots up to the highest ever claimed are looked at (claims take
+ * the lowest free one, so with N workers that is about N, not 256). */
 static void wake_readers(bus *b, shm_state *st) {
     shm_ring *r = st->r;
-    for (int i = 0; i < SHM_SLOTS; i++) {
+    uint32_t n = __atomic_load_n(&r->nslots, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < n && i < SHM_SLOTS; i++) {
         shm_slot *s = &r->slots[i];
         pid_t p = __atomic_load_n(&s->pid, __ATOMIC_ACQUIRE);
         if (!p || !__atomic_exchange_n(&s->armed, 0, __ATOMIC_SEQ_CST))

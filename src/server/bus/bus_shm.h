@@ -31,6 +31,7 @@ typedef struct shm_ring {
     uint64_t size;
     char token[24]; /* names the wake sockets of this server's workers */
     shm_slot slots[SHM_SLOTS];
+    uint32_t nslots; /* past the highest slot ever claimed: a publish wakes only these */
     _Alignas(SHM_ALIGN) char data[];
 } shm_ring;
 
