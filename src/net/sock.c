@@ -139,20 +139,27 @@ ssize_t sp_sock_write(sp_sock *s, const void *buf, size_t len, int64_t timeout_m
 
 /* The certificate is checked against host (a name, or an address's IP
  * SAN) by OpenSSL during the handshake; SNI is sent for names only. */
-int sock_start_tls(sp_sock *s, SSL_CTX *ctx, const char *host, int64_t timeout_ms) {
+SSL *sock_tls_client_new(SSL_CTX *ctx, int fd, const char *host) {
     SSL *ssl = SSL_new(ctx);
     if (!ssl)
-        return -ENOMEM;
+        return NULL;
     struct in6_addr a6;
     struct in_addr a4;
     int literal = inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
-    if (!SSL_set_fd(ssl, s->w.fd) || (!literal && !SSL_set_tlsext_host_name(ssl, host)) ||
+    if (!SSL_set_fd(ssl, fd) || (!literal && !SSL_set_tlsext_host_name(ssl, host)) ||
         (literal ? !X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host)
                  : !SSL_set1_host(ssl, host))) {
         SSL_free(ssl);
-        return -ENOMEM;
+        return NULL;
     }
     SSL_set_connect_state(ssl);
+    return ssl;
+}
+
+int sock_start_tls(sp_sock *s, SSL_CTX *ctx, const char *host, int64_t timeout_ms) {
+    SSL *ssl = sock_tls_client_new(ctx, s->w.fd, host);
+    if (!ssl)
+        return -ENOMEM;
     int rc = tls_handshake(s->l, &s->w, ssl, sync_deadline(timeout_ms));
     if (rc < 0) {
         SSL_free(ssl);

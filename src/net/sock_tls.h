@@ -14,6 +14,13 @@
  * with why filled on failure. */
 SSL_CTX *sock_tls_client_ctx(const char *ca_file, char *why, size_t whylen);
 
+/* A client session on the connected socket fd (not yet shaken hands):
+ * SNI, and the certificate checked against host (a name, or a literal IP
+ * against the certificate's addresses). NULL: no memory. The cooperative
+ * sockets use it through sock_start_tls; a blocking client (the session
+ * store's Redis connection) runs SSL_connect on it itself. */
+SSL *sock_tls_client_new(SSL_CTX *ctx, int fd, const char *host);
+
 /* Runs the client side of a handshake on s, checking that the certificate
  * names host; from then on sp_sock_read/write/close go through TLS. 0,
  * -ETIMEDOUT, -ECONNRESET, or -EPROTO (tls_last_error() says why: an

@@ -7,15 +7,14 @@
 #include "server/session/session_store.h"
 
 #include "base/log.h"
+#include "net/sock_tls.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,14 +160,7 @@ static int expect_ok(rd_conn *c, int argc, const char **argv) {
 
 static int start_tls(sess_store *st, rd_conn *c) {
     const redis_url *u = &st->url;
-    if (!(c->ssl = SSL_new(st->tls)))
-        return -ENOMEM;
-    struct in6_addr a6;
-    int literal = inet_pton(AF_INET, u->host, &a6) == 1 || inet_pton(AF_INET6, u->host, &a6) == 1;
-    SSL_set_fd(c->ssl, c->fd);
-    if (literal)
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), u->host);
-    else if (!SSL_set_tlsext_host_name(c->ssl, u->host) || !SSL_set1_host(c->ssl, u->host))
+    if (!(c->ssl = sock_tls_client_new(st->tls, c->fd, u->host)))
         return -ENOMEM;
     if (SSL_connect(c->ssl) == 1)
         return 0;
