@@ -212,14 +212,14 @@ def test_tls_scope_extension(ext, certs):  # noqa: F811
     # client_cert_error is None in every scope because a failed certificate is
     # never let through: one of another CA is refused at the handshake, even
     # with --cert-reqs optional, so no scope is made for it
-    s = certs.context(client="stranger").wrap_socket(
-        socket.create_connection(("127.0.0.1", srv.port), timeout=5), server_hostname="localhost")
-    try:  # TLS 1.3: the refusal may come after the client's handshake ends
+    raw_sock = socket.create_connection(("127.0.0.1", srv.port), timeout=5)
+    try:  # (TLS 1.3: the refusal may come after the client's handshake ends)
+        s = certs.context(client="stranger").wrap_socket(raw_sock, server_hostname="localhost")
         s.sendall(b"GET /ext HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         out = read_until_close(s)
     except (ssl.SSLError, ConnectionError):
         out = b""
-    s.close()
+    raw_sock.close()
     assert out == b"", out
     # a wss:// scope has it too
     s = certs.context().wrap_socket(socket.create_connection(("127.0.0.1", srv.port), timeout=5),
