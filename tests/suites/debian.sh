@@ -25,8 +25,9 @@ src=$work/src/spindle-$V
 mkdir -p "$src"
 git ls-files -co --exclude-standard | tar -cf - -T - | tar -xf - -C "$src"
 start=$SECONDS
-if (cd "$src" && dpkg-buildpackage -us -uc -b >"$work/build.log" 2>&1); then
-  ok "dpkg-buildpackage -us -uc -b ($((SECONDS - start)) s)"
+# -j2: the two cores (dpkg-buildpackage builds serially unless told).
+if (cd "$src" && dpkg-buildpackage -us -uc -b -j2 >"$work/build.log" 2>&1); then
+  ok "dpkg-buildpackage -us -uc -b -j2 ($((SECONDS - start)) s)"
 else
   tail -30 "$work/build.log"
   abort "dpkg-buildpackage failed (log above)"
