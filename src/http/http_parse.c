@@ -427,7 +427,10 @@ HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char
                                  const char *w, size_t s, int tail, size_t *cp) {
     __m256i v = http_load32(w);
     size_t c = http_tz((http_token_misses32(k, v) | 0x80000000u) >> s);
-    if (p[c] != ':')
+    /* The colon and the one SP after it in one compare, but at the tail,
+     * where the colon may be the buffer's last octet: the SP waits there
+     * until the CR is found (then the octet after the colon is readable). */
+    if (tail ? p[c] != ':' : load2(p + c) != load2(": "))
         return NULL;
     /* Bit 0 of the shifted mask is the colon, never a miss. */
     uint64_t vm = http_value_misses32(k, v);
@@ -438,12 +441,18 @@ HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char
     } else {
         if (tail)
             return NULL; /* the value runs to the end: cut short */
-        /* Not to the last octet: a CR there has no LF to read. */
-        q = http_value_cr_avx2(k, p + 32, end - 1);
-        if (!q)
-            return NULL;
+        /* The next 32 octets in line (most values end there), with this
+         * copy's constants, when their CR's LF is readable; then the long
+         * scan, not to the last octet: a CR there has no LF to read. */
+        if (end - p > 64 && (vm = http_value_misses32(k, http_load32(p + 32))) != 0) {
+            q = p + 32 + http_tz(vm);
+        } else {
+            q = http_value_cr_avx2(k, p + (end - p > 64 ? 64 : 32), end - 1);
+            if (!q)
+                return NULL;
+        }
     }
-    if (load2(q) != load2("\r\n") || p[c + 1] != ' ' || (unsigned char)p[c + 2] <= ' ' ||
+    if (load2(q) != load2("\r\n") || (tail && p[c + 1] != ' ') || (unsigned char)p[c + 2] <= ' ' ||
         (unsigned char)q[-1] <= ' ')
         return NULL; /* HTAB, a control, other OWS, an empty value */
     *cp = c;
