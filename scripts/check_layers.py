@@ -22,9 +22,20 @@ Layers (a folder of src/), and what each may include besides itself:
                  feature
   process        server (the core, not its features) and below, spindle.h
   cli            everything in src/, spindle.h
-  python         (python/_spindle) anything in src/ and spindle.h, and the
-                 external greenlet.h / Python.h (found on -I paths outside
-                 the tree)
+  python         (python/_spindle/module.c, the top that wires the two
+                 interfaces) python/common, python/wsgi, python/asgi
+  python/common  (python/_spindle/common: the hub, its job table, green
+                 waits, sessions, spindle.websocket, the bus, hints)
+                 nothing of the binding but itself: it knows neither
+                 interface, which plug into the hub's table of functions
+  python/wsgi    python/common (never python/asgi)
+  python/asgi    python/common (never python/wsgi)
+                 Every python layer reaches src/ only through the
+                 documented headers (PYTHON_HEADERS below) and may include
+                 spindle.h and the external greenlet.h / Python.h (found
+                 on -I paths outside the tree). Its own headers are
+                 written folder-qualified from python/_spindle
+                 ("common/binding.h").
   api            (include/spindle.h, the public API) nothing of ours
 
 "spindle.h" (include/) is allowed from loop upwards: loop.h aliases the
@@ -55,7 +66,11 @@ RULES = {
     "server/*": ["server"] + BELOW_SERVER,
     "process": ["server"] + BELOW_SERVER,
     "cli": ["process", "server", "server/*"] + BELOW_SERVER,
-    "python": ["cli", "process", "server", "server/*"] + BELOW_SERVER,
+    # The binding's rooms; src/ headers are governed by PYTHON_HEADERS.
+    "python": ["python/common", "python/wsgi", "python/asgi", "spindle.h"],
+    "python/common": ["spindle.h"],
+    "python/wsgi": ["python/common", "spindle.h"],
+    "python/asgi": ["python/common", "spindle.h"],
     "api": [],
 }
 # The binding's side of the C boundary: the only headers of src/ that
@@ -66,7 +81,8 @@ PYTHON_HEADERS = {"src/server/embed.h", "src/cli/cli.h", "src/base/log.h",
                   "src/http/http_chars.h", "src/http/path_norm.h", "src/http/http_trailer.h",
                   "src/server/bus/bus.h"}
 # Quoted includes of headers outside the tree, per layer.
-EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
+EXTERNAL = {l: {"greenlet.h", "Python.h"} for l in ("python", "python/common", "python/wsgi",
+                                                    "python/asgi")}
 SOURCE_EXT = (".c", ".h", ".S")
 
 # The seams between the exchange and its protocols (docs/ARCHITECTURE.md,
@@ -122,7 +138,7 @@ def layer_of(rel):
     if parts[0] == "include":
         return "api"
     if parts[0] == "python":
-        return "python"
+        return "python/" + parts[2] if len(parts) >= 4 else "python"
     if parts[0] != "src" or len(parts) < 3:
         return None
     if parts[1] == "server" and len(parts) >= 4:
@@ -152,6 +168,8 @@ def describe(layer):
     if not rule:
         return "%s may include only itself (and system headers)" % layer
     names = ["server/<feature>" if r == "server/*" else r for r in rule]
+    if layer.startswith("python"):
+        names.append("the C boundary's headers")
     return "%s may include only %s (and itself)" % (layer, ", ".join(names))
 
 
@@ -169,8 +187,8 @@ def resolve(root, rel, name, layer):
     """(target path relative to root or None, problem text or None)."""
     here = os.path.dirname(rel)
     search = ["include", "src"]
-    if layer == "python":
-        search = [here] + search  # the binding's own headers, unqualified
+    if layer.startswith("python"):
+        search = ["python/_spindle"] + search  # the binding's own, "common/binding.h"
     for d in search:
         cand = os.path.normpath(os.path.join(d, name)).replace(os.sep, "/")
         if os.path.isfile(os.path.join(root, cand)):
@@ -179,8 +197,9 @@ def resolve(root, rel, name, layer):
         return None, None
     local = os.path.normpath(os.path.join(here, name)).replace(os.sep, "/")
     if os.path.isfile(os.path.join(root, local)):
+        top = "python/_spindle/" if layer.startswith("python") else "src/"
         return None, ('includes "%s", which resolves only next to the including file: '
-                      'write it folder-qualified from src/ ("%s")' % (name, local[len("src/"):]))
+                      'write it folder-qualified from %s ("%s")' % (name, top, local[len(top):]))
     return None, 'includes "%s", which resolves to no file under include/ or src/' % name
 
 
@@ -218,13 +237,14 @@ def check(root):
             to = "spindle.h" if target == "include/spindle.h" else layer_of(target)
             if to is None:
                 to = target
-            if to == "python" and frm != "python":
-                violations.append(where + 'includes "%s" (layer python) — nothing in src/ '
-                                  'includes python/' % name)
-            elif frm == "python" and target.startswith("src/") and target not in PYTHON_HEADERS:
-                violations.append(where + 'includes "%s" — the binding reaches the C side '
-                                  'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
-                                  (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
+            if to.startswith("python") and not frm.startswith("python"):
+                violations.append(where + 'includes "%s" (layer %s) — nothing in src/ '
+                                  'includes python/' % (name, to))
+            elif frm.startswith("python") and target.startswith("src/"):
+                if target not in PYTHON_HEADERS:
+                    violations.append(where + 'includes "%s" — the binding reaches the C side '
+                                      'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
+                                      (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
             elif not allowed(frm, to):
                 violations.append(where + 'includes "%s" (layer %s) — %s' %
                                   (name, to, describe(frm)))

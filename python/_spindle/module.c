@@ -3,10 +3,10 @@
  * with the WSGI or ASGI application as the catch-all (imported in each
  * worker after the fork, or once before with --preload; spindle/_load.py
  * finds it and words a failure); plus sleep/wait_readable/wait_writable. */
-#include "asgi.h"
-#include "binding.h"
-#include "wsgi.h"
-#include "hints.h"
+#include "asgi/asgi.h"
+#include "common/binding.h"
+#include "wsgi/wsgi.h"
+#include "common/hints.h"
 
 #include "cli/cli.h"
 #include "base/log.h"

@@ -3,8 +3,9 @@
 # the real tree must keep them, and the checker must catch what it exists
 # for: planted into a copy of the tree, an upward include (http -> server),
 # a server-core -> feature include, a feature -> other feature include and
-# a stale un-qualified include each fail it, naming the file and line; a
-# downward include adds nothing. Ends with "N passed, N failed".
+# a stale un-qualified include each fail it, naming the file and line, and
+# so do the binding's (past its C boundary, between its wsgi/, asgi/ and
+# common/ rooms); a downward include adds nothing. Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
 CHECK=scripts/check_layers.py
@@ -51,8 +52,17 @@ plant "feature -> feature" src/server/static/static.c server/ws/ws.h
 # 5. A stale un-qualified include (the layout before the folders).
 plant "un-qualified include" src/server/router.c http_chars.h
 
-# 6b. The binding past the C boundary: a header of the core it may not see.
-plant "binding -> the core's own header" python/_spindle/hub.c server/server.h
+# 6b. The binding past the C boundary: a header of the core it may not see,
+#     and the request's insides (handler.h: embed.h's accessors instead).
+plant "binding -> the core's own header" python/_spindle/common/hub.c server/server.h
+plant "binding -> handler.h" python/_spindle/wsgi/wsgi.c server/handler.h
+# 6c. The binding's rooms: common/ knows neither interface, and neither
+#     interface knows the other; its own headers are folder-qualified.
+plant "binding common -> wsgi" python/_spindle/common/hub.c wsgi/wsgi.h
+plant "binding common -> asgi" python/_spindle/common/job_table.c asgi/asgi.h
+plant "binding wsgi -> asgi" python/_spindle/wsgi/wsgi.c asgi/asgi.h
+plant "binding asgi -> wsgi" python/_spindle/asgi/asgi_http.c wsgi/wsgi.h
+plant "binding un-qualified include" python/_spindle/common/hub.c hints.h
 
 # 7. The exchange's seams: the server core calling HTTP/2 by name, and a
 #    feature testing req->xops instead of req_http_major.

@@ -7,7 +7,7 @@
 #ifndef SPINDLE_PY_ASGI_H
 #define SPINDLE_PY_ASGI_H
 
-#include "binding.h"
+#include "common/binding.h"
 
 /* Ops the main stack asks of a request's coroutine (acycle.op bits). */
 enum {

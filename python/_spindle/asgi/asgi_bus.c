@@ -3,8 +3,8 @@
  * not: a lifespan task may publish too) and an asyncio future, resolved on
  * the loop's next turn (asgi_bus_drain, from _asgi_select) once it is done.
  * A subscription made in a request is closed at that request's EV_END. */
-#include "asgi.h"
-#include "bus_py.h"
+#include "asgi/asgi.h"
+#include "common/bus_py.h"
 
 #include "server/bus/bus.h"
 

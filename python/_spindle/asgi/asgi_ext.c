@@ -3,9 +3,9 @@
  * can take them, zero-copy send, tls on a TLS connection), and the send()
  * messages they add: http.response.early_hint, http.response.trailers and
  * http.response.zerocopysend, checked here and run as coroutine ops. */
-#include "asgi.h"
-#include "asgi_send.h"
-#include "hints.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 #include "http/http_trailer.h"

@@ -4,9 +4,9 @@
  * once when they can be: a buffered body, a final write handed over; else
  * an asyncio future the coroutine's completion resolves). Messages are
  * checked (asgi_send.c); an app that fails gets a 500 or a cut connection. */
-#include "asgi.h"
-#include "asgi_send.h"
-#include "bus_py.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
+#include "common/bus_py.h"
 
 #include "base/log.h"
 

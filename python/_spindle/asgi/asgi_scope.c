@@ -3,7 +3,7 @@
  * extensions), lower-cased header names from a small cache of the names
  * seen, the client through trusted proxies (sp_req_client_addr, as the
  * WSGI environ), and a shallow copy of the lifespan state. */
-#include "asgi.h"
+#include "asgi/asgi.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"

@@ -3,7 +3,7 @@
  * as (bytes, bytes) pairs with token names and values free of CR, LF and
  * NUL; Content-Length is the server's framing, hop-by-hop fields are the
  * server's own. A refused message raises in send() and is logged. */
-#include "asgi_send.h"
+#include "asgi/asgi_send.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"

@@ -4,8 +4,8 @@
  * the C layer allows); each send runs on a short coroutine of its own, so
  * an app may send while a receive waits. Denial (websocket.http.response)
  * and a close before accept (403) answer plain HTTP instead. */
-#include "asgi.h"
-#include "asgi_send.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"

@@ -3,7 +3,7 @@
  * parked, or one started for the call in a greenlet outside any request),
  * the subscription object, BusError, and closing a request's subscriptions
  * when it ends. asgi_bus.c gives the same calls as awaitables. */
-#include "bus_py.h"
+#include "common/bus_py.h"
 
 #include "server/bus/bus.h"
 

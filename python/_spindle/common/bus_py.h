@@ -4,7 +4,7 @@
 #ifndef SPINDLE_PY_BUS_H
 #define SPINDLE_PY_BUS_H
 
-#include "binding.h"
+#include "common/binding.h"
 
 enum { BUS_PUBLISH, BUS_SUBSCRIBE, BUS_RECV };
 

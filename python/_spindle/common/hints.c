@@ -3,8 +3,8 @@
  * surrounding whitespace trimmed, 1 to 16 of them), and WSGI's callable,
  * environ["spindle.early_hints"] (also spindle.early_hints), which asks
  * the request's coroutine for sp_res_early_hints before the head goes out. */
-#include "binding.h"
-#include "hints.h"
+#include "common/binding.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 

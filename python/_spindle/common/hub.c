@@ -7,7 +7,7 @@
  * coroutine's I/O, a timer, an fd). The GIL is released
  * while the loop waits. All greenlet calls live in this file (greenlet's C
  * API table is per translation unit; green_wait.c goes through hub_wait). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include "greenlet.h"
 

@@ -2,7 +2,7 @@
  * environ ("spindle.request") whose calls run sp_session_* on the request's
  * coroutine (OP_SESSION: SQLite and Redis stores yield there), and which
  * stops working when the app is done (the C session lives until then). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <errno.h>
 #include <string.h>

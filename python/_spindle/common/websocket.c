@@ -4,7 +4,7 @@
  * request's coroutine as a hub op while the greenlet waits. Receiving and
  * closing run on the owner's coroutine; a send runs on the sender's own (one
  * started for it when the sender is a spawned greenlet). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <structmember.h>
 

@@ -6,7 +6,7 @@
  * peer (listener, address family, address, trusted or not); the caller
  * copies it and adds what is the request's own (wsgi.input, REMOTE_PORT).
  * Direct-mapped and bounded: ENV_SLOTS bases, heads up to ENV_HEAD_MAX. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <stdlib.h>
 #include <string.h>

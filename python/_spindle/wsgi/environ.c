@@ -5,8 +5,8 @@
  * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
  * pose as X-Forwarded-For). The keys come from header_keys.c; the part
  * the request's bytes decide is reused from env_cache.c when they repeat. */
-#include "wsgi.h"
-#include "hints.h"
+#include "wsgi/wsgi.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"

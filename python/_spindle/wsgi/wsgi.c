@@ -5,7 +5,7 @@
  * with Content-Length in the same writev as the head; a Content-Length the
  * app gives is trusted and never exceeded; otherwise the body is chunked
  * (HTTP/1.1) or close-delimited (HTTP/1.0). */
-#include "wsgi.h"
+#include "wsgi/wsgi.h"
 
 #include "http/http_chars.h"
 #include "base/log.h"

@@ -4,7 +4,7 @@
 #ifndef SPINDLE_PY_WSGI_H
 #define SPINDLE_PY_WSGI_H
 
-#include "binding.h"
+#include "common/binding.h"
 
 PyObject *input_new(pyjob *j);
 void input_detach(PyObject *input);
