@@ -88,13 +88,20 @@ SOURCE_EXT = (".c", ".h", ".S")
 # The seams between the exchange and its protocols (docs/ARCHITECTURE.md,
 # "The exchange"): names only some files may use, so that the server core
 # closing or stopping HTTP/2 by name, or a feature testing how a request is
-# wired (xops) instead of asking req_http_major, fails the check.
+# wired (xops) instead of asking req_http_major, fails the check; and the
+# binding's common room calling WSGI or ASGI by name (a declaration of its
+# own would pass the include rules) instead of through the hub's table.
 SEAMS = [
     (re.compile(r"\bh2_(?!head_)[a-z_]+\s*\("),  # h2_head_*: the pure codec
      re.compile(r"^src/server/(h2_[a-z_]+\.c|h2\.h|exchange\.c|http_conn\.c)$"),
      "calls HTTP/2's driver by name: the server reaches protocols through the exchange "
      "(exchange.h: exchange_conn_drop, exchange_server_stop, exchange_idle_deadline), and "
      "only the HTTP/1.1 driver hands a connection to h2_serve"),
+    (re.compile(r"\b(?:wsgi|asgi|environ|env_cache|header_key|input|start_response)_[a-z_]+\s*\("),
+     re.compile(r"^(?!python/_spindle/common/)"),
+     "calls an interface by name from the binding's common room: the hub runs jobs "
+     "through its table of functions (hub_job_fns, which wsgi/ fills), and an interface "
+     "sets what common/ calls back (bus_arecv)"),
     (re.compile(r"\bxops\b"),
      re.compile(r"^src/server/(request\.c|response\.c|h2_[a-z_]+\.c|handler\.h)$"),
      "tests how the exchange is wired: ask req_http_major (handler.h)"),

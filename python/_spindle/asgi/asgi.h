@@ -8,6 +8,7 @@
 #define SPINDLE_PY_ASGI_H
 
 #include "common/binding.h"
+#include "common/bus_py.h"
 
 /* Ops the main stack asks of a request's coroutine (acycle.op bits). */
 enum {
@@ -177,6 +178,15 @@ int asgi_send_busy(const acycle *c);
 int asgi_scope_init(void);
 PyObject *asgi_scope(acycle *c);
 PyObject *asgi_str(const char *s); /* interned constants */
+
+/* asgi_bus.c: the bus calls as awaitables; a subscription's arecv method
+ * (common/bus.c's type calls it through bus_arecv, set by asgi_types_init). */
+PyObject *py_bus_apublish(PyObject *self, PyObject *args);
+PyObject *py_bus_asubscribe(PyObject *self, PyObject *args);
+PyObject *bus_sub_arecv(bus_sub_obj *so, PyObject *args);
+/* The ASGI loop's turn: resolves the calls done meanwhile. 1 if any. */
+int asgi_bus_drain(void);
+int asgi_bus_pending(void);
 
 /* asgi_ws.c */
 int asgi_ws_is_upgrade(const sp_req *req);

@@ -90,8 +90,9 @@ static void resolve(bus_call *c) {
         PyErr_Clear();
         return;
     }
-    if (v && c->what == BUS_SUBSCRIBE && c->owner && !c->owner->gone)
-        bus_sub_own((bus_sub_obj *)v, c->owner, (bus_sub_obj **)&c->owner->bus_subs);
+    acycle *owner = c->owner;
+    if (v && c->what == BUS_SUBSCRIBE && owner && !owner->gone)
+        bus_sub_own((bus_sub_obj *)v, owner, (bus_sub_obj **)&owner->bus_subs);
     PyObject *r;
     if (v) {
         r = PyObject_CallMethod(fut, "set_result", "(O)", v); /* v may be a tuple */

@@ -558,6 +558,7 @@ static PyTypeObject cycle_type = {
 };
 
 int asgi_types_init(PyObject *module) {
+    bus_arecv = bus_sub_arecv; /* a subscription's arecv: the awaitable recv */
     s_type = PyUnicode_InternFromString("type");
     s_body = PyUnicode_InternFromString("body");
     s_more_body = PyUnicode_InternFromString("more_body");

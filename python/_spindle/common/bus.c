@@ -337,7 +337,7 @@ static int run_here(bus_call *c, const char *what) {
     return hub_wait(&c->wake) < 0 && PyErr_Occurred() ? -1 : 0;
 }
 
-ssize_t bus_do_op(pyjob *j) {
+static ssize_t bus_do_op(pyjob *j) { /* OP_BUS, on the coroutine */
     bus_call_run(j->bus_call);
     return 0;
 }
@@ -424,10 +424,20 @@ static void sub_dealloc(bus_sub_obj *so) {
     PyObject_Free(so);
 }
 
+PyObject *(*bus_arecv)(bus_sub_obj *so, PyObject *args);
+
+static PyObject *sub_arecv(bus_sub_obj *so, PyObject *args) {
+    if (!bus_arecv) {
+        PyErr_SetString(PyExc_RuntimeError, "arecv needs the ASGI side of the binding");
+        return NULL;
+    }
+    return bus_arecv(so, args);
+}
+
 static PyMethodDef sub_methods[] = {
     {"recv", (PyCFunction)sub_recv, METH_VARARGS,
      "recv(timeout=None) -> (id, topic, data) or None on timeout"},
-    {"arecv", (PyCFunction)bus_sub_arecv, METH_VARARGS,
+    {"arecv", (PyCFunction)sub_arecv, METH_VARARGS,
      "arecv(timeout=None) -> awaitable of (id, topic, data) or None"},
     {"close", (PyCFunction)sub_close_m, METH_NOARGS, "close(): ends the subscription"},
     {NULL, NULL, 0, NULL},
@@ -460,6 +470,7 @@ PyObject *py_bus_stats(PyObject *self, PyObject *unused) {
 }
 
 int bus_init(PyObject *module) {
+    hub_job_fns.op[OP_BUS] = bus_do_op;
     if (PyType_Ready(&sub_type) < 0)
         return -1;
     bus_error = PyErr_NewExceptionWithDoc(

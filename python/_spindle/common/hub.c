@@ -1,5 +1,5 @@
 /* hub.c — the hub: the worker's main greenlet drives the loop. Between
- * loop turns it runs the first new WSGI call itself (run_inline: no greenlet
+ * loop turns it runs the first new job (a WSGI call) itself (run_inline: no greenlet
  * switch for a call that never waits; if it waits, the hub drives the loop
  * from inside that wait), starts a pooled greenlet for each other one and
  * resumes greenlets whose wait is over; greenlets switch back to it (to
@@ -17,6 +17,7 @@
 #include <time.h>
 
 hub *the_hub;
+hub_jobs hub_job_fns;
 
 int hub_import_greenlet(void);
 int hub_import_greenlet(void) {
@@ -123,7 +124,7 @@ void hub_op_last(pyjob *j, int op, PyObject *keep) {
     loop_wake(j->h->l, j->t, 0);
 }
 
-/* ---- the coroutine side of a WSGI call ---------------------------------- */
+/* ---- the coroutine side of a job ------------------------------------------ */
 
 static int64_t coarse_ms(void) {
     struct timespec ts;
@@ -171,22 +172,12 @@ static void do_op(pyjob *j) {
     case OP_FINISH:
         r = sp_res_finish(j->res);
         break;
-    case OP_SESSION:
-        r = session_do(j);
-        break;
-    case OP_WS_UPGRADE:
-    case OP_WS_RECV:
-    case OP_WS_SEND:
-    case OP_WS_CLOSE:
-        r = ws_do_op(j);
-        break;
-    case OP_BUS:
-        r = bus_do_op(j);
-        break;
     case OP_HINTS:
         r = sp_res_early_hints(j->res, j->hints, j->nhints);
         break;
-    default:
+    default: /* the ops of sessions, WebSockets, the bus: their own files' */
+        if (j->op > OP_NONE && j->op < OP_COUNT && hub_job_fns.op[j->op])
+            r = hub_job_fns.op[j->op](j);
         break;
     }
     if (r >= 0 && j->finish_after && j->op != OP_FINISH)
@@ -195,7 +186,7 @@ static void do_op(pyjob *j) {
     j->op = OP_NONE;
 }
 
-int wsgi_handler(sp_req *req, sp_res *res, void *ud) {
+int hub_handler(sp_req *req, sp_res *res, void *ud) {
     hub *h = ud;
     pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h, .began_ms = coarse_ms()};
     if (h->pending_tail)
@@ -260,7 +251,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
          * coroutine runs only after we switch back to the hub. */
         PyObject *me = j->wake.greenlet;
         (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
-        wsgi_run(h, j);
+        hub_job_fns.run(h, j);
         bus_release_job(j);
         job_table_del(me);
         j->wake.greenlet = NULL;
@@ -328,7 +319,7 @@ static void run_inline(hub *h, pyjob *j) {
     h->inline_active = 1;
     h->busy++;
     j->wake.greenlet = h->hub_g; /* borrowed: the hub outlives its calls */
-    wsgi_run(h, j);
+    hub_job_fns.run(h, j);
     bus_release_job(j);
     j->wake.greenlet = NULL;
     h->busy--;

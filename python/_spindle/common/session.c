@@ -18,7 +18,8 @@ static void remember_fields(pyjob *j) {
     j->sess_field_bytes = j->res->field_bytes;
 }
 
-ssize_t session_do(pyjob *j) {
+/* OP_SESSION, on the coroutine: runs j->sess_op; 0 or -errno. */
+static ssize_t session_do(pyjob *j) {
     sp_session *s = j->sess;
     int rc = 0;
     switch (j->sess_op) {
@@ -298,5 +299,6 @@ static PyTypeObject sess_type = {
 };
 
 int session_init_type(void) {
+    hub_job_fns.op[OP_SESSION] = session_do;
     return PyType_Ready(&sess_type);
 }

@@ -24,7 +24,8 @@ static PyObject *ws_error; /* spindle.WebSocketError */
 
 /* ---- the coroutine side ------------------------------------------------ */
 
-ssize_t ws_do_op(pyjob *j) {
+/* OP_WS_*, on the coroutine: runs the op, returns its result. */
+static ssize_t ws_do_op(pyjob *j) {
     ws_obj *o = j->ws_target;
     if (j->op == OP_WS_UPGRADE) {
         sp_ws_options wo = {.max_message = j->h->ws_max_message};
@@ -432,6 +433,8 @@ PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 int websocket_init(PyObject *module) {
+    for (int op = OP_WS_UPGRADE; op <= OP_WS_CLOSE; op++)
+        hub_job_fns.op[op] = ws_do_op;
     if (PyType_Ready(&ws_type) < 0)
         return -1;
     ws_error = PyErr_NewExceptionWithDoc(

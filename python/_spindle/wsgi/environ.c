@@ -23,6 +23,12 @@ static PyObject *intern(const char *s) {
     return PyUnicode_InternFromString(s);
 }
 
+static PyObject *environ_template; /* the constant entries, built once per worker */
+
+void environ_release(void) {
+    Py_CLEAR(environ_template);
+}
+
 int environ_init(hub *h) {
     k_method = intern("REQUEST_METHOD");
     k_path = intern("PATH_INFO");
@@ -82,7 +88,7 @@ int environ_init(hub *h) {
         Py_DECREF(t);
         return -1;
     }
-    h->environ_template = t;
+    environ_template = t;
     return 0;
 }
 
@@ -301,7 +307,7 @@ static PyObject *port_str(unsigned port) {
  * client certificate) must not go here but in environ_build after the copy,
  * or into env_cache.c's key: a cached base would hand it to another client. */
 static PyObject *environ_base(hub *h, const sp_req *r) {
-    PyObject *env = PyDict_Copy(h->environ_template);
+    PyObject *env = PyDict_Copy(environ_template);
     if (!env)
         return NULL;
     const http_request *hd = &r->head;

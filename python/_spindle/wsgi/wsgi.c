@@ -483,7 +483,7 @@ static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyOb
     return 0;
 }
 
-void wsgi_run(hub *h, pyjob *j) {
+static void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = NULL, *env = NULL, *sess = NULL, *result = NULL;
     sr_obj *sr = spare_sr;
     spare_sr = NULL;
@@ -547,4 +547,9 @@ out:
     session_recycle();
     input_release(input);
     drop_sr(sr);
+}
+
+int wsgi_init_types(void) {
+    hub_job_fns.run = wsgi_run; /* each request, a hub job: its app call */
+    return start_response_init_type() < 0 || input_init_type() < 0 ? -1 : 0;
 }
