@@ -90,7 +90,8 @@ SOURCE_EXT = (".c", ".h", ".S")
 # closing or stopping HTTP/2 by name, or a feature testing how a request is
 # wired (xops) instead of asking req_http_major, fails the check; and the
 # binding's common room calling WSGI or ASGI by name (a declaration of its
-# own would pass the include rules) instead of through the hub's table.
+# own would pass the include rules) instead of through the hub's table, and
+# the HTTP cycle branching into the WebSocket's receive/send.
 SEAMS = [
     (re.compile(r"\bh2_(?!head_)[a-z_]+\s*\("),  # h2_head_*: the pure codec
      re.compile(r"^src/server/(h2_[a-z_]+\.c|h2\.h|exchange\.c|http_conn\.c)$"),
@@ -102,6 +103,10 @@ SEAMS = [
      "calls an interface by name from the binding's common room: the hub runs jobs "
      "through its table of functions (hub_job_fns, which wsgi/ fills), and an interface "
      "sets what common/ calls back (bus_arecv)"),
+    (re.compile(r"\b(?:asgi_ws_receive|asend_ws|asgi_ws_app_done)\s*\("),
+     re.compile(r"^python/_spindle/asgi/(asgi_ws\.c|asgi_ws_cycle\.c|asgi\.h|asgi_send\.h)$"),
+     "calls the WebSocket cycle's receive/send/ending from another file: a websocket "
+     "scope's cycle is its own type (asgi_ws_cycle.c), not an is_ws branch in the HTTP one"),
     (re.compile(r"\bxops\b"),
      re.compile(r"^src/server/(request\.c|response\.c|h2_[a-z_]+\.c|handler\.h)$"),
      "tests how the exchange is wired: ask req_http_major (handler.h)"),

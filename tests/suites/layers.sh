@@ -84,6 +84,7 @@ seam() {
 seam "server core -> HTTP/2 by name" src/server/server.c "static void x(conn *c) { h2_conn_drop(c); }" "h2_conn_drop("
 seam "binding common -> WSGI by name" python/_spindle/common/hub.c "static void x(hub *h, pyjob *j) { wsgi_run(h, j); }" "wsgi_run("
 seam "binding common -> ASGI by name" python/_spindle/common/bus.c "static int x(void) { return asgi_bus_pending(); }" "asgi_bus_pending("
+seam "ASGI HTTP cycle -> the WebSocket's receive" python/_spindle/asgi/asgi_http.c "static PyObject *x(acycle *c) { return c->is_ws ? asgi_ws_receive(c) : NULL; }" "asgi_ws_receive("
 seam "a feature testing xops" src/server/static/static.c "static int x(sp_req *r) { return r->xops != 0; }" "xops"
 
 # 6. A downward include is no violation: the output is what it was.

@@ -162,6 +162,16 @@ PyObject *asgi_disconnect_msg(void);
 /* The client left before the response ended: the coroutine ends and the
  * connection closes (no response to finish). */
 void end_cut(acycle *c);
+/* The HTTP cycle's send (a websocket denial's http.response.* too). */
+PyObject *asgi_http_send(acycle *c, PyObject *msg);
+/* What both cycle types share: the app is over (the busy count), its
+ * failure logged with the request line, the object freed. */
+void asgi_app_over(acycle *c);
+void asgi_log_failure(acycle *c, const char *what);
+void asgi_cycle_dealloc(acycle *c);
+
+/* asgi_ws_cycle.c: the websocket scope's cycle type (receive, send, ends) */
+extern PyTypeObject asgi_ws_cycle_type;
 
 /* asgi_ext.c: the scope's extensions for this request (sets tr_served and
  * hints_served), and the send() messages they add, each returning the

@@ -464,10 +464,7 @@ static PyObject *ws_deny(acycle *c, aws *w, PyObject *msg, int start) {
     PyObject *t = PyUnicode_FromString(start ? "http.response.start" : "http.response.body");
     int rc = t ? PyDict_SetItemString(copy, "type", t) : -1;
     Py_XDECREF(t);
-    int was_ws = c->is_ws;
-    c->is_ws = 0;
-    PyObject *r = rc < 0 ? NULL : PyObject_CallMethod((PyObject *)c, "send", "O", copy);
-    c->is_ws = (uint8_t)was_ws;
+    PyObject *r = rc < 0 ? NULL : asgi_http_send(c, copy);
     w->denied = 1;
     Py_DECREF(copy);
     return r;
