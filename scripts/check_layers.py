@@ -75,11 +75,19 @@ RULES = {
 }
 # The binding's side of the C boundary: the only headers of src/ that
 # python/_spindle may include (besides spindle.h and its own): the embed
-# API (with handler.h behind it), the start-up, the log, three pure
-# helpers of http/, and the bus's insides for its subscriber count and wake-up.
+# API (server/embed.h: serving in steps, the hooks, the request's and the
+# response's accessors; the loop it drives and the parsed head come with
+# it), the start-up, the log, three pure helpers of http/, and the bus's
+# two calls for a binding (bus_embed.h: its subscriber count, ending a recv).
 PYTHON_HEADERS = {"src/server/embed.h", "src/cli/cli.h", "src/base/log.h",
                   "src/http/http_chars.h", "src/http/path_norm.h", "src/http/http_trailer.h",
-                  "src/server/bus/bus.h"}
+                  "src/server/bus/bus_embed.h"}
+# The fence behind the boundary (libuv's private fields): no header the
+# binding reaches, directly or through the ones above, may include a header
+# of src/server/ that is not one of them — handler.h (struct sp_req,
+# sp_res), conn.h, server.h, bus.h hold the server's insides, which the
+# binding reads only through embed.h's functions.
+FENCED_TOP = "src/server/"
 # Quoted includes of headers outside the tree, per layer.
 EXTERNAL = {l: {"greenlet.h", "Python.h"} for l in ("python", "python/common", "python/wsgi",
                                                     "python/asgi")}
@@ -215,8 +223,32 @@ def resolve(root, rel, name, layer):
     return None, 'includes "%s", which resolves to no file under include/ or src/' % name
 
 
+def fence(edges):
+    """Violations of the fence: every header the binding reaches (from its
+    own files, through any chain of includes) must not include a header of
+    src/server/ outside PYTHON_HEADERS."""
+    out = []
+    todo = [t for rel, es in edges.items() if rel.startswith("python/") for _, _, t in es]
+    seen = set()
+    while todo:
+        h = todo.pop()
+        if h in seen or not h.startswith("src/"):
+            continue
+        seen.add(h)
+        for line, name, t in edges.get(h, ()):
+            if t.startswith(FENCED_TOP) and t not in PYTHON_HEADERS:
+                out.append('%s:%d: includes "%s" — the binding reaches %s, so it would see the '
+                           "server's insides (struct sp_req, sp_res, conn): a header of the C boundary "
+                           "includes only the boundary, spindle.h and the layers below the server "
+                           "(embed.h's accessors instead)" % (h, line, name, h))
+            else:
+                todo.append(t)
+    return out
+
+
 def check(root):
     violations = []
+    edges = {}  # file -> [(line, name, resolved target)]
     nfiles = nincludes = 0
     for rel in sources(root):
         nfiles += 1
@@ -244,6 +276,7 @@ def check(root):
                 continue
             if target is None:  # an allowed external header
                 continue
+            edges.setdefault(rel, []).append((line, name, target))
             if os.path.dirname(target) == os.path.dirname(rel):
                 continue  # same folder: always fine
             to = "spindle.h" if target == "include/spindle.h" else layer_of(target)
@@ -260,6 +293,7 @@ def check(root):
             elif not allowed(frm, to):
                 violations.append(where + 'includes "%s" (layer %s) — %s' %
                                   (name, to, describe(frm)))
+    violations += fence(edges)
     return violations, nfiles, nincludes
 
 

@@ -56,6 +56,11 @@ plant "un-qualified include" src/server/router.c http_chars.h
 #     and the request's insides (handler.h: embed.h's accessors instead).
 plant "binding -> the core's own header" python/_spindle/common/hub.c server/server.h
 plant "binding -> handler.h" python/_spindle/wsgi/wsgi.c server/handler.h
+plant "binding -> the bus's insides" python/_spindle/common/bus.c server/bus/bus.h
+# 6d. The fence behind the boundary: a header the binding includes that
+#     brings the request's struct along (embed.h as it was: handler.h).
+plant "boundary header -> handler.h" src/server/embed.h server/handler.h
+plant "bus boundary -> bus.h" src/server/bus/bus_embed.h server/bus/bus.h
 # 6c. The binding's rooms: common/ knows neither interface, and neither
 #     interface knows the other; its own headers are folder-qualified.
 plant "binding common -> wsgi" python/_spindle/common/hub.c wsgi/wsgi.h

@@ -6,7 +6,7 @@
 #include "asgi/asgi.h"
 #include "common/bus_py.h"
 
-#include "server/bus/bus.h"
+#include "server/bus/bus_embed.h"
 
 #include <errno.h>
 
@@ -21,7 +21,7 @@ static void call_main(void *arg) {
         if (!c->restart || (c->rc != -ESHUTDOWN && c->rc != 0) || c->so->closing || !c->so->sub)
             break;
         c->restart = 0;
-        c->so->sub->stopping = c->so->sub->b->stopping;
+        bus_sub_resume(c->so->sub);
     }
     c->next = NULL;
     if (done_tail)
@@ -174,8 +174,7 @@ static PyObject *take_over(bus_sub_obj *so, PyObject *timeout) {
     Py_SETREF(c->fut, fut);
     c->timeout_ms = ms < 0 ? -1 : (int64_t)ms;
     c->restart = 1;
-    so->sub->stopping = 1;
-    bus_wake(so->sub);
+    bus_sub_interrupt(so->sub);
     return Py_NewRef(fut);
 }
 

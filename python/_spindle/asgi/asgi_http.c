@@ -106,7 +106,7 @@ static int run_ops(acycle *c, int *rc) {
     }
     if (c->op & A_ERROR500) {
         c->op = 0;
-        if (!res->head_sent) {
+        if (!res_get_head_sent(res)) {
             res_clear_head(res);
             *rc = sp_res_send(res, 500, "text/plain", "500 Internal Server Error\n", 26);
         } else {
@@ -130,12 +130,12 @@ static int run_ops(acycle *c, int *rc) {
         ssize_t r = 0;
         /* A file with more to come: the head first, so that its length is
          * not taken for the whole body's (chunked, or HTTP/2 DATA). */
-        if ((c->op & A_SENDFILE) && !c->wfinal && !res->head_sent)
+        if ((c->op & A_SENDFILE) && !c->wfinal && !res_get_head_sent(res))
             r = sp_res_write(res, "", 0);
         if ((c->op & A_SENDFILE) && r >= 0)
             r = sp_res_sendfile(res, c->fd, c->off, c->count);
         else if (!(c->op & A_SENDFILE))
-            r = c->wlen || !res->head_sent ? sp_res_write(res, c->wdata, c->wlen) : 0;
+            r = c->wlen || !res_get_head_sent(res) ? sp_res_write(res, c->wdata, c->wlen) : 0;
         if (r >= 0 && c->wfinal)
             r = sp_res_finish(res);
         c->op &= ~(A_WRITE | A_SENDFILE);
@@ -240,7 +240,7 @@ static PyObject *read_msg(acycle *c, ssize_t n) {
     }
     if (_PyBytes_Resize(&b, n) < 0)
         return NULL;
-    int more = c->req && !c->req->body_done && n > 0;
+    int more = c->req && !req_get_body_done(c->req) && n > 0;
     if (!more)
         c->body_done = 1;
     PyObject *m = body_msg(b, more);
@@ -333,8 +333,8 @@ static PyObject *cycle_receive(acycle *c, PyObject *unused) {
         return wait_message(c);
     sp_req *r = c->req;
     size_t want = READ_CHUNK;
-    if (r->head.framing != HTTP_BODY_CHUNKED && r->body_left < want)
-        want = (size_t)r->body_left;
+    if (req_get_head(r)->framing != HTTP_BODY_CHUNKED && req_get_body_left(r) < want)
+        want = (size_t)req_get_body_left(r);
     PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)want);
     if (!b)
         return NULL;
@@ -410,13 +410,14 @@ PyObject *asgi_http_send(acycle *c, PyObject *msg) {
         end_cut(c);
         return asend_gone();
     }
-    if (!more && !(c->tr_want && c->tr_served) && !c->res->head_sent && c->res->declared < 0)
+    if (!more && !(c->tr_want && c->tr_served) && !res_get_head_sent(c->res) &&
+        res_get_declared(c->res) < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
     if (c->tr_wait && !more)
         return submit_write(c, body, 0); /* waited for: the trailers follow */
     /* An empty chunk sends nothing, but the first one sends the head (an
      * event stream's client is waiting for it). */
-    if (more && PyBytes_GET_SIZE(body) == 0 && c->res->head_sent)
+    if (more && PyBytes_GET_SIZE(body) == 0 && res_get_head_sent(c->res))
         return asgi_ready(Py_NewRef(Py_None));
     return submit_write(c, body, !more);
 }
@@ -431,7 +432,7 @@ void end_cut(acycle *c) {
 }
 
 void asgi_log_failure(acycle *c, const char *what) {
-    const http_request *h = c->req ? &c->req->head : NULL;
+    const http_request *h = c->req ? req_get_head(c->req) : NULL;
     if (h)
         log_msg(LOG_ERROR, "the ASGI application %s serving '%.*s %.*s'", what, (int)h->method_len,
                 h->method, (int)(h->target_len > 200 ? 200 : h->target_len), h->target);

@@ -41,7 +41,7 @@ static int init_names(void) {
 }
 
 int asgi_ws_is_upgrade(const sp_req *req) {
-    const http_request *h = &req->head;
+    const http_request *h = req_get_head(req);
     for (size_t i = 0; i < h->nfields; i++)
         if (http_ieq(h->fields[i].name, h->fields[i].name_len, "upgrade", 7) &&
             http_ieq(h->fields[i].value, h->fields[i].value_len, "websocket", 9))

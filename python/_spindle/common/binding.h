@@ -1,13 +1,14 @@
 /* binding.h — the binding's common room: the hub, its jobs and their ops,
  * and what both interfaces share (wsgi/ and asgi/ include it; it includes
  * neither: an interface plugs into the hub's table of functions, hub_jobs).
- * The binding drives
- * the server's loop itself (a hub greenlet on the worker's main stack), so
- * it needs the embedding side of the server (src/server/embed.h: server_start/done/
- * finish, the drive and fork hooks, req_read_buffered) beside the public
- * API; nothing else reaches inside. Python never runs on a coroutine stack:
- * a request's coroutine hands the call to the hub and parks; the app runs in
- * a greenlet on the main stack and asks the coroutine for each I/O. */
+ * The binding drives the server's loop itself (a hub greenlet on the
+ * worker's main stack), so it needs the embedding side of the server
+ * (src/server/embed.h: serving in steps, the drive and fork hooks, and
+ * accessor functions for the request and the response, which are opaque
+ * here) beside the public API; nothing else reaches inside. Python never
+ * runs on a coroutine stack: a request's coroutine hands the call to the
+ * hub and parks; the app runs in a greenlet on the main stack and asks the
+ * coroutine for each I/O. */
 #ifndef SPINDLE_PY_BINDING_H
 #define SPINDLE_PY_BINDING_H
 
@@ -77,7 +78,7 @@ typedef struct pyjob {
     const char *skey, *sval;
     int64_t sttl;
     struct sp_session *sess;
-    size_t sess_nfields, sess_field_bytes;
+    res_fields_mark sess_mark;
     PyObject *sess_obj; /* environ's spindle.request handle (owned) */
     int sr_called;      /* start_response was called (too late for a WebSocket) */
     /* spindle.websocket: the object this job's greenlet accepted (owned),

@@ -5,7 +5,7 @@
  * when it ends. asgi_bus.c gives the same calls as awaitables. */
 #include "common/bus_py.h"
 
-#include "server/bus/bus.h"
+#include "server/bus/bus_embed.h"
 
 #include <errno.h>
 #include <string.h>
@@ -217,8 +217,7 @@ static void sub_close(bus_sub_obj *so) {
     memcpy(so->last, sp_bus_last_id(so->sub), sizeof so->last);
     if (so->inflight) {
         so->closing = 1;
-        so->sub->stopping = 1;
-        bus_wake(so->sub);
+        bus_sub_interrupt(so->sub);
         return;
     }
     sp_bus_unsubscribe(so->sub);
@@ -462,10 +461,7 @@ static PyTypeObject sub_type = {
 /* _bus_stats() -> {"subscribers": the C bus's subscribers in this process,
  * "open": subscription objects not closed}: how tests see leaks. */
 PyObject *py_bus_stats(PyObject *self, PyObject *unused) {
-    bus *b = the_hub && the_hub->s ? bus_of(the_hub->s) : NULL;
-    long n = 0;
-    for (list_node *x = b ? b->subs.head : NULL; x; x = x->next)
-        n++;
+    long n = (long)bus_subscriber_count(the_hub ? the_hub->s : NULL);
     return Py_BuildValue("{sl,sn}", "subscribers", n, "open", nopen);
 }
 

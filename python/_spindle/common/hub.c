@@ -137,16 +137,9 @@ static int64_t coarse_ms(void) {
  * asks the socket (EOF or a reset: the client left, as nginx decides it).
  * Only an HTTP/1 call that took a while pays for the syscall. */
 static int left_meanwhile(const pyjob *j) {
-    if (j->gone || req_http_major(j->req) == 2 || coarse_ms() - j->began_ms < 10)
+    if (j->gone || coarse_ms() - j->began_ms < 10)
         return j->gone;
-    char b;
-    conn *c = j->req->c;
-    ssize_t n = recv(c->w.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
-        c->w.hup |= LOOP_RDHUP; /* as the loop would have latched it */
-        return 1;
-    }
-    return 0;
+    return req_client_left(j->req); /* 0 for an HTTP/2 stream */
 }
 
 static void do_op(pyjob *j) {
@@ -154,7 +147,7 @@ static void do_op(pyjob *j) {
     switch (j->op) {
     case OP_WRITE:
     case OP_SENDFILE:
-        if (!j->res->head_sent && (j->gone = left_meanwhile(j))) {
+        if (!res_get_head_sent(j->res) && (j->gone = left_meanwhile(j))) {
             /* The client hung up while the app ran: no answer to give,
              * and -ECONNRESET has the server log a 499, not a failure. */
             r = -ECONNRESET;
@@ -164,7 +157,7 @@ static void do_op(pyjob *j) {
             r = sp_res_sendfile(j->res, j->fd, j->off, j->count);
             break;
         }
-        r = j->len || !j->res->head_sent ? sp_res_write(j->res, j->data, j->len) : 0;
+        r = j->len || !res_get_head_sent(j->res) ? sp_res_write(j->res, j->data, j->len) : 0;
         break;
     case OP_READ:
         r = sp_read(j->req, j->rbuf, j->len);

@@ -14,8 +14,7 @@ typedef struct {
 static PyTypeObject sess_type;
 
 static void remember_fields(pyjob *j) {
-    j->sess_nfields = j->res->nfields;
-    j->sess_field_bytes = j->res->field_bytes;
+    j->sess_mark = res_get_fields_mark(j->res);
 }
 
 /* OP_SESSION, on the coroutine: runs j->sess_op; 0 or -errno. */

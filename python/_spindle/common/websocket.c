@@ -393,7 +393,7 @@ PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (j->wsobj)
         return Py_NewRef(j->wsobj);
-    if (j->sr_called || j->res->head_sent) {
+    if (j->sr_called || res_get_head_sent(j->res)) {
         PyErr_SetString(ws_error, "spindle.websocket() must be called before start_response() "
                                   "and write(): the 101 answer replaces the response");
         return NULL;

@@ -167,8 +167,9 @@ static PyObject *method_str(const http_request *h) {
  * SCRIPT_NAME when the path starts with it. The same split as the router's
  * and QUERY_STRING's, so "http://h?/admin" is "/" with the query "/admin". */
 static PyObject *path_info(hub *h, const sp_req *r) {
-    const char *t = r->path.ptr;
-    size_t n = r->path.len;
+    sp_str path = sp_req_path(r);
+    const char *t = path.ptr;
+    size_t n = path.len;
     char stack[1024];
     char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
     if (!buf)
@@ -193,8 +194,8 @@ static PyObject *path_info(hub *h, const sp_req *r) {
 
 /* SERVER_NAME and SERVER_PORT from Host (RFC 9112 §3.2), else the defaults. */
 static int server_name(PyObject *env, const sp_req *r) {
-    const char *host = r->head.host;
-    size_t n = r->head.host_len;
+    const char *host = req_get_head(r)->host;
+    size_t n = req_get_head(r)->host_len;
     if (!host || !n)
         return set_new(env, k_sname, PyUnicode_FromString("localhost")) < 0 ||
                        set_new(env, k_sport, PyUnicode_FromString("80")) < 0
@@ -230,7 +231,9 @@ static PyObject *remote_addr(const sp_req *r) {
     static uint8_t last_ip[16];
     static int last_family;
     static PyObject *last;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (c->peer_trusted)
         return PyUnicode_FromString(sp_req_client_addr(r));
     size_t n = c->peer_family == AF_INET ? 4 : 16;
@@ -310,16 +313,19 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     PyObject *env = PyDict_Copy(environ_template);
     if (!env)
         return NULL;
-    const http_request *hd = &r->head;
+    const http_request *hd = req_get_head(r);
+    sp_str query = sp_req_query(r);
+    const char *proto = req_get_protocol_label(r);
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
-        set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
+        set_new(env, k_query, latin1(query.ptr, query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        (req_protocol_label(r)
-             ? set_new(env, k_proto, PyUnicode_FromString(req_protocol_label(r)))
-             : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
+        (proto ? set_new(env, k_proto, PyUnicode_FromString(proto))
+               : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0)
         goto fail;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (c->peer_family == AF_UNIX) {
         /* A trusted proxy on the socket may name the client; else (or when
          * it names nobody) the local address frameworks expect. */
@@ -357,14 +363,15 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
     /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
      * into fields of their own): env_cache keys on the bytes, so not there. */
-    PyObject *base = req_http_major(r) == 2 ? NULL : env_cache_get(r), *env;
+    PyObject *base = req_get_http_major(r) == 2 ? NULL : env_cache_get(r), *env;
     if (base) {
         env = PyDict_Copy(base);
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = req_http_major(r) == 2 ? NULL
-                                      : PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = req_get_http_major(r) == 2
+                   ? NULL
+                   : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
             env_cache_put(r, base);
             Py_DECREF(base);
@@ -374,7 +381,9 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     }
     if (!env)
         return NULL;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (PyDict_SetItem(env, k_input, input) < 0 ||
         (c->peer_family != AF_UNIX && set_new(env, k_rport, port_str(c->peer_port)) < 0) ||
         (c->tls && tls_environ(env, r) < 0)) {
@@ -416,10 +425,12 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
     if (!spare_env.env)
         return NULL;
     const sp_req *r = j->req;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     PyObject *env = spare_env.env, *base = spare_env.base;
     spare_env.env = spare_env.base = NULL;
-    if (req_http_major(r) == 2 || c->tls || env_cache_get(r) != base) {
+    if (req_get_http_major(r) == 2 || c->tls || env_cache_get(r) != base) {
         Py_DECREF(env);
         Py_DECREF(base);
         return NULL;
@@ -440,9 +451,9 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
 
 int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
     const sp_req *r = j->req;
-    if (!ENV_REUSE || spare_env.env || !env || !sess || req_http_major(r) == 2 || r->c->tls ||
-        Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
-        !session_reusable(sess))
+    if (!ENV_REUSE || spare_env.env || !env || !sess || req_get_http_major(r) == 2 ||
+        req_get_tls(r) || Py_REFCNT(env) != 1 || VERSION_OF(env) != version ||
+        !input_reusable(input) || !session_reusable(sess))
         return 0;
     PyObject *base = env_cache_get(r); /* the head is still in the buffer */
     if (!base)
@@ -452,6 +463,8 @@ int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint6
     spare_env.base = base;
     spare_env.input = input;
     spare_env.sess = sess;
-    spare_env.port = j->req->c->peer_port;
+    req_conn_info c;
+    req_get_conn(j->req, &c);
+    spare_env.port = c.peer_port;
     return 1;
 }
