@@ -44,6 +44,13 @@ void req_get_conn(const sp_req *r, req_conn_info *out) {
     out->fd = c->w.fd;
 }
 
+void req_get_info(const sp_req *r, req_info *out) {
+    out->head = &r->head;
+    out->protocol_label = req_protocol_label(r);
+    out->http_major = req_http_major(r);
+    req_get_conn(r, &out->conn);
+}
+
 int req_get_tls(const sp_req *r) {
     return r->c->tls != NULL;
 }
@@ -82,7 +89,7 @@ res_fields_mark res_get_fields_mark(const sp_res *res) {
 }
 
 void res_clear_head_to(sp_res *res, res_fields_mark m) {
-    res_clear_head(res);
+    res_clear_head(res); /* the declared length too */
     res->nfields = m.nfields;
     res->field_bytes = m.field_bytes;
 }

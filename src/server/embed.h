@@ -79,6 +79,16 @@ typedef struct req_conn_info {
     int fd;
 } req_conn_info;
 void req_get_conn(const sp_req *r, req_conn_info *out);
+/* What a binding reads of every request, in one call (a WSGI call keeps it
+ * in its job): the head (its address: valid while the request is), the
+ * version (req_get_http_major, req_get_protocol_label), the connection. */
+typedef struct req_info {
+    const http_request *head;
+    const char *protocol_label;
+    int http_major;
+    req_conn_info conn;
+} req_info;
+void req_get_info(const sp_req *r, req_info *out);
 /* Whether the request's connection is TLS (without the rest of the copy). */
 int req_get_tls(const sp_req *r);
 /* Asks the socket whether the client has left (EOF or a reset seen by a

@@ -53,6 +53,7 @@ typedef struct hub_wake {
 typedef struct pyjob {
     sp_req *req;
     sp_res *res;
+    req_info ri; /* read once as the job is made (embed.h) */
     task *t;
     struct hub *h;
     int op;

@@ -182,6 +182,7 @@ static void do_op(pyjob *j) {
 int hub_handler(sp_req *req, sp_res *res, void *ud) {
     hub *h = ud;
     pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h, .began_ms = coarse_ms()};
+    req_get_info(req, &j.ri);
     if (h->pending_tail)
         h->pending_tail->next = &j;
     else

@@ -26,8 +26,7 @@ static env_slot slots[ENV_SLOTS];
 
 /* The bytes the base is made of: the request line and the fields up to the
  * end of the last value (what lies beyond is trimmed OWS and CRLFs). */
-static const char *head_bytes(const sp_req *r, size_t *len) {
-    const http_request *hd = req_get_head(r);
+static const char *head_bytes(const http_request *hd, size_t *len) {
     const char *end =
         hd->nfields ? hd->fields[hd->nfields - 1].value + hd->fields[hd->nfields - 1].value_len
                     : hd->target + hd->target_len + 9; /* " HTTP/1.x" */
@@ -57,27 +56,23 @@ static int same_peer(const env_slot *s, const req_conn_info *c) {
            s->trusted == c->peer_trusted && memcmp(s->ip, c->peer_ip, sizeof s->ip) == 0;
 }
 
-PyObject *env_cache_get(const sp_req *r) {
+PyObject *env_cache_get(const req_info *ri) {
     size_t n;
-    const char *h = head_bytes(r, &n);
+    const char *h = head_bytes(ri->head, &n);
     if (n > ENV_HEAD_MAX)
         return NULL;
-    req_conn_info c;
-    req_get_conn(r, &c);
-    env_slot *s = slot_for(&c, h, n);
-    if (s->base && s->len == n && same_peer(s, &c) && memcmp(s->head, h, n) == 0)
+    env_slot *s = slot_for(&ri->conn, h, n);
+    if (s->base && s->len == n && same_peer(s, &ri->conn) && memcmp(s->head, h, n) == 0)
         return s->base; /* borrowed */
     return NULL;
 }
 
-void env_cache_put(const sp_req *r, PyObject *base) {
+void env_cache_put(const req_info *ri, PyObject *base) {
     size_t n;
-    const char *h = head_bytes(r, &n);
+    const char *h = head_bytes(ri->head, &n);
     if (n > ENV_HEAD_MAX)
         return;
-    req_conn_info ci;
-    req_get_conn(r, &ci);
-    const req_conn_info *c = &ci;
+    const req_conn_info *c = &ri->conn;
     env_slot *s = slot_for(c, h, n);
     if (!s->head || s->len < n) {
         char *nh = realloc(s->head, n ? n : 1);

@@ -363,17 +363,16 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
     /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
      * into fields of their own): env_cache keys on the bytes, so not there. */
-    PyObject *base = req_get_http_major(r) == 2 ? NULL : env_cache_get(r), *env;
+    PyObject *base = j->ri.http_major == 2 ? NULL : env_cache_get(&j->ri), *env;
     if (base) {
         env = PyDict_Copy(base);
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = req_get_http_major(r) == 2
-                   ? NULL
-                   : PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = j->ri.http_major == 2 ? NULL
+                                     : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
-            env_cache_put(r, base);
+            env_cache_put(&j->ri, base);
             Py_DECREF(base);
         } else {
             PyErr_Clear(); /* not cached; this request goes on */
@@ -381,9 +380,7 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     }
     if (!env)
         return NULL;
-    req_conn_info ci;
-    req_get_conn(r, &ci);
-    const req_conn_info *c = &ci;
+    const req_conn_info *c = &j->ri.conn;
     if (PyDict_SetItem(env, k_input, input) < 0 ||
         (c->peer_family != AF_UNIX && set_new(env, k_rport, port_str(c->peer_port)) < 0) ||
         (c->tls && tls_environ(env, r) < 0)) {
@@ -424,13 +421,10 @@ uint64_t environ_version(PyObject *env) {
 PyObject *environ_reuse(pyjob *j, PyObject **input) {
     if (!spare_env.env)
         return NULL;
-    const sp_req *r = j->req;
-    req_conn_info ci;
-    req_get_conn(r, &ci);
-    const req_conn_info *c = &ci;
+    const req_conn_info *c = &j->ri.conn;
     PyObject *env = spare_env.env, *base = spare_env.base;
     spare_env.env = spare_env.base = NULL;
-    if (req_get_http_major(r) == 2 || c->tls || env_cache_get(r) != base) {
+    if (j->ri.http_major == 2 || c->tls || env_cache_get(&j->ri) != base) {
         Py_DECREF(env);
         Py_DECREF(base);
         return NULL;
@@ -450,12 +444,11 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
 }
 
 int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
-    const sp_req *r = j->req;
-    if (!ENV_REUSE || spare_env.env || !env || !sess || req_get_http_major(r) == 2 ||
-        req_get_tls(r) || Py_REFCNT(env) != 1 || VERSION_OF(env) != version ||
-        !input_reusable(input) || !session_reusable(sess))
+    if (!ENV_REUSE || spare_env.env || !env || !sess || j->ri.http_major == 2 || j->ri.conn.tls ||
+        Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
+        !session_reusable(sess))
         return 0;
-    PyObject *base = env_cache_get(r); /* the head is still in the buffer */
+    PyObject *base = env_cache_get(&j->ri); /* the head is still in the buffer */
     if (!base)
         return 0;
     Py_INCREF(base);
@@ -463,8 +456,6 @@ int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint6
     spare_env.base = base;
     spare_env.input = input;
     spare_env.sess = sess;
-    req_conn_info c;
-    req_get_conn(j->req, &c);
-    spare_env.port = c.peer_port;
+    spare_env.port = j->ri.conn.peer_port;
     return 1;
 }

@@ -27,8 +27,8 @@ int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint6
 uint64_t environ_version(PyObject *env);
 /* env_cache.c: the environ base made from this request's head and peer
  * before (borrowed), or NULL; put keeps base (a dict never changed after). */
-PyObject *env_cache_get(const sp_req *r);
-void env_cache_put(const sp_req *r, PyObject *base);
+PyObject *env_cache_get(const req_info *ri);
+void env_cache_put(const req_info *ri, PyObject *base);
 
 /* header_keys.c */
 int header_keys_init(void);
