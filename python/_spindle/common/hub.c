@@ -13,7 +13,6 @@
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 
 hub *the_hub;
