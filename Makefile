@@ -227,7 +227,7 @@ bench:
 
 FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
   tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
-  python/_spindle/*.h)
+  python/_spindle/*/*.[ch])
 format:
 	clang-format -i $(FORMAT_FILES)
 format-check:
@@ -252,7 +252,7 @@ PY_INCLUDE = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_paths()
 PY_SUFFIX = $(shell $(PYTHON) -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))" 2>/dev/null)
 GREENLET_INCLUDE = $(shell $(PYTHON) -c "import greenlet, os; print(os.path.dirname(greenlet.__file__))" 2>/dev/null)
 PY_EXT = $(PY_OUT)/spindle/_spindle$(PY_SUFFIX)
-PY_SRCS := $(wildcard python/_spindle/*.c)
+PY_SRCS := $(wildcard python/_spindle/*.c python/_spindle/*/*.c)
 PY_PKG := $(patsubst python/spindle/%,$(PY_OUT)/spindle/%,$(wildcard python/spindle/*.py python/spindle/green/*.py))
 PIC_OBJS := $(patsubst src/%.c,build/pic/%.o,$(LIB_C)) $(patsubst src/%.S,build/pic/%.o,$(LIB_ASM))
 PY_OBJS := $(patsubst python/_spindle/%.c,$(PY_OBJ)/%.o,$(PY_SRCS))

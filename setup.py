@@ -112,7 +112,7 @@ def git_revision():
 
 
 def sources_and_macros():
-    srcs = sorted(glob.glob(rel("python", "_spindle", "*.c")))
+    srcs = sorted(glob.glob(rel("python", "_spindle", "**", "*.c"), recursive=True))
     srcs += sorted(s for s in glob.glob(rel("src", "**", "*.c"), recursive=True)
                    if s != rel("src", "cli", "main.c"))
     macros = [("_GNU_SOURCE", None), ("SPINDLE_VERSION", '"%s"' % version()),
@@ -263,7 +263,7 @@ ext = Extension(
     ],
     libraries=["ssl", "crypto", "pthread", "dl", "m", "sqlite3", "hiredis", "nghttp2", "uring", "z"],  # the Makefile's LDLIBS_ALL
     depends=sorted(glob.glob(rel("src", "**", "*.h"), recursive=True) + glob.glob(rel("include", "*.h"))
-                   + glob.glob(rel("python", "_spindle", "*.h"))),
+                   + glob.glob(rel("python", "_spindle", "**", "*.h"), recursive=True)),
 )
 
 

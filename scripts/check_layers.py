@@ -22,9 +22,20 @@ Layers (a folder of src/), and what each may include besides itself:
                  feature
   process        server (the core, not its features) and below, spindle.h
   cli            everything in src/, spindle.h
-  python         (python/_spindle) anything in src/ and spindle.h, and the
-                 external greenlet.h / Python.h (found on -I paths outside
-                 the tree)
+  python         (python/_spindle/module.c, the top that wires the two
+                 interfaces) python/common, python/wsgi, python/asgi
+  python/common  (python/_spindle/common: the hub, its job table, green
+                 waits, sessions, spindle.websocket, the bus, hints)
+                 nothing of the binding but itself: it knows neither
+                 interface, which plug into the hub's table of functions
+  python/wsgi    python/common (never python/asgi)
+  python/asgi    python/common (never python/wsgi)
+                 Every python layer reaches src/ only through the
+                 documented headers (PYTHON_HEADERS below) and may include
+                 spindle.h and the external greenlet.h / Python.h (found
+                 on -I paths outside the tree). Its own headers are
+                 written folder-qualified from python/_spindle
+                 ("common/binding.h").
   api            (include/spindle.h, the public API) nothing of ours
 
 "spindle.h" (include/) is allowed from loop upwards: loop.h aliases the
@@ -55,30 +66,55 @@ RULES = {
     "server/*": ["server"] + BELOW_SERVER,
     "process": ["server"] + BELOW_SERVER,
     "cli": ["process", "server", "server/*"] + BELOW_SERVER,
-    "python": ["cli", "process", "server", "server/*"] + BELOW_SERVER,
+    # The binding's rooms; src/ headers are governed by PYTHON_HEADERS.
+    "python": ["python/common", "python/wsgi", "python/asgi", "spindle.h"],
+    "python/common": ["spindle.h"],
+    "python/wsgi": ["python/common", "spindle.h"],
+    "python/asgi": ["python/common", "spindle.h"],
     "api": [],
 }
 # The binding's side of the C boundary: the only headers of src/ that
 # python/_spindle may include (besides spindle.h and its own): the embed
-# API (with handler.h behind it), the start-up, the log, three pure
-# helpers of http/, and the bus's insides for its subscriber count and wake-up.
+# API (server/embed.h: serving in steps, the hooks, the request's and the
+# response's accessors; the loop it drives and the parsed head come with
+# it), the start-up, the log, three pure helpers of http/, and the bus's
+# two calls for a binding (bus_embed.h: its subscriber count, ending a recv).
 PYTHON_HEADERS = {"src/server/embed.h", "src/cli/cli.h", "src/base/log.h",
                   "src/http/http_chars.h", "src/http/path_norm.h", "src/http/http_trailer.h",
-                  "src/server/bus/bus.h"}
+                  "src/server/bus/bus_embed.h"}
+# The fence behind the boundary (libuv's private fields): no header the
+# binding reaches, directly or through the ones above, may include a header
+# of src/server/ that is not one of them — handler.h (struct sp_req,
+# sp_res), conn.h, server.h, bus.h hold the server's insides, which the
+# binding reads only through embed.h's functions.
+FENCED_TOP = "src/server/"
 # Quoted includes of headers outside the tree, per layer.
-EXTERNAL = {"python": {"greenlet.h", "Python.h"}}
+EXTERNAL = {l: {"greenlet.h", "Python.h"} for l in ("python", "python/common", "python/wsgi",
+                                                    "python/asgi")}
 SOURCE_EXT = (".c", ".h", ".S")
 
 # The seams between the exchange and its protocols (docs/ARCHITECTURE.md,
 # "The exchange"): names only some files may use, so that the server core
 # closing or stopping HTTP/2 by name, or a feature testing how a request is
-# wired (xops) instead of asking req_http_major, fails the check.
+# wired (xops) instead of asking req_http_major, fails the check; and the
+# binding's common room calling WSGI or ASGI by name (a declaration of its
+# own would pass the include rules) instead of through the hub's table, and
+# the HTTP cycle branching into the WebSocket's receive/send.
 SEAMS = [
     (re.compile(r"\bh2_(?!head_)[a-z_]+\s*\("),  # h2_head_*: the pure codec
      re.compile(r"^src/server/(h2_[a-z_]+\.c|h2\.h|exchange\.c|http_conn\.c)$"),
      "calls HTTP/2's driver by name: the server reaches protocols through the exchange "
      "(exchange.h: exchange_conn_drop, exchange_server_stop, exchange_idle_deadline), and "
      "only the HTTP/1.1 driver hands a connection to h2_serve"),
+    (re.compile(r"\b(?:wsgi|asgi|environ|env_cache|header_key|input|start_response)_[a-z_]+\s*\("),
+     re.compile(r"^(?!python/_spindle/common/)"),
+     "calls an interface by name from the binding's common room: the hub runs jobs "
+     "through its table of functions (hub_job_fns, which wsgi/ fills), and an interface "
+     "sets what common/ calls back (bus_arecv)"),
+    (re.compile(r"\b(?:asgi_ws_receive|asend_ws|asgi_ws_app_done)\s*\("),
+     re.compile(r"^python/_spindle/asgi/(asgi_ws\.c|asgi_ws_cycle\.c|asgi\.h|asgi_send\.h)$"),
+     "calls the WebSocket cycle's receive/send/ending from another file: a websocket "
+     "scope's cycle is its own type (asgi_ws_cycle.c), not an is_ws branch in the HTTP one"),
     (re.compile(r"\bxops\b"),
      re.compile(r"^src/server/(request\.c|response\.c|h2_[a-z_]+\.c|handler\.h)$"),
      "tests how the exchange is wired: ask req_http_major (handler.h)"),
@@ -122,7 +158,7 @@ def layer_of(rel):
     if parts[0] == "include":
         return "api"
     if parts[0] == "python":
-        return "python"
+        return "python/" + parts[2] if len(parts) >= 4 else "python"
     if parts[0] != "src" or len(parts) < 3:
         return None
     if parts[1] == "server" and len(parts) >= 4:
@@ -152,6 +188,8 @@ def describe(layer):
     if not rule:
         return "%s may include only itself (and system headers)" % layer
     names = ["server/<feature>" if r == "server/*" else r for r in rule]
+    if layer.startswith("python"):
+        names.append("the C boundary's headers")
     return "%s may include only %s (and itself)" % (layer, ", ".join(names))
 
 
@@ -169,8 +207,8 @@ def resolve(root, rel, name, layer):
     """(target path relative to root or None, problem text or None)."""
     here = os.path.dirname(rel)
     search = ["include", "src"]
-    if layer == "python":
-        search = [here] + search  # the binding's own headers, unqualified
+    if layer.startswith("python"):
+        search = ["python/_spindle"] + search  # the binding's own, "common/binding.h"
     for d in search:
         cand = os.path.normpath(os.path.join(d, name)).replace(os.sep, "/")
         if os.path.isfile(os.path.join(root, cand)):
@@ -179,13 +217,38 @@ def resolve(root, rel, name, layer):
         return None, None
     local = os.path.normpath(os.path.join(here, name)).replace(os.sep, "/")
     if os.path.isfile(os.path.join(root, local)):
+        top = "python/_spindle/" if layer.startswith("python") else "src/"
         return None, ('includes "%s", which resolves only next to the including file: '
-                      'write it folder-qualified from src/ ("%s")' % (name, local[len("src/"):]))
+                      'write it folder-qualified from %s ("%s")' % (name, top, local[len(top):]))
     return None, 'includes "%s", which resolves to no file under include/ or src/' % name
+
+
+def fence(edges):
+    """Violations of the fence: every header the binding reaches (from its
+    own files, through any chain of includes) must not include a header of
+    src/server/ outside PYTHON_HEADERS."""
+    out = []
+    todo = [t for rel, es in edges.items() if rel.startswith("python/") for _, _, t in es]
+    seen = set()
+    while todo:
+        h = todo.pop()
+        if h in seen or not h.startswith("src/"):
+            continue
+        seen.add(h)
+        for line, name, t in edges.get(h, ()):
+            if t.startswith(FENCED_TOP) and t not in PYTHON_HEADERS:
+                out.append('%s:%d: includes "%s" — the binding reaches %s, so it would see the '
+                           "server's insides (struct sp_req, sp_res, conn): a header of the C boundary "
+                           "includes only the boundary, spindle.h and the layers below the server "
+                           "(embed.h's accessors instead)" % (h, line, name, h))
+            else:
+                todo.append(t)
+    return out
 
 
 def check(root):
     violations = []
+    edges = {}  # file -> [(line, name, resolved target)]
     nfiles = nincludes = 0
     for rel in sources(root):
         nfiles += 1
@@ -213,21 +276,24 @@ def check(root):
                 continue
             if target is None:  # an allowed external header
                 continue
+            edges.setdefault(rel, []).append((line, name, target))
             if os.path.dirname(target) == os.path.dirname(rel):
                 continue  # same folder: always fine
             to = "spindle.h" if target == "include/spindle.h" else layer_of(target)
             if to is None:
                 to = target
-            if to == "python" and frm != "python":
-                violations.append(where + 'includes "%s" (layer python) — nothing in src/ '
-                                  'includes python/' % name)
-            elif frm == "python" and target.startswith("src/") and target not in PYTHON_HEADERS:
-                violations.append(where + 'includes "%s" — the binding reaches the C side '
-                                  'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
-                                  (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
+            if to.startswith("python") and not frm.startswith("python"):
+                violations.append(where + 'includes "%s" (layer %s) — nothing in src/ '
+                                  'includes python/' % (name, to))
+            elif frm.startswith("python") and target.startswith("src/"):
+                if target not in PYTHON_HEADERS:
+                    violations.append(where + 'includes "%s" — the binding reaches the C side '
+                                      'through %s only (docs/ARCHITECTURE.md: the C boundary)' %
+                                      (name, ", ".join(sorted(h[4:] for h in PYTHON_HEADERS))))
             elif not allowed(frm, to):
                 violations.append(where + 'includes "%s" (layer %s) — %s' %
                                   (name, to, describe(frm)))
+    violations += fence(edges)
     return violations, nfiles, nincludes
 
 

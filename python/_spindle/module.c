@@ -3,10 +3,10 @@
  * with the WSGI or ASGI application as the catch-all (imported in each
  * worker after the fork, or once before with --preload; spindle/_load.py
  * finds it and words a failure); plus sleep/wait_readable/wait_writable. */
-#include "asgi.h"
-#include "binding.h"
-#include "wsgi.h"
-#include "hints.h"
+#include "asgi/asgi.h"
+#include "common/binding.h"
+#include "wsgi/wsgi.h"
+#include "common/hints.h"
 
 #include "cli/cli.h"
 #include "base/log.h"
@@ -295,7 +295,7 @@ static int worker_init(sp_server *s, void *ud) {
 
 /* The catch-all route and the loop's driver: the interface's. */
 static int app_handler(sp_req *req, sp_res *res, void *ud) {
-    return ((hub *)ud)->asgi ? asgi_handler(req, res, ud) : wsgi_handler(req, res, ud);
+    return ((hub *)ud)->asgi ? asgi_handler(req, res, ud) : hub_handler(req, res, ud);
 }
 
 static int app_drive(sp_server *s, void *ud) {
@@ -435,7 +435,7 @@ static void hub_free(hub *h) {
     Py_XDECREF(h->app);
     Py_XDECREF(h->root_path);
     Py_XDECREF(h->file_wrapper_type);
-    Py_XDECREF(h->environ_template);
+    environ_release();
     Py_XDECREF(h->starts);
     PyMem_Free(h);
 }
@@ -574,7 +574,7 @@ PyMODINIT_FUNC PyInit__spindle(void);
 PyMODINIT_FUNC PyInit__spindle(void) {
     if (hub_import_greenlet() < 0)
         return NULL;
-    if (input_init_type() < 0 || start_response_init_type() < 0 || session_init_type() < 0)
+    if (wsgi_init_types() < 0 || session_init_type() < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (!m)

@@ -204,7 +204,7 @@ static int setup_static_maps(const cli_config *c, sp_server *s) {
 
 /* --sessions / --session-secret-file, after the application's routes (so
  * the flags override its choice). Under python3 -m spindle the same store
- * serves spindle.session (python/_spindle/session.c). 0, or -1 with a
+ * serves spindle.session (python/_spindle/common/session.c). 0, or -1 with a
  * message. */
 static int setup_sessions(const cli_config *c, sp_server *s) {
     if (c->session_cookie_secure && !c->sessions && !c->session_secret) {

@@ -1,4 +1,4 @@
-"""The environ of a repeated head (python/_spindle/env_cache.c reuses the part
+"""The environ of a repeated head (python/_spindle/wsgi/env_cache.c reuses the part
 its bytes decide): each call still gets its own dict, untouched by what the
 app did to the last one, with its own wsgi.input and REMOTE_PORT, and a head
 that differs in one octet gets its own values; and the per-request objects

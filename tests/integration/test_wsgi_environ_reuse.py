@@ -1,5 +1,5 @@
 """The environ of the last call handed back to the next one with the same
-head (python/_spindle/environ.c, environ_reuse, only when nothing holds it
+head (python/_spindle/wsgi/environ.c, environ_reuse, only when nothing holds it
 and nothing changed it): each call still sees a clean environ of its own —
 an app's changes, to the dict or to one it kept, never reach the next call;
 its wsgi.input reads its own body, REMOTE_PORT is its connection's, the

@@ -1,5 +1,5 @@
 """The hub runs a WSGI call on its own greenlet when no other call runs on
-it (python/_spindle/hub.c, run_inline) and drives the loop from inside
+it (python/_spindle/common/hub.c, run_inline) and drives the loop from inside
 that call's waits: calls waiting together each have a greenlet of their
 own and overlap; quick requests are served while such a call waits; a
 failure after a wait is a 500 and the next request is served; a stop with

@@ -1,4 +1,4 @@
-"""The inline WSGI call (python/_spindle/hub.c, run_inline) under hostile
+"""The inline WSGI call (python/_spindle/common/hub.c, run_inline) under hostile
 apps and clients (issue 23's review): a failure after start_response, a
 generator waiting between chunks, an app blocked reading a slow upload, an
 app switching to greenlets of its own, clients resetting while the call

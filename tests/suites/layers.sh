@@ -3,8 +3,9 @@
 # the real tree must keep them, and the checker must catch what it exists
 # for: planted into a copy of the tree, an upward include (http -> server),
 # a server-core -> feature include, a feature -> other feature include and
-# a stale un-qualified include each fail it, naming the file and line; a
-# downward include adds nothing. Ends with "N passed, N failed".
+# a stale un-qualified include each fail it, naming the file and line, and
+# so do the binding's (past its C boundary, between its wsgi/, asgi/ and
+# common/ rooms); a downward include adds nothing. Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
 CHECK=scripts/check_layers.py
@@ -51,8 +52,22 @@ plant "feature -> feature" src/server/static/static.c server/ws/ws.h
 # 5. A stale un-qualified include (the layout before the folders).
 plant "un-qualified include" src/server/router.c http_chars.h
 
-# 6b. The binding past the C boundary: a header of the core it may not see.
-plant "binding -> the core's own header" python/_spindle/hub.c server/server.h
+# 6b. The binding past the C boundary: a header of the core it may not see,
+#     and the request's insides (handler.h: embed.h's accessors instead).
+plant "binding -> the core's own header" python/_spindle/common/hub.c server/server.h
+plant "binding -> handler.h" python/_spindle/wsgi/wsgi.c server/handler.h
+plant "binding -> the bus's insides" python/_spindle/common/bus.c server/bus/bus.h
+# 6d. The fence behind the boundary: a header the binding includes that
+#     brings the request's struct along (embed.h as it was: handler.h).
+plant "boundary header -> handler.h" src/server/embed.h server/handler.h
+plant "bus boundary -> bus.h" src/server/bus/bus_embed.h server/bus/bus.h
+# 6c. The binding's rooms: common/ knows neither interface, and neither
+#     interface knows the other; its own headers are folder-qualified.
+plant "binding common -> wsgi" python/_spindle/common/hub.c wsgi/wsgi.h
+plant "binding common -> asgi" python/_spindle/common/job_table.c asgi/asgi.h
+plant "binding wsgi -> asgi" python/_spindle/wsgi/wsgi.c asgi/asgi.h
+plant "binding asgi -> wsgi" python/_spindle/asgi/asgi_http.c wsgi/wsgi.h
+plant "binding un-qualified include" python/_spindle/common/hub.c hints.h
 
 # 7. The exchange's seams: the server core calling HTTP/2 by name, and a
 #    feature testing req->xops instead of req_http_major.
@@ -72,6 +87,9 @@ seam() {
   fi
 }
 seam "server core -> HTTP/2 by name" src/server/server.c "static void x(conn *c) { h2_conn_drop(c); }" "h2_conn_drop("
+seam "binding common -> WSGI by name" python/_spindle/common/hub.c "static void x(hub *h, pyjob *j) { wsgi_run(h, j); }" "wsgi_run("
+seam "binding common -> ASGI by name" python/_spindle/common/bus.c "static int x(void) { return asgi_bus_pending(); }" "asgi_bus_pending("
+seam "ASGI HTTP cycle -> the WebSocket's receive" python/_spindle/asgi/asgi_http.c "static PyObject *x(acycle *c) { return c->is_ws ? asgi_ws_receive(c) : NULL; }" "asgi_ws_receive("
 seam "a feature testing xops" src/server/static/static.c "static int x(sp_req *r) { return r->xops != 0; }" "xops"
 
 # 6. A downward include is no violation: the output is what it was.

@@ -1,7 +1,7 @@
 """For test_wsgi_environ_reuse: every answer reports what this call's environ
 holds, and the app then changes it or keeps it, in turns decided by a
 counter (the head stays the same, so the binding may hand the last environ
-back: python/_spindle/environ.c, environ_reuse). /mut changes its environ
+back: python/_spindle/wsgi/environ.c, environ_reuse). /mut changes its environ
 and lets it go; /held keeps its environ and changes the kept one during the
 next call; /input reads half its body with readline on odd calls; /sess
 asks for the session handle; /port reports REMOTE_PORT."""

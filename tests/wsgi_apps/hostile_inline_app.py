@@ -2,7 +2,7 @@
 from a generator that waits between chunks, read a slow upload, switch to
 greenlets of their own, spawn, keep per-request state in a ContextVar and in
 a threading.local, and sleep briefly (/sleep echoes its id and numbers each
-call). The hub runs the first call of a turn itself (python/_spindle/hub.c,
+call). The hub runs the first call of a turn itself (python/_spindle/common/hub.c,
 run_inline)."""
 import contextvars
 import hashlib

@@ -2,7 +2,7 @@
 which greenlet served it and whether the app was in a request; /fail
 sleeps, then raises; /raw?s=SECONDS sleeps in a greenlet of the app's own
 (its result comes back through switch()). The hub runs a call itself when no other runs on it
-(python/_spindle/hub.c, run_inline), the others in pooled greenlets."""
+(python/_spindle/common/hub.c, run_inline), the others in pooled greenlets."""
 import json
 
 import greenlet

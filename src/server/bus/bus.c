@@ -2,6 +2,7 @@
  * messages, each subscriber's bounded queue (and cutting the slow one),
  * sp_bus_recv's wait, and the public calls handed to the backend. */
 #include "server/bus/bus.h"
+#include "server/bus/bus_embed.h"
 
 #include "base/log.h"
 
@@ -326,4 +327,23 @@ void sp_bus_unsubscribe(sp_bus_sub *sub) {
     queue_clear(sub);
     free(sub->name);
     free(sub);
+}
+
+/* ---- bus_embed.h: for a binding ------------------------------------------ */
+
+size_t bus_subscriber_count(sp_server *s) {
+    bus *b = s ? bus_of(s) : NULL;
+    size_t n = 0;
+    for (list_node *x = b ? b->subs.head : NULL; x; x = x->next)
+        n++;
+    return n;
+}
+
+void bus_sub_interrupt(sp_bus_sub *sub) {
+    sub->stopping = 1;
+    bus_wake(sub);
+}
+
+void bus_sub_resume(sp_bus_sub *sub) {
+    sub->stopping = sub->b->stopping;
 }

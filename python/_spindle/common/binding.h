@@ -1,10 +1,14 @@
-/* binding.h — the WSGI binding's shared declarations. The binding drives
- * the server's loop itself (a hub greenlet on the worker's main stack), so
- * it needs the embedding side of the server (src/server/embed.h: server_start/done/
- * finish, the drive and fork hooks, req_read_buffered) beside the public
- * API; nothing else reaches inside. Python never runs on a coroutine stack:
- * a request's coroutine hands the call to the hub and parks; the app runs in
- * a greenlet on the main stack and asks the coroutine for each I/O. */
+/* binding.h — the binding's common room: the hub, its jobs and their ops,
+ * and what both interfaces share (wsgi/ and asgi/ include it; it includes
+ * neither: an interface plugs into the hub's table of functions, hub_jobs).
+ * The binding drives the server's loop itself (a hub greenlet on the
+ * worker's main stack), so it needs the embedding side of the server
+ * (src/server/embed.h: serving in steps, the drive and fork hooks, and
+ * accessor functions for the request and the response, which are opaque
+ * here) beside the public API; nothing else reaches inside. Python never
+ * runs on a coroutine stack: a request's coroutine hands the call to the
+ * hub and parks; the app runs in a greenlet on the main stack and asks the
+ * coroutine for each I/O. */
 #ifndef SPINDLE_PY_BINDING_H
 #define SPINDLE_PY_BINDING_H
 
@@ -25,8 +29,9 @@ typedef enum job_op {
     OP_WS_RECV,
     OP_WS_SEND,
     OP_WS_CLOSE,
-    OP_BUS,  /* bus.c: an sp_bus_* call, which may yield (Redis) */
-    OP_HINTS /* hints.c: sp_res_early_hints */
+    OP_BUS,   /* bus.c: an sp_bus_* call, which may yield (Redis) */
+    OP_HINTS, /* hints.c: sp_res_early_hints */
+    OP_COUNT
 } job_op;
 
 /* OP_SESSION's calls (session.c): the store may yield, so they run on the
@@ -43,10 +48,12 @@ typedef struct hub_wake {
     struct hub_wake *next;
 } hub_wake;
 
-/* One WSGI call, on its coroutine's stack (mmap'ed: stable while parked). */
+/* One greenlet job (a WSGI call), on its coroutine's stack (mmap'ed:
+ * stable while parked). */
 typedef struct pyjob {
     sp_req *req;
     sp_res *res;
+    req_info ri; /* read once as the job is made (embed.h) */
     task *t;
     struct hub *h;
     int op;
@@ -72,7 +79,7 @@ typedef struct pyjob {
     const char *skey, *sval;
     int64_t sttl;
     struct sp_session *sess;
-    size_t sess_nfields, sess_field_bytes;
+    res_fields_mark sess_mark;
     PyObject *sess_obj; /* environ's spindle.request handle (owned) */
     int sr_called;      /* start_response was called (too late for a WebSocket) */
     /* spindle.websocket: the object this job's greenlet accepted (owned),
@@ -118,24 +125,37 @@ typedef struct hub {
     int forked;
     int reload; /* --reload: each worker reports its modules' files */
     pid_t master_pid;
-    /* environ constants, built once */
-    PyObject *environ_template;
-    PyObject *file_wrapper_type;
-    PyObject *parked;         /* greenlet -> its wait (park/unpark), made on first use */
-    PyObject *root_path;      /* SCRIPT_NAME */
-    PyObject *starts;         /* callables to run in new greenlets (spindle.spawn), or NULL */
-    int blocking_threads;     /* --blocking-threads: spindle.run_blocking's pool; 0 default */
-    int stop_asked, stop_ran; /* the graceful stop began; on_worker_stop hooks ran */
-    int asgi;                 /* the application is ASGI (asgi.h), decided in each worker */
-    const char *interface;    /* --interface: auto, asgi, wsgi */
-    const char *lifespan;     /* --lifespan: auto, on, off */
-    size_t ws_max_message;    /* --ws-max-message; 0: the C layer's default */
+    PyObject *file_wrapper_type; /* serve(file_wrapper=): wsgi.file_wrapper, or NULL */
+    PyObject *parked;            /* greenlet -> its wait (park/unpark), made on first use */
+    PyObject *root_path;         /* SCRIPT_NAME */
+    PyObject *starts;            /* callables to run in new greenlets (spindle.spawn), or NULL */
+    int blocking_threads;        /* --blocking-threads: spindle.run_blocking's pool; 0 default */
+    int stop_asked, stop_ran;    /* the graceful stop began; on_worker_stop hooks ran */
+    int asgi;                    /* the application is ASGI (asgi.h), decided in each worker */
+    const char *interface;       /* --interface: auto, asgi, wsgi */
+    const char *lifespan;        /* --lifespan: auto, on, off */
+    size_t ws_max_message;       /* --ws-max-message; 0: the C layer's default */
 } hub;
 
 extern hub *the_hub; /* one per process: the worker's */
 
+/* The hub's table of functions. The hub runs each job's app call through
+ * run (in a greenlet, or inline on the hub's own), registered by the
+ * interface whose requests become jobs (wsgi/: wsgi_init_types), and each op
+ * past the response's own (OP_WRITE, OP_READ, OP_SENDFILE, OP_FINISH,
+ * OP_HINTS: hub.c's) through op[], registered by the file that owns it
+ * (session.c, websocket.c, bus.c): so common/ names no interface. */
+typedef struct hub_jobs {
+    void (*run)(hub *h, pyjob *j);
+    ssize_t (*op[OP_COUNT])(pyjob *j); /* on the job's coroutine */
+} hub_jobs;
+extern hub_jobs hub_job_fns;
+
 /* hub.c */
 int hub_drive(sp_server *s, void *ud);
+/* The route's handler for greenlet jobs: queues the request as a job for
+ * the hub and runs the ops its greenlet asks for, until the app is done. */
+int hub_handler(sp_req *req, sp_res *res, void *ud);
 /* From a greenlet: ask j's coroutine for op and wait for the result. */
 ssize_t hub_op(pyjob *j, int op);
 /* From a greenlet: hand j's coroutine a last op and the end of the app,
@@ -185,30 +205,7 @@ void hub_on_stop(sp_server *s, void *ud);
 /* module.c: calls spindle._sched.NAME(args); logs a Python error. */
 int sched_call(const char *name, const char *fmt, ...);
 
-/* wsgi.c */
-int wsgi_handler(sp_req *req, sp_res *res, void *ud);
-void wsgi_run(hub *h, pyjob *j);
-int wsgi_init_types(PyObject *module);
-int environ_init(hub *h);
-PyObject *environ_build(hub *h, pyjob *j, PyObject *input);
-/* The last call's environ, kept by environ_keep, when this request has the
- * same base: made this request's (its wsgi.input, spindle.request and
- * REMOTE_PORT; *input gets a new reference), else NULL (build one). */
-PyObject *environ_reuse(pyjob *j, PyObject **input);
-/* At the call's end, before the coroutine runs again (its head is still
- * in the buffer): takes env (1) if nobody else holds it and its version is
- * still the one taken before the app ran (nothing changed it), else 0 (the
- * caller drops it). */
-int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version);
-uint64_t environ_version(PyObject *env);
-/* env_cache.c: the environ base made from this request's head and peer
- * before (borrowed), or NULL; put keeps base (a dict never changed after). */
-PyObject *env_cache_get(const sp_req *r);
-void env_cache_put(const sp_req *r, PyObject *base);
-
-/* session.c */
-/* On the coroutine: runs j->sess_op; 0 or -errno. */
-ssize_t session_do(pyjob *j);
+/* session.c (its OP_SESSION goes in hub_job_fns: j->sess_op on the coroutine) */
 /* From the greenlet: puts the request's handle in env (spindle.request). */
 int session_attach(pyjob *j, PyObject *env);
 /* environ_reuse: the handle o (held by a kept environ) serves j now. */
@@ -222,34 +219,18 @@ void session_detach(pyjob *j);
 void session_recycle(void);
 int session_init_type(void);
 PyObject *py_session_open(PyObject *self, PyObject *env);
-/* websocket.c */
+/* websocket.c (its OP_WS_* ops go in hub_job_fns) */
 int websocket_init(PyObject *module);
 PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw);
-/* On the coroutine: runs an OP_WS_* op, returns its result. */
-ssize_t ws_do_op(pyjob *j);
 /* After the app returned (or failed: code 1011): closes j's WebSocket if
  * still open and lets the coroutine end. 1 if j had one, else 0. */
 int ws_finish(pyjob *j, int code);
 
 /* bus.c: the bus from Python */
-int bus_init(PyObject *module);
-ssize_t bus_do_op(pyjob *j); /* on the coroutine: OP_BUS */
+int bus_init(PyObject *module); /* and OP_BUS in hub_job_fns */
 /* The request ended (the app is done): its subscriptions close. */
 void bus_release_job(pyjob *j);
 PyObject *py_bus_publish(PyObject *self, PyObject *args);
 PyObject *py_bus_subscribe(PyObject *self, PyObject *args);
 PyObject *py_bus_stats(PyObject *self, PyObject *unused);
-/* asgi_bus.c: the same calls as awaitables */
-PyObject *py_bus_apublish(PyObject *self, PyObject *args);
-PyObject *py_bus_asubscribe(PyObject *self, PyObject *args);
-
-/* header_keys.c */
-int header_keys_init(void);
-/* "HTTP_" + the upper-case name with '-' as '_' (a new reference); NULL
- * and *skip for names that must not reach the app (containing '_'), NULL
- * with an error on failure. */
-PyObject *header_key(const char *name, size_t n, int *skip);
-/* _header_key_cache() -> {"common": n, "recent": used, "recent_slots": n} */
-PyObject *py_header_key_cache(PyObject *self, PyObject *unused);
-
 #endif

@@ -4,8 +4,8 @@
  * its next timer is the turn's timeout), then, on the main stack, what the
  * turn produced for Python: new requests become tasks, finished reads and
  * writes resolve the futures their callers await. No thread, no polling. */
-#include "asgi.h"
-#include "bus_py.h"
+#include "asgi/asgi.h"
+#include "common/bus_py.h"
 
 #include "base/log.h"
 

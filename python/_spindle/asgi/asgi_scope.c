@@ -3,7 +3,7 @@
  * extensions), lower-cased header names from a small cache of the names
  * seen, the client through trusted proxies (sp_req_client_addr, as the
  * WSGI environ), and a shallow copy of the lifespan state. */
-#include "asgi.h"
+#include "asgi/asgi.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"
@@ -133,15 +133,17 @@ static PyObject *headers_of(const http_request *h) {
  * (invalid sequences as U+FFFD, as urllib's unquote and uvicorn do).
  * An absolute-form target ("http://h/p") gives the router's path. */
 static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
-    const char *t = r->head.target;
-    size_t n = r->head.target_len;
+    const http_request *hd = req_get_head(r);
+    const char *t = hd->target;
+    size_t n = hd->target_len;
     if (n && t[0] == '/') {
         const char *q = memchr(t, '?', n);
         if (q)
             n = (size_t)(q - t);
     } else {
-        t = r->path.ptr;
-        n = r->path.len;
+        sp_str p = sp_req_path(r);
+        t = p.ptr;
+        n = p.len;
     }
     *raw = PyBytes_FromStringAndSize(t, (Py_ssize_t)n);
     if (!*raw)
@@ -182,7 +184,9 @@ static PyObject *client_of(const sp_req *r) {
     static uint8_t last_ip[16];
     static int last_family;
     static PyObject *last;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (c->peer_family == AF_UNIX && !c->peer_trusted)
         return Py_NewRef(Py_None);
     PyObject *host;
@@ -259,8 +263,10 @@ static PyObject *local_addr(int fd) {
 }
 
 static PyObject *server_of(const sp_req *r) {
-    const conn *c = r->c;
-    int fd = c->w.fd;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
+    int fd = c->fd;
     __typeof__(server_slots[0]) *e = &server_slots[(unsigned)fd % SERVER_SLOTS];
     if (e->addr && e->fd == fd && e->listener == c->listener && e->family == c->peer_family &&
         e->port == c->peer_port && memcmp(e->ip, c->peer_ip, sizeof e->ip) == 0)
@@ -356,7 +362,8 @@ static PyObject *scope_template(int ws) {
 
 PyObject *asgi_scope(acycle *c) {
     const sp_req *r = c->req;
-    const http_request *h = &r->head;
+    const http_request *h = req_get_head(r);
+    sp_str query = sp_req_query(r);
     ahub *a = &the_ahub;
     PyObject *tmpl = scope_template(c->is_ws);
     PyObject *s = tmpl ? PyDict_Copy(tmpl) : NULL;
@@ -364,21 +371,20 @@ PyObject *asgi_scope(acycle *c) {
         return NULL;
     int https = strcmp(sp_req_scheme(r), "https") == 0;
     PyObject *path = NULL, *raw = NULL;
-    int bad =
-        (!h->minor_version && PyDict_SetItem(s, k_http_version, v_10) < 0) ||
-        (req_http_major(r) == 2 &&
-         PyDict_SetItem(s, k_http_version, v_2) < 0) || /* an HTTP/2 stream */
-        (https && PyDict_SetItem(s, k_scheme, c->is_ws ? v_wss : v_https) < 0) ||
-        path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
-        PyDict_SetItem(s, k_raw_path, raw) < 0 ||
-        set_new(s, k_query,
-                r->query.len ? PyBytes_FromStringAndSize(r->query.ptr, (Py_ssize_t)r->query.len)
-                             : Py_NewRef(v_empty_bytes)) < 0 ||
-        set_new(s, k_headers, headers_of(h)) < 0 || set_new(s, k_client, client_of(r)) < 0 ||
-        set_new(s, k_extensions, asgi_extensions(c)) < 0 ||
-        set_new(s, k_server, server_of(r)) < 0 ||
-        set_new(s, c->is_ws ? k_subprotocols : k_method,
-                c->is_ws ? subprotocols_of(h) : method_of(h)) < 0;
+    int bad = (!h->minor_version && PyDict_SetItem(s, k_http_version, v_10) < 0) ||
+              (req_get_http_major(r) == 2 &&
+               PyDict_SetItem(s, k_http_version, v_2) < 0) || /* an HTTP/2 stream */
+              (https && PyDict_SetItem(s, k_scheme, c->is_ws ? v_wss : v_https) < 0) ||
+              path_of(r, &path, &raw) < 0 || PyDict_SetItem(s, k_path, path) < 0 ||
+              PyDict_SetItem(s, k_raw_path, raw) < 0 ||
+              set_new(s, k_query,
+                      query.len ? PyBytes_FromStringAndSize(query.ptr, (Py_ssize_t)query.len)
+                                : Py_NewRef(v_empty_bytes)) < 0 ||
+              set_new(s, k_headers, headers_of(h)) < 0 || set_new(s, k_client, client_of(r)) < 0 ||
+              set_new(s, k_extensions, asgi_extensions(c)) < 0 ||
+              set_new(s, k_server, server_of(r)) < 0 ||
+              set_new(s, c->is_ws ? k_subprotocols : k_method,
+                      c->is_ws ? subprotocols_of(h) : method_of(h)) < 0;
     Py_XDECREF(path);
     Py_XDECREF(raw);
     if (!bad && a->state)

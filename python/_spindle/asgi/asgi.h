@@ -7,7 +7,8 @@
 #ifndef SPINDLE_PY_ASGI_H
 #define SPINDLE_PY_ASGI_H
 
-#include "binding.h"
+#include "common/binding.h"
+#include "common/bus_py.h"
 
 /* Ops the main stack asks of a request's coroutine (acycle.op bits). */
 enum {
@@ -161,6 +162,16 @@ PyObject *asgi_disconnect_msg(void);
 /* The client left before the response ended: the coroutine ends and the
  * connection closes (no response to finish). */
 void end_cut(acycle *c);
+/* The HTTP cycle's send (a websocket denial's http.response.* too). */
+PyObject *asgi_http_send(acycle *c, PyObject *msg);
+/* What both cycle types share: the app is over (the busy count), its
+ * failure logged with the request line, the object freed. */
+void asgi_app_over(acycle *c);
+void asgi_log_failure(acycle *c, const char *what);
+void asgi_cycle_dealloc(acycle *c);
+
+/* asgi_ws_cycle.c: the websocket scope's cycle type (receive, send, ends) */
+extern PyTypeObject asgi_ws_cycle_type;
 
 /* asgi_ext.c: the scope's extensions for this request (sets tr_served and
  * hints_served), and the send() messages they add, each returning the
@@ -177,6 +188,15 @@ int asgi_send_busy(const acycle *c);
 int asgi_scope_init(void);
 PyObject *asgi_scope(acycle *c);
 PyObject *asgi_str(const char *s); /* interned constants */
+
+/* asgi_bus.c: the bus calls as awaitables; a subscription's arecv method
+ * (common/bus.c's type calls it through bus_arecv, set by asgi_types_init). */
+PyObject *py_bus_apublish(PyObject *self, PyObject *args);
+PyObject *py_bus_asubscribe(PyObject *self, PyObject *args);
+PyObject *bus_sub_arecv(bus_sub_obj *so, PyObject *args);
+/* The ASGI loop's turn: resolves the calls done meanwhile. 1 if any. */
+int asgi_bus_drain(void);
+int asgi_bus_pending(void);
 
 /* asgi_ws.c */
 int asgi_ws_is_upgrade(const sp_req *req);

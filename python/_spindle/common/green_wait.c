@@ -3,7 +3,7 @@
  * park/unpark pair the green locks and events are made of. Each parks the
  * current greenlet in the hub (hub_wait) until a loop timer, an fd watch or
  * an unpark queues its wake. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <errno.h>
 

@@ -3,8 +3,8 @@
  * surrounding whitespace trimmed, 1 to 16 of them), and WSGI's callable,
  * environ["spindle.early_hints"] (also spindle.early_hints), which asks
  * the request's coroutine for sp_res_early_hints before the head goes out. */
-#include "binding.h"
-#include "hints.h"
+#include "common/binding.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 
@@ -106,7 +106,7 @@ static PyObject *py_early_hints(PyObject *self, PyObject *links) {
                         "its own greenlet)");
         return NULL;
     }
-    if (j->wsobj || j->res->head_sent) {
+    if (j->wsobj || res_get_head_sent(j->res)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "spindle.early_hints() after the response head went out: a 103 comes "
                         "before the answer (call it before the first body bytes)");
@@ -115,7 +115,7 @@ static PyObject *py_early_hints(PyObject *self, PyObject *links) {
     hints_list l;
     if (hints_collect(links, &l) < 0)
         return NULL;
-    if (l.n == 0 || (req_http_major(j->req) == 1 && sp_req_minor_version(j->req) == 0)) {
+    if (l.n == 0 || (req_get_http_major(j->req) == 1 && sp_req_minor_version(j->req) == 0)) {
         hints_release(&l);
         Py_RETURN_FALSE;
     }

@@ -4,7 +4,7 @@
  * of a small request. It makes the same asyncio.Handle (its slots set
  * directly) and appends it to loop._ready; a loop in debug mode, or a
  * closed one, takes asyncio's own path. Mixed into spindle._asgi.Loop. */
-#include "asgi.h"
+#include "asgi/asgi.h"
 
 #include <structmember.h>
 

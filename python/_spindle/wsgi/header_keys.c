@@ -7,7 +7,7 @@
  * compare. Nothing per request is interned: on CPython 3.12 before
  * gh-113993 interned strings are immortal, so interning each new name grew a
  * worker without bound. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include "http/http_chars.h"
 

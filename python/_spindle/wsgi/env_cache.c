@@ -6,7 +6,7 @@
  * peer (listener, address family, address, trusted or not); the caller
  * copies it and adds what is the request's own (wsgi.input, REMOTE_PORT).
  * Direct-mapped and bounded: ENV_SLOTS bases, heads up to ENV_HEAD_MAX. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +26,7 @@ static env_slot slots[ENV_SLOTS];
 
 /* The bytes the base is made of: the request line and the fields up to the
  * end of the last value (what lies beyond is trimmed OWS and CRLFs). */
-static const char *head_bytes(const sp_req *r, size_t *len) {
-    const http_request *hd = &r->head;
+static const char *head_bytes(const http_request *hd, size_t *len) {
     const char *end =
         hd->nfields ? hd->fields[hd->nfields - 1].value + hd->fields[hd->nfields - 1].value_len
                     : hd->target + hd->target_len + 9; /* " HTTP/1.x" */
@@ -43,8 +42,7 @@ static uint64_t word(const char *p) {
 
 /* A slot from the length and three words of the head and the peer's
  * address: a few instructions; the full compare decides. */
-static env_slot *slot_for(const sp_req *r, const char *h, size_t n) {
-    const conn *c = r->c;
+static env_slot *slot_for(const req_conn_info *c, const char *h, size_t n) {
     uint64_t x = n * 0x9e3779b97f4a7c15u ^ word((const char *)c->peer_ip + 8) ^ c->listener;
     if (n >= 16)
         x ^=
@@ -53,28 +51,29 @@ static env_slot *slot_for(const sp_req *r, const char *h, size_t n) {
     return &slots[(x ^ x >> 29 ^ x >> 47) & (ENV_SLOTS - 1)];
 }
 
-static int same_peer(const env_slot *s, const conn *c) {
+static int same_peer(const env_slot *s, const req_conn_info *c) {
     return s->listener == c->listener && s->family == c->peer_family &&
            s->trusted == c->peer_trusted && memcmp(s->ip, c->peer_ip, sizeof s->ip) == 0;
 }
 
-PyObject *env_cache_get(const sp_req *r) {
+PyObject *env_cache_get(const req_info *ri) {
     size_t n;
-    const char *h = head_bytes(r, &n);
+    const char *h = head_bytes(ri->head, &n);
     if (n > ENV_HEAD_MAX)
         return NULL;
-    env_slot *s = slot_for(r, h, n);
-    if (s->base && s->len == n && same_peer(s, r->c) && memcmp(s->head, h, n) == 0)
+    env_slot *s = slot_for(&ri->conn, h, n);
+    if (s->base && s->len == n && same_peer(s, &ri->conn) && memcmp(s->head, h, n) == 0)
         return s->base; /* borrowed */
     return NULL;
 }
 
-void env_cache_put(const sp_req *r, PyObject *base) {
+void env_cache_put(const req_info *ri, PyObject *base) {
     size_t n;
-    const char *h = head_bytes(r, &n);
+    const char *h = head_bytes(ri->head, &n);
     if (n > ENV_HEAD_MAX)
         return;
-    env_slot *s = slot_for(r, h, n);
+    const req_conn_info *c = &ri->conn;
+    env_slot *s = slot_for(c, h, n);
     if (!s->head || s->len < n) {
         char *nh = realloc(s->head, n ? n : 1);
         if (!nh)
@@ -83,7 +82,6 @@ void env_cache_put(const sp_req *r, PyObject *base) {
     }
     memcpy(s->head, h, n);
     s->len = n;
-    const conn *c = r->c;
     s->listener = c->listener;
     s->family = c->peer_family;
     s->trusted = c->peer_trusted;

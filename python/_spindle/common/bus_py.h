@@ -1,10 +1,10 @@
-/* bus_py.h — what bus.c (the bus from WSGI, and the calls themselves) and
- * asgi_bus.c (the same calls as awaitables) share: a call to run on a
+/* bus_py.h — what common/bus.c (the bus from WSGI, and the calls themselves)
+ * and asgi/asgi_bus.c (the same calls as awaitables) share: a call to run on a
  * coroutine, and the Python object of a subscription. */
 #ifndef SPINDLE_PY_BUS_H
 #define SPINDLE_PY_BUS_H
 
-#include "binding.h"
+#include "common/binding.h"
 
 enum { BUS_PUBLISH, BUS_SUBSCRIBE, BUS_RECV };
 
@@ -24,9 +24,9 @@ typedef struct bus_call {
     /* who waits: a greenlet (wake), or an asyncio future (asgi_bus.c) */
     hub_wake wake;
     PyObject *fut;
-    struct acycle *owner; /* ASGI: the request a subscription goes to */
-    int client_left;      /* recv: -ECONNRESET was the client hanging up */
-    int restart;          /* ASGI recv: taken over by a new recv (asgi_bus.c) */
+    void *owner;     /* ASGI: the request (acycle) a subscription goes to */
+    int client_left; /* recv: -ECONNRESET was the client hanging up */
+    int restart;     /* ASGI recv: taken over by a new recv (asgi_bus.c) */
     struct bus_call *next;
 } bus_call;
 
@@ -64,10 +64,8 @@ void bus_release_list(bus_sub_obj **list);
 void bus_hangup_list(bus_sub_obj **list);
 PyObject *bus_sub_new(PyObject *topic, sp_bus_sub *sub);
 
-/* asgi_bus.c */
-PyObject *bus_sub_arecv(bus_sub_obj *so, PyObject *args);
-/* The ASGI loop's turn: resolves the calls done meanwhile. 1 if any. */
-int asgi_bus_drain(void);
-int asgi_bus_pending(void);
+/* A subscription's arecv (the ASGI recv, an awaitable): set by the ASGI
+ * room (asgi/asgi_bus.c); NULL: arecv raises (no ASGI in this binding). */
+extern PyObject *(*bus_arecv)(bus_sub_obj *so, PyObject *args);
 
 #endif

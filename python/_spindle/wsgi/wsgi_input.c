@@ -3,7 +3,7 @@
  * buffer are copied without leaving the greenlet; otherwise the request's
  * coroutine reads (and the greenlet waits in the hub), so a body streams
  * and is never held whole. Dead once its request has been answered. */
-#include "wsgi.h"
+#include "wsgi/wsgi.h"
 
 #include <errno.h>
 #include <string.h>

@@ -3,10 +3,10 @@
  * not: a lifespan task may publish too) and an asyncio future, resolved on
  * the loop's next turn (asgi_bus_drain, from _asgi_select) once it is done.
  * A subscription made in a request is closed at that request's EV_END. */
-#include "asgi.h"
-#include "bus_py.h"
+#include "asgi/asgi.h"
+#include "common/bus_py.h"
 
-#include "server/bus/bus.h"
+#include "server/bus/bus_embed.h"
 
 #include <errno.h>
 
@@ -21,7 +21,7 @@ static void call_main(void *arg) {
         if (!c->restart || (c->rc != -ESHUTDOWN && c->rc != 0) || c->so->closing || !c->so->sub)
             break;
         c->restart = 0;
-        c->so->sub->stopping = c->so->sub->b->stopping;
+        bus_sub_resume(c->so->sub);
     }
     c->next = NULL;
     if (done_tail)
@@ -90,8 +90,9 @@ static void resolve(bus_call *c) {
         PyErr_Clear();
         return;
     }
-    if (v && c->what == BUS_SUBSCRIBE && c->owner && !c->owner->gone)
-        bus_sub_own((bus_sub_obj *)v, c->owner, (bus_sub_obj **)&c->owner->bus_subs);
+    acycle *owner = c->owner;
+    if (v && c->what == BUS_SUBSCRIBE && owner && !owner->gone)
+        bus_sub_own((bus_sub_obj *)v, owner, (bus_sub_obj **)&owner->bus_subs);
     PyObject *r;
     if (v) {
         r = PyObject_CallMethod(fut, "set_result", "(O)", v); /* v may be a tuple */
@@ -173,8 +174,7 @@ static PyObject *take_over(bus_sub_obj *so, PyObject *timeout) {
     Py_SETREF(c->fut, fut);
     c->timeout_ms = ms < 0 ? -1 : (int64_t)ms;
     c->restart = 1;
-    so->sub->stopping = 1;
-    bus_wake(so->sub);
+    bus_sub_interrupt(so->sub);
     return Py_NewRef(fut);
 }
 

@@ -2,7 +2,7 @@
  * (spindle.websocket finds its request through it): a C hash table keyed by
  * the greenlet's address, so a request costs no Python dict entry and no int
  * object (linear probing, deletion by backward shift). */
-#include "binding.h"
+#include "common/binding.h"
 
 typedef struct job_slot {
     const void *g; /* the greenlet; NULL: empty */

@@ -3,9 +3,9 @@
  * can take them, zero-copy send, tls on a TLS connection), and the send()
  * messages they add: http.response.early_hint, http.response.trailers and
  * http.response.zerocopysend, checked here and run as coroutine ops. */
-#include "asgi.h"
-#include "asgi_send.h"
-#include "hints.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 #include "http/http_trailer.h"
@@ -122,16 +122,16 @@ static PyObject *tls_dict(const sp_req *r) {
 
 PyObject *asgi_extensions(acycle *c) {
     const sp_req *r = c->req;
-    int h1_1 = req_http_major(r) == 2 || sp_req_minor_version(r) >= 1; /* HTTP/2, or HTTP/1.1 */
+    int h1_1 = req_get_http_major(r) == 2 || sp_req_minor_version(r) >= 1; /* HTTP/2, or HTTP/1.1 */
     PyObject *base = ext_ws;
     if (!c->is_ws) {
         /* No 1xx to an HTTP/1.0 client (RFC 9110 §15.2); trailers only to a
          * client that said TE: trailers, as the ASGI extension asks. */
         c->hints_served = (uint8_t)h1_1;
-        c->tr_served = (uint8_t)(h1_1 && http_te_trailers(&r->head));
+        c->tr_served = (uint8_t)(h1_1 && http_te_trailers(req_get_head(r)));
         base = ext_http[c->hints_served | c->tr_served << 1];
     }
-    if (!r->c->tls)
+    if (!req_get_tls(r))
         return Py_NewRef(base);
     PyObject *d = PyDict_Copy(base);
     PyObject *t = d ? tls_dict(r) : NULL;
@@ -165,7 +165,7 @@ static PyObject *op_future(acycle *c, int op) {
  * field values; before the head goes out (before or after the start: the
  * head waits for the first body), never after. */
 PyObject *asend_early_hint(acycle *c, PyObject *msg) {
-    if (c->finished || c->tr_wait || (c->res && c->res->head_sent))
+    if (c->finished || c->tr_wait || (c->res && res_get_head_sent(c->res)))
         return asend_refuse("http.response.early_hint after the response head went out: a 103 "
                             "comes before the answer");
     if (asgi_send_busy(c))

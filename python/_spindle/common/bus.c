@@ -3,9 +3,9 @@
  * parked, or one started for the call in a greenlet outside any request),
  * the subscription object, BusError, and closing a request's subscriptions
  * when it ends. asgi_bus.c gives the same calls as awaitables. */
-#include "bus_py.h"
+#include "common/bus_py.h"
 
-#include "server/bus/bus.h"
+#include "server/bus/bus_embed.h"
 
 #include <errno.h>
 #include <string.h>
@@ -217,8 +217,7 @@ static void sub_close(bus_sub_obj *so) {
     memcpy(so->last, sp_bus_last_id(so->sub), sizeof so->last);
     if (so->inflight) {
         so->closing = 1;
-        so->sub->stopping = 1;
-        bus_wake(so->sub);
+        bus_sub_interrupt(so->sub);
         return;
     }
     sp_bus_unsubscribe(so->sub);
@@ -337,7 +336,7 @@ static int run_here(bus_call *c, const char *what) {
     return hub_wait(&c->wake) < 0 && PyErr_Occurred() ? -1 : 0;
 }
 
-ssize_t bus_do_op(pyjob *j) {
+static ssize_t bus_do_op(pyjob *j) { /* OP_BUS, on the coroutine */
     bus_call_run(j->bus_call);
     return 0;
 }
@@ -424,10 +423,20 @@ static void sub_dealloc(bus_sub_obj *so) {
     PyObject_Free(so);
 }
 
+PyObject *(*bus_arecv)(bus_sub_obj *so, PyObject *args);
+
+static PyObject *sub_arecv(bus_sub_obj *so, PyObject *args) {
+    if (!bus_arecv) {
+        PyErr_SetString(PyExc_RuntimeError, "arecv needs the ASGI side of the binding");
+        return NULL;
+    }
+    return bus_arecv(so, args);
+}
+
 static PyMethodDef sub_methods[] = {
     {"recv", (PyCFunction)sub_recv, METH_VARARGS,
      "recv(timeout=None) -> (id, topic, data) or None on timeout"},
-    {"arecv", (PyCFunction)bus_sub_arecv, METH_VARARGS,
+    {"arecv", (PyCFunction)sub_arecv, METH_VARARGS,
      "arecv(timeout=None) -> awaitable of (id, topic, data) or None"},
     {"close", (PyCFunction)sub_close_m, METH_NOARGS, "close(): ends the subscription"},
     {NULL, NULL, 0, NULL},
@@ -452,14 +461,12 @@ static PyTypeObject sub_type = {
 /* _bus_stats() -> {"subscribers": the C bus's subscribers in this process,
  * "open": subscription objects not closed}: how tests see leaks. */
 PyObject *py_bus_stats(PyObject *self, PyObject *unused) {
-    bus *b = the_hub && the_hub->s ? bus_of(the_hub->s) : NULL;
-    long n = 0;
-    for (list_node *x = b ? b->subs.head : NULL; x; x = x->next)
-        n++;
+    long n = (long)bus_subscriber_count(the_hub ? the_hub->s : NULL);
     return Py_BuildValue("{sl,sn}", "subscribers", n, "open", nopen);
 }
 
 int bus_init(PyObject *module) {
+    hub_job_fns.op[OP_BUS] = bus_do_op;
     if (PyType_Ready(&sub_type) < 0)
         return -1;
     bus_error = PyErr_NewExceptionWithDoc(

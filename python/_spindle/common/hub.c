@@ -1,5 +1,5 @@
 /* hub.c — the hub: the worker's main greenlet drives the loop. Between
- * loop turns it runs the first new WSGI call itself (run_inline: no greenlet
+ * loop turns it runs the first new job (a WSGI call) itself (run_inline: no greenlet
  * switch for a call that never waits; if it waits, the hub drives the loop
  * from inside that wait), starts a pooled greenlet for each other one and
  * resumes greenlets whose wait is over; greenlets switch back to it (to
@@ -7,16 +7,16 @@
  * coroutine's I/O, a timer, an fd). The GIL is released
  * while the loop waits. All greenlet calls live in this file (greenlet's C
  * API table is per translation unit; green_wait.c goes through hub_wait). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include "greenlet.h"
 
 #include <errno.h>
 #include <stdlib.h>
-#include <sys/socket.h>
 #include <time.h>
 
 hub *the_hub;
+hub_jobs hub_job_fns;
 
 int hub_import_greenlet(void);
 int hub_import_greenlet(void) {
@@ -123,7 +123,7 @@ void hub_op_last(pyjob *j, int op, PyObject *keep) {
     loop_wake(j->h->l, j->t, 0);
 }
 
-/* ---- the coroutine side of a WSGI call ---------------------------------- */
+/* ---- the coroutine side of a job ------------------------------------------ */
 
 static int64_t coarse_ms(void) {
     struct timespec ts;
@@ -136,16 +136,9 @@ static int64_t coarse_ms(void) {
  * asks the socket (EOF or a reset: the client left, as nginx decides it).
  * Only an HTTP/1 call that took a while pays for the syscall. */
 static int left_meanwhile(const pyjob *j) {
-    if (j->gone || req_http_major(j->req) == 2 || coarse_ms() - j->began_ms < 10)
+    if (j->gone || coarse_ms() - j->began_ms < 10)
         return j->gone;
-    char b;
-    conn *c = j->req->c;
-    ssize_t n = recv(c->w.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE))) {
-        c->w.hup |= LOOP_RDHUP; /* as the loop would have latched it */
-        return 1;
-    }
-    return 0;
+    return req_client_left(j->req); /* 0 for an HTTP/2 stream */
 }
 
 static void do_op(pyjob *j) {
@@ -153,7 +146,7 @@ static void do_op(pyjob *j) {
     switch (j->op) {
     case OP_WRITE:
     case OP_SENDFILE:
-        if (!j->res->head_sent && (j->gone = left_meanwhile(j))) {
+        if (!res_get_head_sent(j->res) && (j->gone = left_meanwhile(j))) {
             /* The client hung up while the app ran: no answer to give,
              * and -ECONNRESET has the server log a 499, not a failure. */
             r = -ECONNRESET;
@@ -163,7 +156,7 @@ static void do_op(pyjob *j) {
             r = sp_res_sendfile(j->res, j->fd, j->off, j->count);
             break;
         }
-        r = j->len || !j->res->head_sent ? sp_res_write(j->res, j->data, j->len) : 0;
+        r = j->len || !res_get_head_sent(j->res) ? sp_res_write(j->res, j->data, j->len) : 0;
         break;
     case OP_READ:
         r = sp_read(j->req, j->rbuf, j->len);
@@ -171,22 +164,12 @@ static void do_op(pyjob *j) {
     case OP_FINISH:
         r = sp_res_finish(j->res);
         break;
-    case OP_SESSION:
-        r = session_do(j);
-        break;
-    case OP_WS_UPGRADE:
-    case OP_WS_RECV:
-    case OP_WS_SEND:
-    case OP_WS_CLOSE:
-        r = ws_do_op(j);
-        break;
-    case OP_BUS:
-        r = bus_do_op(j);
-        break;
     case OP_HINTS:
         r = sp_res_early_hints(j->res, j->hints, j->nhints);
         break;
-    default:
+    default: /* the ops of sessions, WebSockets, the bus: their own files' */
+        if (j->op > OP_NONE && j->op < OP_COUNT && hub_job_fns.op[j->op])
+            r = hub_job_fns.op[j->op](j);
         break;
     }
     if (r >= 0 && j->finish_after && j->op != OP_FINISH)
@@ -195,9 +178,10 @@ static void do_op(pyjob *j) {
     j->op = OP_NONE;
 }
 
-int wsgi_handler(sp_req *req, sp_res *res, void *ud) {
+int hub_handler(sp_req *req, sp_res *res, void *ud) {
     hub *h = ud;
     pyjob j = {.req = req, .res = res, .t = loop_task(h->l), .h = h, .began_ms = coarse_ms()};
+    req_get_info(req, &j.ri);
     if (h->pending_tail)
         h->pending_tail->next = &j;
     else
@@ -260,7 +244,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
          * coroutine runs only after we switch back to the hub. */
         PyObject *me = j->wake.greenlet;
         (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
-        wsgi_run(h, j);
+        hub_job_fns.run(h, j);
         bus_release_job(j);
         job_table_del(me);
         j->wake.greenlet = NULL;
@@ -328,7 +312,7 @@ static void run_inline(hub *h, pyjob *j) {
     h->inline_active = 1;
     h->busy++;
     j->wake.greenlet = h->hub_g; /* borrowed: the hub outlives its calls */
-    wsgi_run(h, j);
+    hub_job_fns.run(h, j);
     bus_release_job(j);
     j->wake.greenlet = NULL;
     h->busy--;

@@ -2,7 +2,7 @@
  * environ ("spindle.request") whose calls run sp_session_* on the request's
  * coroutine (OP_SESSION: SQLite and Redis stores yield there), and which
  * stops working when the app is done (the C session lives until then). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <errno.h>
 #include <string.h>
@@ -14,11 +14,11 @@ typedef struct {
 static PyTypeObject sess_type;
 
 static void remember_fields(pyjob *j) {
-    j->sess_nfields = j->res->nfields;
-    j->sess_field_bytes = j->res->field_bytes;
+    j->sess_mark = res_get_fields_mark(j->res);
 }
 
-ssize_t session_do(pyjob *j) {
+/* OP_SESSION, on the coroutine: runs j->sess_op; 0 or -errno. */
+static ssize_t session_do(pyjob *j) {
     sp_session *s = j->sess;
     int rc = 0;
     switch (j->sess_op) {
@@ -298,5 +298,6 @@ static PyTypeObject sess_type = {
 };
 
 int session_init_type(void) {
+    hub_job_fns.op[OP_SESSION] = session_do;
     return PyType_Ready(&sess_type);
 }

@@ -5,8 +5,8 @@
  * cookies with "; "; names containing '_' dropped so X_Forwarded_For cannot
  * pose as X-Forwarded-For). The keys come from header_keys.c; the part
  * the request's bytes decide is reused from env_cache.c when they repeat. */
-#include "wsgi.h"
-#include "hints.h"
+#include "wsgi/wsgi.h"
+#include "common/hints.h"
 
 #include "http/http_chars.h"
 #include "http/path_norm.h"
@@ -21,6 +21,12 @@ static PyObject *k_method, *k_path, *k_query, *k_proto, *k_sname, *k_sport, *k_r
 
 static PyObject *intern(const char *s) {
     return PyUnicode_InternFromString(s);
+}
+
+static PyObject *environ_template; /* the constant entries, built once per worker */
+
+void environ_release(void) {
+    Py_CLEAR(environ_template);
 }
 
 int environ_init(hub *h) {
@@ -82,7 +88,7 @@ int environ_init(hub *h) {
         Py_DECREF(t);
         return -1;
     }
-    h->environ_template = t;
+    environ_template = t;
     return 0;
 }
 
@@ -161,8 +167,9 @@ static PyObject *method_str(const http_request *h) {
  * SCRIPT_NAME when the path starts with it. The same split as the router's
  * and QUERY_STRING's, so "http://h?/admin" is "/" with the query "/admin". */
 static PyObject *path_info(hub *h, const sp_req *r) {
-    const char *t = r->path.ptr;
-    size_t n = r->path.len;
+    sp_str path = sp_req_path(r);
+    const char *t = path.ptr;
+    size_t n = path.len;
     char stack[1024];
     char *buf = n < sizeof stack ? stack : PyMem_Malloc(n + 1);
     if (!buf)
@@ -187,8 +194,8 @@ static PyObject *path_info(hub *h, const sp_req *r) {
 
 /* SERVER_NAME and SERVER_PORT from Host (RFC 9112 §3.2), else the defaults. */
 static int server_name(PyObject *env, const sp_req *r) {
-    const char *host = r->head.host;
-    size_t n = r->head.host_len;
+    const char *host = req_get_head(r)->host;
+    size_t n = req_get_head(r)->host_len;
     if (!host || !n)
         return set_new(env, k_sname, PyUnicode_FromString("localhost")) < 0 ||
                        set_new(env, k_sport, PyUnicode_FromString("80")) < 0
@@ -224,7 +231,9 @@ static PyObject *remote_addr(const sp_req *r) {
     static uint8_t last_ip[16];
     static int last_family;
     static PyObject *last;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (c->peer_trusted)
         return PyUnicode_FromString(sp_req_client_addr(r));
     size_t n = c->peer_family == AF_INET ? 4 : 16;
@@ -301,19 +310,22 @@ static PyObject *port_str(unsigned port) {
  * client certificate) must not go here but in environ_build after the copy,
  * or into env_cache.c's key: a cached base would hand it to another client. */
 static PyObject *environ_base(hub *h, const sp_req *r) {
-    PyObject *env = PyDict_Copy(h->environ_template);
+    PyObject *env = PyDict_Copy(environ_template);
     if (!env)
         return NULL;
-    const http_request *hd = &r->head;
+    const http_request *hd = req_get_head(r);
+    sp_str query = sp_req_query(r);
+    const char *proto = req_get_protocol_label(r);
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
-        set_new(env, k_query, latin1(r->query.ptr, r->query.len)) < 0 ||
+        set_new(env, k_query, latin1(query.ptr, query.len)) < 0 ||
         set_new(env, k_raw_uri, latin1(hd->target, hd->target_len)) < 0 ||
-        (req_protocol_label(r)
-             ? set_new(env, k_proto, PyUnicode_FromString(req_protocol_label(r)))
-             : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
+        (proto ? set_new(env, k_proto, PyUnicode_FromString(proto))
+               : PyDict_SetItem(env, k_proto, hd->minor_version ? s_http11 : s_http10)) < 0 ||
         server_name(env, r) < 0)
         goto fail;
-    const conn *c = r->c;
+    req_conn_info ci;
+    req_get_conn(r, &ci);
+    const req_conn_info *c = &ci;
     if (c->peer_family == AF_UNIX) {
         /* A trusted proxy on the socket may name the client; else (or when
          * it names nobody) the local address frameworks expect. */
@@ -351,16 +363,16 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     const sp_req *r = j->req;
     /* An HTTP/2 stream's head is not one run of bytes (HPACK decoded it
      * into fields of their own): env_cache keys on the bytes, so not there. */
-    PyObject *base = req_http_major(r) == 2 ? NULL : env_cache_get(r), *env;
+    PyObject *base = j->ri.http_major == 2 ? NULL : env_cache_get(&j->ri), *env;
     if (base) {
         env = PyDict_Copy(base);
     } else {
         if (!(env = environ_base(h, r)))
             return NULL;
-        base = req_http_major(r) == 2 ? NULL
-                                      : PyDict_Copy(env); /* kept unchanged: env goes to the app */
+        base = j->ri.http_major == 2 ? NULL
+                                     : PyDict_Copy(env); /* kept unchanged: env goes to the app */
         if (base) {
-            env_cache_put(r, base);
+            env_cache_put(&j->ri, base);
             Py_DECREF(base);
         } else {
             PyErr_Clear(); /* not cached; this request goes on */
@@ -368,7 +380,7 @@ PyObject *environ_build(hub *h, pyjob *j, PyObject *input) {
     }
     if (!env)
         return NULL;
-    const conn *c = r->c;
+    const req_conn_info *c = &j->ri.conn;
     if (PyDict_SetItem(env, k_input, input) < 0 ||
         (c->peer_family != AF_UNIX && set_new(env, k_rport, port_str(c->peer_port)) < 0) ||
         (c->tls && tls_environ(env, r) < 0)) {
@@ -409,11 +421,10 @@ uint64_t environ_version(PyObject *env) {
 PyObject *environ_reuse(pyjob *j, PyObject **input) {
     if (!spare_env.env)
         return NULL;
-    const sp_req *r = j->req;
-    const conn *c = r->c;
+    const req_conn_info *c = &j->ri.conn;
     PyObject *env = spare_env.env, *base = spare_env.base;
     spare_env.env = spare_env.base = NULL;
-    if (req_http_major(r) == 2 || c->tls || env_cache_get(r) != base) {
+    if (j->ri.http_major == 2 || c->tls || env_cache_get(&j->ri) != base) {
         Py_DECREF(env);
         Py_DECREF(base);
         return NULL;
@@ -433,12 +444,11 @@ PyObject *environ_reuse(pyjob *j, PyObject **input) {
 }
 
 int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint64_t version) {
-    const sp_req *r = j->req;
-    if (!ENV_REUSE || spare_env.env || !env || !sess || req_http_major(r) == 2 || r->c->tls ||
+    if (!ENV_REUSE || spare_env.env || !env || !sess || j->ri.http_major == 2 || j->ri.conn.tls ||
         Py_REFCNT(env) != 1 || VERSION_OF(env) != version || !input_reusable(input) ||
         !session_reusable(sess))
         return 0;
-    PyObject *base = env_cache_get(r); /* the head is still in the buffer */
+    PyObject *base = env_cache_get(&j->ri); /* the head is still in the buffer */
     if (!base)
         return 0;
     Py_INCREF(base);
@@ -446,6 +456,6 @@ int environ_keep(pyjob *j, PyObject *env, PyObject *input, PyObject *sess, uint6
     spare_env.base = base;
     spare_env.input = input;
     spare_env.sess = sess;
-    spare_env.port = j->req->c->peer_port;
+    spare_env.port = j->ri.conn.peer_port;
     return 1;
 }

@@ -4,8 +4,8 @@
  * the C layer allows); each send runs on a short coroutine of its own, so
  * an app may send while a receive waits. Denial (websocket.http.response)
  * and a close before accept (403) answer plain HTTP instead. */
-#include "asgi.h"
-#include "asgi_send.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"
@@ -41,7 +41,7 @@ static int init_names(void) {
 }
 
 int asgi_ws_is_upgrade(const sp_req *req) {
-    const http_request *h = &req->head;
+    const http_request *h = req_get_head(req);
     for (size_t i = 0; i < h->nfields; i++)
         if (http_ieq(h->fields[i].name, h->fields[i].name_len, "upgrade", 7) &&
             http_ieq(h->fields[i].value, h->fields[i].value_len, "websocket", 9))
@@ -464,10 +464,7 @@ static PyObject *ws_deny(acycle *c, aws *w, PyObject *msg, int start) {
     PyObject *t = PyUnicode_FromString(start ? "http.response.start" : "http.response.body");
     int rc = t ? PyDict_SetItemString(copy, "type", t) : -1;
     Py_XDECREF(t);
-    int was_ws = c->is_ws;
-    c->is_ws = 0;
-    PyObject *r = rc < 0 ? NULL : PyObject_CallMethod((PyObject *)c, "send", "O", copy);
-    c->is_ws = (uint8_t)was_ws;
+    PyObject *r = rc < 0 ? NULL : asgi_http_send(c, copy);
     w->denied = 1;
     Py_DECREF(copy);
     return r;

@@ -3,7 +3,7 @@
  * as (bytes, bytes) pairs with token names and values free of CR, LF and
  * NUL; Content-Length is the server's framing, hop-by-hop fields are the
  * server's own. A refused message raises in send() and is logged. */
-#include "asgi_send.h"
+#include "asgi/asgi_send.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"
@@ -156,12 +156,12 @@ static int add_header(acycle *c, PyObject *pair) {
     if (!res)
         return 0;
     if (http_ieq(np, nl, "content-length", 14)) {
-        if (c->tr_want && c->tr_served && req_http_major(c->req) == 1)
+        if (c->tr_want && c->tr_served && req_get_http_major(c->req) == 1)
             return 0; /* trailers on HTTP/1.1 need chunked framing: the length goes */
         char *end;
         unsigned long long cl = strtoull(vp, &end, 10);
         if (!vl || *end || vp[0] < '0' || vp[0] > '9' ||
-            (res->declared >= 0 && (uint64_t)res->declared != cl)) {
+            (res_get_declared(res) >= 0 && (uint64_t)res_get_declared(res) != cl)) {
             asend_refuse("invalid ASGI content-length %R", v);
             return -1;
         }
@@ -176,7 +176,7 @@ static int add_header(acycle *c, PyObject *pair) {
     if (is_hop_by_hop(np, nl)) {
         /* The connection's framing is the server's; "close" is honoured. */
         if (http_ieq(np, nl, "connection", 10) && http_ieq(vp, vl, "close", 5))
-            res->force_close = 1;
+            res_set_force_close(res, 1);
         return 0;
     }
     /* Surrounding whitespace is not part of a value (RFC 9110 §5.5). */
@@ -305,7 +305,7 @@ int asend_pathsend(acycle *c, PyObject *msg) {
         asend_refuse("http.response.pathsend %R: %s", p, fd < 0 ? strerror(e) : "not a file");
         return -1;
     }
-    if (!c->res->head_sent && c->res->declared < 0)
+    if (!res_get_head_sent(c->res) && res_get_declared(c->res) < 0)
         sp_res_length(c->res, (uint64_t)st.st_size);
     c->fd = fd;
     c->off = 0;

@@ -2,7 +2,7 @@
  * (spindle.Event.set, Channel.put/get from a thread): the callable joins
  * the hub's spawn list under the GIL and an eventfd the loop watches wakes
  * it from epoll_wait, so the loop runs it in a new greenlet on its turn. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <errno.h>
 #include <stdint.h>

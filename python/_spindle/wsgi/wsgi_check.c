@@ -2,7 +2,7 @@
  * the status, and each header a (str, str) pair with a token name, a value
  * without control characters, not hop-by-hop; and the latin-1 bytes of the
  * strs they are made of (wsgi.h's latin1_of, its slow path here). */
-#include "wsgi.h"
+#include "wsgi/wsgi.h"
 
 #include "http/http_chars.h"
 

@@ -5,7 +5,7 @@
  * with Content-Length in the same writev as the head; a Content-Length the
  * app gives is trusted and never exceeded; otherwise the body is chunked
  * (HTTP/1.1) or close-delimited (HTTP/1.0). */
-#include "wsgi.h"
+#include "wsgi/wsgi.h"
 
 #include "http/http_chars.h"
 #include "base/log.h"
@@ -46,10 +46,8 @@ static int commit_head(sr_obj *sr, int64_t body_len) {
         return -1;
     int status = (st[0] - '0') * 100 + (st[1] - '0') * 10 + (st[2] - '0');
     Py_XDECREF(hold);
-    res_clear_head(res);
     /* spindle.session's Set-Cookie was added first: it stays. */
-    res->nfields = sr->j->sess_nfields;
-    res->field_bytes = sr->j->sess_field_bytes;
+    res_clear_head_to(res, sr->j->sess_mark);
     if (sp_res_status(res, status) < 0) {
         PyErr_Format(PyExc_ValueError, "invalid WSGI status %R", sr->status);
         return -1;
@@ -133,7 +131,7 @@ static int send_chunk(sr_obj *sr, const char *p, size_t n) {
                         "write() after spindle.websocket(): the connection is a WebSocket now");
         return -1;
     }
-    if (!j->res->head_sent && commit_head(sr, -1) < 0)
+    if (!res_get_head_sent(j->res) && commit_head(sr, -1) < 0)
         return -1;
     size_t take = allowed(sr, n);
     if (take < n)
@@ -141,7 +139,7 @@ static int send_chunk(sr_obj *sr, const char *p, size_t n) {
                 "WSGI application sent more than its Content-Length of %lld; "
                 "the rest is dropped",
                 (long long)sr->content_length);
-    if (!take && j->res->head_sent)
+    if (!take && res_get_head_sent(j->res))
         return 0;
     j->data = p;
     j->len = take;
@@ -205,7 +203,7 @@ static PyObject *sr_start(sr_obj *sr, PyObject *status, PyObject *headers, PyObj
         return NULL;
     }
     if (exc_info != Py_None) {
-        if (sr->j->res->head_sent) {
+        if (res_get_head_sent(sr->j->res)) {
             /* Too late to change the response: re-raise (PEP 3333). */
             PyObject *t, *v, *tb;
             if (!PyArg_ParseTuple(exc_info, "OOO", &t, &v, &tb))
@@ -287,7 +285,7 @@ int start_response_init_type(void) {
 static const char error_body[] = "500 Internal Server Error\n";
 
 static void log_app_error(pyjob *j) {
-    const http_request *h = &j->req->head;
+    const http_request *h = req_get_head(j->req);
     log_msg(LOG_ERROR, "the WSGI application failed serving '%.*s %.*s':", (int)h->method_len,
             h->method, (int)(h->target_len > 200 ? 200 : h->target_len), h->target);
     PyErr_Print(); /* the traceback, to stderr: the error log */
@@ -380,12 +378,13 @@ static int send_iterable(hub *h, sr_obj *sr, PyObject *result) {
 static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr_obj *sr) {
     /* The client left: its write failed, it hung up while the app ran, or
      * its body was cut (wsgi.input raised). Not the application's fault. */
-    int left = j->res->failed || j->gone || j->req->body_errno == -ECONNRESET;
+    int left = res_get_failed(j->res) || j->gone || req_get_body_errno(j->req) == -ECONNRESET;
     if (left) {
         /* The client went away mid-response: not the application's fault. */
         PyErr_Clear();
-        log_msg(LOG_DEBUG, "client left during '%.*s %.*s'", (int)j->req->head.method_len,
-                j->req->head.method, (int)j->req->head.target_len, j->req->head.target);
+        log_msg(LOG_DEBUG, "client left during '%.*s %.*s'", (int)req_get_head(j->req)->method_len,
+                req_get_head(j->req)->method, (int)req_get_head(j->req)->target_len,
+                req_get_head(j->req)->target);
     } else {
         log_app_error(j);
     }
@@ -396,12 +395,12 @@ static void fail_request(hub *h, pyjob *j, PyObject *result, PyObject *input, sr
     if (sr)
         sr->j = NULL;
     session_detach(j);
-    if (!j->res->head_sent && !left) {
+    if (!res_get_head_sent(j->res) && !left) {
         sp_res *res = j->res;
         res_clear_head(res);
-        res->declared = (int64_t)(sizeof error_body - 1);
-        res->status = 500;
-        res->force_close = 0;
+        sp_res_length(res, sizeof error_body - 1);
+        sp_res_status(res, 500);
+        res_set_force_close(res, 0);
         sp_res_header(res, "Content-Type", "text/plain");
         j->data = error_body;
         j->len = sizeof error_body - 1;
@@ -434,7 +433,7 @@ static void websocket_done(hub *h, pyjob *j, PyObject *result, PyObject *input, 
  * it is that case (the body is in j->data), 0 when not, -1 on error. */
 static int single_item(sr_obj *sr, pyjob *j, PyObject *result) {
     if (!(PyList_CheckExact(result) || PyTuple_CheckExact(result)) ||
-        PySequence_Fast_GET_SIZE(result) != 1 || j->res->head_sent || sr->sent != 0)
+        PySequence_Fast_GET_SIZE(result) != 1 || res_get_head_sent(j->res) || sr->sent != 0)
         return 0;
     PyObject *only = PySequence_Fast_GET_ITEM(result, 0);
     if (!PyBytes_Check(only)) {
@@ -483,7 +482,7 @@ static int call_environ(hub *h, pyjob *j, PyObject **env, PyObject **input, PyOb
     return 0;
 }
 
-void wsgi_run(hub *h, pyjob *j) {
+static void wsgi_run(hub *h, pyjob *j) {
     PyObject *input = NULL, *env = NULL, *sess = NULL, *result = NULL;
     sr_obj *sr = spare_sr;
     spare_sr = NULL;
@@ -522,7 +521,7 @@ void wsgi_run(hub *h, pyjob *j) {
     }
     if (send_iterable(h, sr, result) < 0)
         goto error;
-    if (!j->res->head_sent && commit_head(sr, sr->content_length >= 0 ? -1 : 0) < 0)
+    if (!res_get_head_sent(j->res) && commit_head(sr, sr->content_length >= 0 ? -1 : 0) < 0)
         goto error;
     if (call_close(result) < 0) {
         log_app_error(j);
@@ -533,7 +532,7 @@ void wsgi_run(hub *h, pyjob *j) {
     input_detach(input);
     sr->j = NULL;
     session_detach(j);
-    hub_op_last(j, j->res->head_sent ? OP_FINISH : OP_WRITE, NULL);
+    hub_op_last(j, res_get_head_sent(j->res) ? OP_FINISH : OP_WRITE, NULL);
     Py_CLEAR(result);
     if (environ_keep(j, env, input, sess, version))
         env = NULL;
@@ -547,4 +546,9 @@ out:
     session_recycle();
     input_release(input);
     drop_sr(sr);
+}
+
+int wsgi_init_types(void) {
+    hub_job_fns.run = wsgi_run; /* each request, a hub job: its app call */
+    return start_response_init_type() < 0 || input_init_type() < 0 ? -1 : 0;
 }

@@ -4,7 +4,7 @@
 #ifndef SPINDLE_PY_ASGI_SEND_H
 #define SPINDLE_PY_ASGI_SEND_H
 
-#include "asgi.h"
+#include "asgi/asgi.h"
 
 enum { ASEND_START, ASEND_BODY, ASEND_PATHSEND, ASEND_HINT, ASEND_TRAILERS, ASEND_ZEROCOPY };
 

@@ -4,9 +4,9 @@
  * once when they can be: a buffered body, a final write handed over; else
  * an asyncio future the coroutine's completion resolves). Messages are
  * checked (asgi_send.c); an app that fails gets a 500 or a cut connection. */
-#include "asgi.h"
-#include "asgi_send.h"
-#include "bus_py.h"
+#include "asgi/asgi.h"
+#include "asgi/asgi_send.h"
+#include "common/bus_py.h"
 
 #include "base/log.h"
 
@@ -106,7 +106,7 @@ static int run_ops(acycle *c, int *rc) {
     }
     if (c->op & A_ERROR500) {
         c->op = 0;
-        if (!res->head_sent) {
+        if (!res_get_head_sent(res)) {
             res_clear_head(res);
             *rc = sp_res_send(res, 500, "text/plain", "500 Internal Server Error\n", 26);
         } else {
@@ -130,12 +130,12 @@ static int run_ops(acycle *c, int *rc) {
         ssize_t r = 0;
         /* A file with more to come: the head first, so that its length is
          * not taken for the whole body's (chunked, or HTTP/2 DATA). */
-        if ((c->op & A_SENDFILE) && !c->wfinal && !res->head_sent)
+        if ((c->op & A_SENDFILE) && !c->wfinal && !res_get_head_sent(res))
             r = sp_res_write(res, "", 0);
         if ((c->op & A_SENDFILE) && r >= 0)
             r = sp_res_sendfile(res, c->fd, c->off, c->count);
         else if (!(c->op & A_SENDFILE))
-            r = c->wlen || !res->head_sent ? sp_res_write(res, c->wdata, c->wlen) : 0;
+            r = c->wlen || !res_get_head_sent(res) ? sp_res_write(res, c->wdata, c->wlen) : 0;
         if (r >= 0 && c->wfinal)
             r = sp_res_finish(res);
         c->op &= ~(A_WRITE | A_SENDFILE);
@@ -240,7 +240,7 @@ static PyObject *read_msg(acycle *c, ssize_t n) {
     }
     if (_PyBytes_Resize(&b, n) < 0)
         return NULL;
-    int more = c->req && !c->req->body_done && n > 0;
+    int more = c->req && !req_get_body_done(c->req) && n > 0;
     if (!more)
         c->body_done = 1;
     PyObject *m = body_msg(b, more);
@@ -324,8 +324,6 @@ static PyObject *cycle_receive(acycle *c, PyObject *unused) {
         c->stash = NULL;
         return asgi_ready(m);
     }
-    if (c->is_ws)
-        return asgi_ws_receive(c);
     if (c->body_done || c->gone || c->disconnected) {
         if (c->gone || c->disconnected || c->finished)
             return asgi_ready(asgi_disconnect_msg());
@@ -335,8 +333,8 @@ static PyObject *cycle_receive(acycle *c, PyObject *unused) {
         return wait_message(c);
     sp_req *r = c->req;
     size_t want = READ_CHUNK;
-    if (r->head.framing != HTTP_BODY_CHUNKED && r->body_left < want)
-        want = (size_t)r->body_left;
+    if (req_get_head(r)->framing != HTTP_BODY_CHUNKED && req_get_body_left(r) < want)
+        want = (size_t)req_get_body_left(r);
     PyObject *b = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)want);
     if (!b)
         return NULL;
@@ -378,9 +376,7 @@ static PyObject *submit_write(acycle *c, PyObject *body, int final) {
     return Py_XNewRef(c->send_fut);
 }
 
-static PyObject *cycle_send(acycle *c, PyObject *msg) {
-    if (c->is_ws)
-        return asend_ws(c, msg);
+PyObject *asgi_http_send(acycle *c, PyObject *msg) {
     int kind = asend_kind(msg);
     if (kind < 0)
         return NULL;
@@ -414,13 +410,14 @@ static PyObject *cycle_send(acycle *c, PyObject *msg) {
         end_cut(c);
         return asend_gone();
     }
-    if (!more && !(c->tr_want && c->tr_served) && !c->res->head_sent && c->res->declared < 0)
+    if (!more && !(c->tr_want && c->tr_served) && !res_get_head_sent(c->res) &&
+        res_get_declared(c->res) < 0)
         sp_res_length(c->res, (uint64_t)PyBytes_GET_SIZE(body));
     if (c->tr_wait && !more)
         return submit_write(c, body, 0); /* waited for: the trailers follow */
     /* An empty chunk sends nothing, but the first one sends the head (an
      * event stream's client is waiting for it). */
-    if (more && PyBytes_GET_SIZE(body) == 0 && c->res->head_sent)
+    if (more && PyBytes_GET_SIZE(body) == 0 && res_get_head_sent(c->res))
         return asgi_ready(Py_NewRef(Py_None));
     return submit_write(c, body, !more);
 }
@@ -434,8 +431,8 @@ void end_cut(acycle *c) {
     asgi_wake(c);
 }
 
-static void log_failure(acycle *c, const char *what) {
-    const http_request *h = c->req ? &c->req->head : NULL;
+void asgi_log_failure(acycle *c, const char *what) {
+    const http_request *h = c->req ? req_get_head(c->req) : NULL;
     if (h)
         log_msg(LOG_ERROR, "the ASGI application %s serving '%.*s %.*s'", what, (int)h->method_len,
                 h->method, (int)(h->target_len > 200 ? 200 : h->target_len), h->target);
@@ -443,7 +440,7 @@ static void log_failure(acycle *c, const char *what) {
         log_msg(LOG_ERROR, "the ASGI application %s", what);
 }
 
-static void app_over(acycle *c) {
+void asgi_app_over(acycle *c) {
     if (!c->app_done) {
         c->app_done = 1;
         the_ahub.busy--;
@@ -454,18 +451,16 @@ static void app_over(acycle *c) {
  * was started, the connection cut if the response was not finished, and a
  * finished response stands. */
 static PyObject *cycle_failed(acycle *c, PyObject *exc) {
-    app_over(c);
-    if (c->is_ws) {
-        asgi_ws_app_done(c, 1);
-        log_failure(c, "failed");
-    } else if (!c->gone && !c->disconnected && c->finished) {
+    asgi_app_over(c);
+    if (!c->gone && !c->disconnected && c->finished) {
         /* The response is whole (its last body went with more_body False):
          * it stands, as in uvicorn, and the error is the log's. Starlette's
          * error middleware sends its 500 page, then re-raises. */
-        log_failure(c, "raised after its response was complete (the response stands)");
+        asgi_log_failure(c, "raised after its response was complete (the response stands)");
     } else if (!c->gone && !c->disconnected) {
-        log_failure(c, c->started ? "failed after starting its response (the connection is cut)"
-                                  : "failed; answered 500");
+        asgi_log_failure(c, c->started
+                                ? "failed after starting its response (the connection is cut)"
+                                : "failed; answered 500");
         c->op |= c->started ? A_ABORT : A_ERROR500;
         asgi_wake(c);
     } else {
@@ -479,10 +474,8 @@ static PyObject *cycle_failed(acycle *c, PyObject *exc) {
  * cancelled itself): no traceback; a response not finished is cut (a 500
  * if nothing was started), an open WebSocket closes with 1001. */
 static PyObject *cycle_cancelled(acycle *c, PyObject *unused) {
-    app_over(c);
-    if (c->is_ws)
-        asgi_ws_app_done(c, 2);
-    else if (!c->gone && !c->finished) {
+    asgi_app_over(c);
+    if (!c->gone && !c->finished) {
         c->op |= c->started ? A_ABORT : A_ERROR500;
         asgi_wake(c);
     }
@@ -492,10 +485,8 @@ static PyObject *cycle_cancelled(acycle *c, PyObject *unused) {
 /* _returned(): the app returned. Without a complete response: a 500, or
  * the connection cut. */
 static PyObject *cycle_returned(acycle *c, PyObject *unused) {
-    app_over(c);
-    if (c->is_ws) {
-        asgi_ws_app_done(c, 0);
-    } else if (!c->gone && c->disconnected && !c->finished) {
+    asgi_app_over(c);
+    if (!c->gone && c->disconnected && !c->finished) {
         end_cut(c); /* the client left first: nothing to say */
     } else if (!c->gone && !c->finished && c->tr_wait && !asgi_send_busy(c)) {
         c->finished = 1; /* the body is whole; no trailers came: end it without */
@@ -503,8 +494,9 @@ static PyObject *cycle_returned(acycle *c, PyObject *unused) {
         c->op |= A_TRAILERS;
         asgi_wake(c);
     } else if (!c->gone && !c->finished) {
-        log_failure(c, c->started ? "returned before finishing its response (the connection is cut)"
-                                  : "returned without sending a response; answered 500");
+        asgi_log_failure(c, c->started
+                                ? "returned before finishing its response (the connection is cut)"
+                                : "returned without sending a response; answered 500");
         c->op |= c->started ? A_ABORT : A_ERROR500;
         asgi_wake(c);
     }
@@ -514,7 +506,10 @@ static PyObject *cycle_returned(acycle *c, PyObject *unused) {
 /* ---- the object ------------------------------------------------------------ */
 
 PyObject *asgi_cycle_new(anew *n) {
-    acycle *c = PyObject_New(acycle, &cycle_type);
+    /* A websocket scope's cycle is its own type (asgi_ws_cycle.c): its own
+     * receive, send and endings, not branches in the HTTP ones. */
+    int ws = asgi_ws_is_upgrade(n->req);
+    acycle *c = PyObject_New(acycle, ws ? &asgi_ws_cycle_type : &cycle_type);
     if (!c)
         return NULL;
     memset((char *)c + sizeof(PyObject), 0, sizeof *c - sizeof(PyObject));
@@ -522,11 +517,11 @@ PyObject *asgi_cycle_new(anew *n) {
     c->res = n->res;
     c->t = n->t;
     c->fd = -1;
-    c->is_ws = asgi_ws_is_upgrade(n->req);
+    c->is_ws = (uint8_t)ws;
     return (PyObject *)c;
 }
 
-static void cycle_dealloc(acycle *c) {
+void asgi_cycle_dealloc(acycle *c) {
     Py_XDECREF(c->wkeep);
     Py_XDECREF(c->rbytes);
     Py_XDECREF(c->recv_fut);
@@ -542,7 +537,7 @@ static void cycle_dealloc(acycle *c) {
 
 static PyMethodDef cycle_methods[] = {
     {"receive", (PyCFunction)cycle_receive, METH_NOARGS, "receive() -> awaitable: the next event"},
-    {"send", (PyCFunction)cycle_send, METH_O, "send(message) -> awaitable"},
+    {"send", (PyCFunction)asgi_http_send, METH_O, "send(message) -> awaitable"},
     {"_failed", (PyCFunction)cycle_failed, METH_O, NULL},
     {"_returned", (PyCFunction)cycle_returned, METH_NOARGS, NULL},
     {"_cancelled", (PyCFunction)cycle_cancelled, METH_NOARGS, NULL},
@@ -552,12 +547,13 @@ static PyMethodDef cycle_methods[] = {
 static PyTypeObject cycle_type = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "spindle._ASGICycle",
     .tp_basicsize = sizeof(acycle),
-    .tp_dealloc = (destructor)cycle_dealloc,
+    .tp_dealloc = (destructor)asgi_cycle_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_methods = cycle_methods,
 };
 
 int asgi_types_init(PyObject *module) {
+    bus_arecv = bus_sub_arecv; /* a subscription's arecv: the awaitable recv */
     s_type = PyUnicode_InternFromString("type");
     s_body = PyUnicode_InternFromString("body");
     s_more_body = PyUnicode_InternFromString("more_body");
@@ -565,7 +561,8 @@ int asgi_types_init(PyObject *module) {
     s_http_disconnect = PyUnicode_InternFromString("http.disconnect");
     if (!s_type || !s_body || !s_more_body || !s_http_request || !s_http_disconnect)
         return -1;
-    if (PyType_Ready(&ready_type) < 0 || PyType_Ready(&cycle_type) < 0)
+    if (PyType_Ready(&ready_type) < 0 || PyType_Ready(&cycle_type) < 0 ||
+        PyType_Ready(&asgi_ws_cycle_type) < 0)
         return -1;
     /* the shared None result: static, never freed */
     Py_SET_TYPE(&ready_none, &ready_type);

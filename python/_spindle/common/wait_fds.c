@@ -2,7 +2,7 @@
  * patched select.select, select.poll and selectors (spindle.patch()). The
  * greenlet parks until any fd is ready or the timeout passes; the caller
  * then asks the real select with a zero timeout which objects are ready. */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <errno.h>
 

@@ -4,7 +4,7 @@
  * request's coroutine as a hub op while the greenlet waits. Receiving and
  * closing run on the owner's coroutine; a send runs on the sender's own (one
  * started for it when the sender is a spawned greenlet). */
-#include "binding.h"
+#include "common/binding.h"
 
 #include <structmember.h>
 
@@ -24,7 +24,8 @@ static PyObject *ws_error; /* spindle.WebSocketError */
 
 /* ---- the coroutine side ------------------------------------------------ */
 
-ssize_t ws_do_op(pyjob *j) {
+/* OP_WS_*, on the coroutine: runs the op, returns its result. */
+static ssize_t ws_do_op(pyjob *j) {
     ws_obj *o = j->ws_target;
     if (j->op == OP_WS_UPGRADE) {
         sp_ws_options wo = {.max_message = j->h->ws_max_message};
@@ -392,7 +393,7 @@ PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (j->wsobj)
         return Py_NewRef(j->wsobj);
-    if (j->sr_called || j->res->head_sent) {
+    if (j->sr_called || res_get_head_sent(j->res)) {
         PyErr_SetString(ws_error, "spindle.websocket() must be called before start_response() "
                                   "and write(): the 101 answer replaces the response");
         return NULL;
@@ -432,6 +433,8 @@ PyObject *py_websocket(PyObject *self, PyObject *args, PyObject *kw) {
 }
 
 int websocket_init(PyObject *module) {
+    for (int op = OP_WS_UPGRADE; op <= OP_WS_CLOSE; op++)
+        hub_job_fns.op[op] = ws_do_op;
     if (PyType_Ready(&ws_type) < 0)
         return -1;
     ws_error = PyErr_NewExceptionWithDoc(
