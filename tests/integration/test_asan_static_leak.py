@@ -10,8 +10,10 @@ import socket
 
 import pytest
 
-from conftest import ROOT, Conn, SANITIZER_MARKS
-from proctools import ServerProcess, free_port, http_probe, start_on_free_port
+from lib.client import Conn
+
+from lib.server import ROOT, SANITIZER_MARKS
+from lib.proctools import ServerProcess, free_port, http_probe, start_on_free_port
 
 ASAN_BIN = ROOT / "build/asan/spindle"
 

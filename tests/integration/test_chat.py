@@ -3,7 +3,7 @@ long polling parked and woken, its 204 timeout, a poller that hangs up
 freed at once; WebSockets through chatutil.WS, a small RFC 6455 client in
 Python on plain sockets (not node's ws); the nickname cookie; the online
 announcements of the periodic timer — and, in headless Chromium driven over
-the DevTools protocol (tests/chat_browser.py), two pages in separate
+the DevTools protocol (tests/integration/lib/chat_browser.py), two pages in separate
 browser contexts, one on WebSockets and one on long polling, each seeing
 what the other sends."""
 import json
@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import Conn
-from chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed, id_key
+from lib.client import Conn
+from lib.chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed, id_key
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET = ["--announce-ms", "600000"]  # no announcement gets in the way
@@ -389,8 +389,7 @@ def test_chat_announces_online_count(chat_factory):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_chat_browser_two_pages(chat_factory, tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     srv = chat_factory("--announce-ms", "1000")
     t0 = time.monotonic()
     result = chat_browser.run(srv.url, str(tmp_path / "chromium"), timeout=35.0)

@@ -3,7 +3,7 @@ the C chat's HTTP API and page served by a WSGI app — WebSockets and long
 polls between visitors, the nickname in spindle.session, the spindle.every
 announcement reaching WebSockets (a send from a greenlet outside any
 request), a client that never reads dropped without stalling the room — and
-the two-page scenario in headless Chromium (tests/chat_browser.py), one page
+the two-page scenario in headless Chromium (tests/integration/lib/chat_browser.py), one page
 on WebSockets and one on long polling."""
 import json
 import os
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from chatutil import WS, open_spread, worker_census
-from conftest import Conn
-from wsgiutil import ROOT, wsgi_server  # noqa: F401
+from lib.chatutil import WS, open_spread, worker_census
+from lib.client import Conn
+from lib.wsgiutil import ROOT, wsgi_server  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -159,8 +159,7 @@ def test_client_that_never_reads_is_dropped_without_stalling(wsgi_server):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_chat_py_in_chromium_two_pages(wsgi_server, tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     srv = start_chat(wsgi_server, announce_ms=1000)
     result = chat_browser.run("http://127.0.0.1:%d/" % srv.port, str(tmp_path / "chromium"),
                               timeout=35.0)
@@ -182,7 +181,7 @@ def texts_until(w, last, timeout=6.0):
 
 @pytest.fixture
 def redis(tmp_path):
-    from sessutil import Redis
+    from lib.sessutil import Redis
     r = Redis(tmp_path, appendonly=True)
     yield r
     r.stop()

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, open_spread, ws_worker
-from conftest import Conn
-from proctools import free_port
-from sessutil import Redis
+from lib.chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, open_spread, ws_worker
+from lib.client import Conn
+from lib.proctools import free_port
+from lib.sessutil import Redis
 
 NGINX = "/usr/sbin/nginx"
 CHROMIUM = "/usr/bin/chromium"
@@ -301,7 +301,7 @@ def test_two_instances_behind_nginx(apps, redis, tmp_path):
 
 
 def lb_ws(port, cookie):
-    from chatutil import WS
+    from lib.chatutil import WS
     return WS("127.0.0.1", port, "/ws", [("Cookie", cookie)])
 
 
@@ -408,9 +408,7 @@ def test_flood_of_small_messages_in_order_none_lost(apps, redis):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_two_browsers_on_two_instances(apps, redis, tmp_path):
-    import sys
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     bus = "redis://127.0.0.1:%d" % redis.port
     a, b = apps(workers=2, bus=bus), apps(workers=2, bus=bus)
     result = chat_browser.run_two(a.url, b.url, str(tmp_path / "chromium"), timeout=35.0)

@@ -9,8 +9,10 @@ import socket
 import subprocess
 import time
 
-from conftest import BIN, Conn
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.client import Conn
+
+from lib.server import BIN
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 PROXY = "203.0.113.9"  # what the proxy appended: the real client
 

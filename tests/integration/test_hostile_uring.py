@@ -11,9 +11,9 @@ import struct
 import threading
 import time
 
-from conftest import raise_nofile
-from opsutil import wait_for
-from procutil import APP_BLOCKING
+from lib.server import raise_nofile
+from lib.opsutil import wait_for
+from lib.procutil import APP_BLOCKING
 from test_io_backend import URING, needs_uring
 
 pytestmark = needs_uring

@@ -7,7 +7,7 @@ import re
 import signal
 import time
 
-from opsutil import (Conn, HTTPError, free_port, http_get, ops_spindle, pid_alive, run_spindle,  # noqa: F401
+from lib.opsutil import (Conn, HTTPError, free_port, http_get, ops_spindle, pid_alive, run_spindle,  # noqa: F401
                      tcp_listen_ports, wait_for)
 
 
@@ -124,7 +124,7 @@ def test_precedence_decides_which_port_is_bound(ops_spindle, tmp_path):
 def _idle_close_after(addr, limit):
     """Seconds from a response until the server closes the idle connection."""
     with Conn(addr, timeout=limit) as c:
-        r = c.request("/")
+        r = c.exchange("/")
         assert r.status == 200 and not r.close
         t0 = time.monotonic()
         how = c.wait_eof(limit)

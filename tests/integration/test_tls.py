@@ -20,9 +20,9 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, CURL, ROOT
-from proctools import free_port, wait_for
-from tlsutil import certs  # noqa: F401 (the session fixture)
+from lib.server import BIN, CURL, ROOT
+from lib.proctools import free_port, wait_for
+from lib.tlsutil import certs  # noqa: F401 (the session fixture)
 
 OPENSSL = "/usr/bin/openssl"
 
@@ -448,7 +448,7 @@ def test_hup_with_a_bad_key_keeps_serving_then_a_good_one_applies(spindle, certs
 @pytest.mark.parametrize("scenario", ["sizes", "concurrent_senders", "pings", "close_by_server"])
 def test_wss_echo_with_websockets(spindle, certs, scenario):  # noqa: F811
     import test_websocket
-    import ws_client
+    from lib import ws_client
     srv = spindle(*certs.flags(), "--app", test_websocket.APP_WS)
     ctx = ssl.create_default_context(cafile=certs.ca)
     ws_client.run("wss://localhost:%d/ws" % srv.port, scenario, ssl=ctx)
@@ -457,7 +457,7 @@ def test_wss_echo_with_websockets(spindle, certs, scenario):  # noqa: F811
 # ---- what a WSGI application sees -------------------------------------------------------------
 
 def test_wsgi_environ_over_mtls(certs, tmp_path):  # noqa: F811
-    from wsgiutil import WsgiServer
+    from lib.wsgiutil import WsgiServer
     srv = WsgiServer("tls_app:application", ["--ca-certs", certs.ca, "--cert-reqs", "optional"] +
                      certs.flags(), logdir=tmp_path)
     srv.start()

@@ -16,8 +16,8 @@ import warnings
 
 import pytest
 
-from opsutil import free_port, ops_spindle, pid_alive, wait_for  # noqa: F401
-from tlsutil import https_get, unverified_ctx
+from lib.opsutil import free_port, ops_spindle, pid_alive, wait_for  # noqa: F401
+from lib.tlsutil import https_get, unverified_ctx
 
 WRK = "/usr/bin/wrk"
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "harness", "wrk_report.lua")

@@ -1,5 +1,5 @@
 """Helpers for the chat example's tests (test_chat.py) and its browser driver
-(tests/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
+(tests/integration/lib/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
 frames, fragments reassembled, pings answered), ChatServer, which runs
 build/examples/chat on a free 127.0.0.1 port and stops it by its PID, and
 ChatApp, the chat module (build/examples/chat.so) under build/spindle with
@@ -11,9 +11,9 @@ import pathlib
 import socket
 import struct
 
-from proctools import ServerProcess, free_port, http_probe
+from lib.proctools import ServerProcess, free_port, http_probe
 
-ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
+ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[3])
 CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
 CHAT_SO = str(ROOT / "build" / "examples" / "chat.so")
 SPINDLE = str(ROOT / "build" / "spindle")

@@ -5,7 +5,7 @@ cookie jars), one on WebSockets and one on long polling, each must see
 what the other sends; and run_two, two browsers (separate user-data dirs)
 on two instances of the scaled chat, one posting, the other showing it.
 Used by tests/integration/test_chat.py and test_chat_scaled.py; by hand:
-    python3 tests/chat_browser.py http://127.0.0.1:8090/ [http://127.0.0.1:8091/]"""
+    python3 tests/integration/lib/chat_browser.py http://127.0.0.1:8090/ [http://127.0.0.1:8091/]"""
 import json
 import os
 import pathlib
@@ -17,8 +17,8 @@ import tempfile
 import time
 import urllib.parse
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "integration"))
-from chatutil import WS  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/integration, for lib
+from lib.chatutil import WS  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

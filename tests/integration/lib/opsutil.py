@@ -24,8 +24,8 @@ import time
 
 import pytest
 
-from procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
-from proctools import ServerProcess, start_on_free_port
+from lib.procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
+from lib.proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
                    "UndefinedBehaviorSanitizer")
@@ -321,9 +321,9 @@ class Load:
             try:
                 if c is None:
                     c = Conn(self.addr, timeout=5.0)
-                r = c.request(self.path)
+                r = c.exchange(self.path)
                 self._check(r, who)
-                if r.close:
+                if r.connection_close():
                     with self._lock:
                         self.closes += 1
                     how = c.wait_eof(3.0)

@@ -1,6 +1,6 @@
 """Helpers for the fault-injection tests (test_faults_*.py).
 
-`launch` starts conftest's Server with an environment and a preexec
+`launch` starts lib.server's Server with an environment and a preexec
 function of our choosing (LD_PRELOAD shims, rlimits) and registers it with
 a list the test's finalizer stops.
 `build_failmalloc` compiles tests/fault/failmalloc.c once per session.
@@ -13,13 +13,15 @@ import struct
 import subprocess
 import time
 
-from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port, stop_servers
+from lib.proctools import free_port
 
-from proctools import fd_count  # noqa: F401 (re-exported)
+from lib.server import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, stop_servers
+
+from lib.proctools import fd_count  # noqa: F401 (re-exported)
 
 
 def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, fast=True):
-    """Starts spindle on a free port; workers=None keeps conftest's choice."""
+    """Starts spindle on a free port; workers=None keeps PROCESS_FLAGS' choice."""
     port = free_port()
     bind = "127.0.0.1:%d" % port
     pflags = list(PROCESS_FLAGS)
