@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from lib.procutil import (APP_MODULE, APP_WRONG_VERSION, BIN, ROOT, Conn, api_version, free_port,
-                      http_get, is_refused, w_spindle_factory)
+from lib.client import Conn
+
+from lib.procutil import (APP_MODULE, APP_WRONG_VERSION, BIN, ROOT, api_version, free_port, http_get, is_refused, w_spindle_factory)
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not os.access(ASAN_BIN, os.X_OK),
 
 
 def get(port, path):
-    with Conn(socket.create_connection(("127.0.0.1", port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", port), 5) as c:
         c.send(b"GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path.encode())
         return c.read_response()
 

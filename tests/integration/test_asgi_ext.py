@@ -19,7 +19,7 @@ from lib.asgiutil import APPS, PYPATH, asgi  # noqa: F401
 from lib.h2util import h2_client
 from lib.proctools import connect_probe, free_port
 from lib.tlsutil import certs  # noqa: F401 (the session fixture)
-from lib.wsgiutil import read_until_close
+from lib.client import read_until_close
 
 BLOB = os.urandom(300_000)
 

@@ -403,7 +403,7 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
 @pytest.mark.parametrize("fw", ["starlette", "fastapi", "django", "quart", "litestar"])
 def test_keepalive(servers, fw):
     """Three requests on one connection, the same answers from both."""
-    from lib.wsgiutil import Conn
+    from lib.client import Conn
     seen = []
     for srv in servers.ready(fw):
         with Conn(srv.port) as c:

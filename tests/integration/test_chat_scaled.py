@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from lib.chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, open_spread, ws_worker
+from lib.chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, non_reader, open_spread, ws_worker
 from lib.client import Conn
 from lib.proctools import free_port
 from lib.sessutil import Redis
@@ -56,7 +56,7 @@ def apps(tmp_path):
 def http(port, method, path, body=b"", headers=(), timeout=5.0):
     if isinstance(body, str):
         body = body.encode()
-    with Conn(socket.create_connection(("127.0.0.1", port), timeout=timeout), timeout) as c:
+    with Conn(("127.0.0.1", port), timeout) as c:
         head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (method, path, port)
         for k, v in headers:
             head += "%s: %s\r\n" % (k, v)
@@ -114,7 +114,7 @@ def poll_texts_until(port, since, last_text, timeout=8.0):
 
 
 def open_poll(port, since):
-    c = Conn(socket.create_connection(("127.0.0.1", port), timeout=8), 8)
+    c = Conn(("127.0.0.1", port), 8)
     c.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % since)
     return c
 
@@ -136,7 +136,7 @@ def conn_poll_until(c, text, tries=5):
 def worker_stats(port, n=32):
     """Each worker's /stats, by pid: n connections opened at once (so the
     workers share them), one request on each."""
-    conns = [Conn(socket.create_connection(("127.0.0.1", port), timeout=5), 5) for _ in range(n)]
+    conns = [Conn(("127.0.0.1", port), 5) for _ in range(n)]
     out = {}
     try:
         for c in conns:
@@ -417,15 +417,7 @@ def test_two_browsers_on_two_instances(apps, redis, tmp_path):
 
 def test_websocket_that_never_reads_is_cut_others_unaffected(apps, redis):
     app = apps(workers=2, bus="redis://127.0.0.1:%d" % redis.port)
-    stuck = socket.socket()
-    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stuck.settimeout(5)
-    stuck.connect(("127.0.0.1", app.port))
-    stuck.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += stuck.recv(1)  # nothing past the head is read
+    stuck = non_reader(app)
     others = [app.ws() for _ in range(3)]
     sender = app.ws()
     time.sleep(0.2)

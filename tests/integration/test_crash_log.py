@@ -15,7 +15,9 @@ import time
 
 import pytest
 
-from lib.opsutil import BIN, Conn, ROOT, http_get, ops_spindle, wait_for  # noqa: F401
+from lib.client import Conn
+
+from lib.opsutil import BIN, ROOT, http_get, ops_spindle, wait_for  # noqa: F401
 
 APP_CRASH = str(ROOT / "build" / "tests" / "fixtures" / "c" / "app_crash.so")
 N = 40

@@ -32,7 +32,7 @@ def _logged_clients(log, n, timeout=3.0):
 
 
 def _send(srv, path, fields):
-    with Conn(socket.create_connection(srv.addr, timeout=5), 5) as c:
+    with Conn(srv.addr, 5) as c:
         c.send(b"GET %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n" % (path, fields))
         r = c.read_response()
     assert r.status in (200, 404), r.status

@@ -21,7 +21,7 @@ from lib.client import Conn
 from lib.server import BIN, ROOT
 from lib.opsutil import Load, ops_spindle, wait_for  # noqa: F401
 from lib.procutil import APP_BLOCKING, w_spindle_factory
-from lib.procutil import Conn as PConn
+from lib.client import Conn as PConn
 
 URING = ["--io-backend", "uring"]
 APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_ws.so")
@@ -213,7 +213,7 @@ def test_fallback_to_epoll_when_io_uring_is_forbidden(ops_spindle):
     if not os.access(NO_URING, os.X_OK):
         pytest.fail("%s is not built (make builds tests/tools/*.c)" % NO_URING)
     srv = ops_spindle(*URING, workers=2, argv_prefix=[NO_URING])
-    with Conn(socket.create_connection(srv.addr, timeout=5)) as c:
+    with Conn(srv.addr) as c:
         c.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert c.read_response().body == b"Hello world!"
     assert wait_for(lambda: srv.stderr().count("event loop epoll") >= 2, 3), srv.stderr()

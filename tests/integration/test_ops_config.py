@@ -7,8 +7,9 @@ import re
 import signal
 import time
 
-from lib.opsutil import (Conn, HTTPError, free_port, http_get, ops_spindle, pid_alive, run_spindle,  # noqa: F401
-                     tcp_listen_ports, wait_for)
+from lib.client import Conn, HTTPError
+
+from lib.opsutil import (free_port, http_get, ops_spindle, pid_alive, run_spindle, tcp_listen_ports, wait_for)  # noqa: F401
 
 
 def _settings(out):

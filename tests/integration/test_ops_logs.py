@@ -10,7 +10,9 @@ import os
 import signal
 import time
 
-from lib.opsutil import Conn, ops_spindle, run_spindle, wait_for  # noqa: F401
+from lib.client import Conn
+
+from lib.opsutil import ops_spindle, run_spindle, wait_for  # noqa: F401
 from lib.wsgiutil import WsgiServer
 
 

@@ -12,7 +12,9 @@ import tempfile
 
 import pytest
 
-from lib.opsutil import Conn, http_get, ops_spindle, pid_alive, wait_for  # noqa: F401
+from lib.client import Conn
+
+from lib.opsutil import http_get, ops_spindle, pid_alive, wait_for  # noqa: F401
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 

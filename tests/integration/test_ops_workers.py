@@ -7,7 +7,9 @@ import signal
 
 import pytest
 
-from lib.opsutil import Conn, HTTPError, http_get, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
+from lib.client import Conn, HTTPError
+
+from lib.opsutil import http_get, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
 
 
 def _count(srv, n, timeout=5):

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from lib.chatutil import CHAT_BIN, ROOT, ChatServer
-from lib.wsgiutil import read_until_close
+from lib.client import read_until_close
 
 N = 1000
 # Measured 12.6 KB (long poll) and 13.2 KB (WebSocket) per connection with

@@ -58,7 +58,7 @@ def proxied(spindle, monkeypatch, tmp_path):
 
 
 def _conn(srv):
-    return Conn(socket.create_connection(srv.addr, timeout=5), 5)
+    return Conn(srv.addr, 5)
 
 
 def _peer(c, close=False):
@@ -194,7 +194,7 @@ def test_one_listener_behind_the_proxy(spindle, monkeypatch):
     with _conn(srv) as c:  # the plain listener
         port = c.sock.getsockname()[1]
         assert _peer(c, close=True) == ["127.0.0.1:%d" % port, "127.0.0.1"]
-    with Conn(socket.create_connection(("127.0.0.1", pport), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", pport), 5) as c:
         c.send(V2_INET)
         assert _peer(c, close=True) == ["192.0.2.8:40001", "192.0.2.8"]
     _unanswered(b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n", ("127.0.0.1", pport))
@@ -205,7 +205,7 @@ def test_stats_bind_is_not_behind_the_proxy(spindle, monkeypatch):
     sport = free_port()
     spindle("--app", APP, "--proxy-protocol", "--forwarded-allow-ips", "127.0.0.1",
             "--stats", "/stats", "--stats-bind", "127.0.0.1:%d" % sport)
-    with Conn(socket.create_connection(("127.0.0.1", sport), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", sport), 5) as c:
         c.send(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert c.read_response().status == 200
 
@@ -222,7 +222,7 @@ def test_needs_forwarded_allow_ips():
 
 
 def _env(srv, hdr):
-    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", srv.port), 5) as c:
         port = c.sock.getsockname()[1]
         c.send(hdr)
         out = []
@@ -265,7 +265,7 @@ def test_unknown_and_local_do_not_trust_the_clients_forwarded_headers(proxied):
 def test_wsgi_unknown_ignores_forwarded_for(wsgi_server):
     srv = wsgi_server("validated:application", "--proxy-protocol", "--forwarded-allow-ips",
                       "127.0.0.1")
-    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", srv.port), 5) as c:
         c.send(b"PROXY UNKNOWN\r\nGET /env HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 7.7.7.7\r\n"
                b"X-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
         e = json.loads(c.read_response().body)

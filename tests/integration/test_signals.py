@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from lib.procutil import Conn, HTTPError, is_refused, pid_alive, w_spindle_factory
+from lib.client import Conn, HTTPError
+
+from lib.procutil import is_refused, pid_alive, w_spindle_factory
 
 
 @pytest.fixture

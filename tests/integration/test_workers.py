@@ -11,8 +11,9 @@ import os
 
 import pytest
 
-from lib.procutil import (APP_BLOCKING, Conn, HTTPError, http_get, wait_for,
-                      w_spindle_factory)
+from lib.client import Conn, HTTPError
+
+from lib.procutil import APP_BLOCKING, http_get, wait_for, w_spindle_factory
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import socket
 import h2.events
 
 from lib.h2util import h2_client
-from lib.wsgiutil import read_until_close, wsgi_server  # noqa: F401
+from lib.client import read_until_close
+from lib.wsgiutil import wsgi_server  # noqa: F401
 
 
 def raw(port, version="1.1"):

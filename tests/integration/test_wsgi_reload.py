@@ -11,7 +11,7 @@ import time
 
 from lib.procutil import APP_BLOCKING, APP_MODULE, APP_WRONG_VERSION, BIN, http_get
 from lib.proctools import free_port
-from lib.opsutil import HTTPError
+from lib.client import HTTPError
 from lib.wsgiutil import WsgiServer, wait_for
 
 APP = '''import helper_mod

@@ -11,7 +11,8 @@ import socket
 import time
 
 from lib.proctools import ServerProcess, children, connect_probe, free_port
-from lib.wsgiutil import FAST, PY, PYPATH, Conn
+from lib.client import Conn
+from lib.wsgiutil import FAST, PY, PYPATH
 
 APPS = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "asgi"
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from lib.wsgiutil import PYPATH, ROOT, Conn, WsgiServer, wait_for  # noqa: F401
+from lib.wsgiutil import PYPATH, ROOT, WsgiServer, wait_for  # noqa: F401
 
 APPS = ROOT / "tests" / "fixtures" / "asgi"
 

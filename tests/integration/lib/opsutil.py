@@ -10,7 +10,7 @@ SIGKILLs each of them by PID, then the original process group (the new
 master of an upgrade stays in it), before the original master is reaped.
 Every wait is bounded, every socket has a timeout.
 
-HTTP over raw sockets comes from procutil.py (Conn, HTTPError, http_get).
+HTTP over raw sockets is lib/client.py's Conn (procutil.http_get: one GET).
 """
 import os
 import pathlib
@@ -24,7 +24,9 @@ import time
 
 import pytest
 
-from lib.procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
+from lib.client import Conn, HTTPError
+
+from lib.procutil import BIN, ROOT, children, free_port, http_get, pid_alive, wait_for
 from lib.proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
@@ -36,7 +38,7 @@ LAUNCHER = str(pathlib.Path(__file__).resolve().parent / "socket_launcher.py")
 OPS_FAST = ["--header-timeout", "2", "--body-timeout", "2", "--send-timeout", "2",
             "--linger-timeout", "0.5", "--graceful-timeout", "3", "--worker-timeout", "5"]
 
-__all__ = ["BIN", "ROOT", "Conn", "HTTPError", "children", "free_port", "http_get", "pid_alive",
+__all__ = ["BIN", "ROOT", "children", "free_port", "http_get", "pid_alive",
            "wait_for", "OpsServer", "ops_factory", "Load", "Notify", "listening_inodes",
            "tcp_listen_ports", "read_pid", "PYTHON", "LAUNCHER", "OPS_FAST", "run_spindle",
            "ops_spindle"]

@@ -15,7 +15,7 @@ import re
 import signal
 import subprocess
 
-from lib.client import Conn, HTTPError  # noqa: F401 (re-exported)
+from lib.client import Conn, HTTPError
 from lib.proctools import ServerProcess, children, free_port, pid_alive, wait_for  # noqa: F401 (re-exported)
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]

@@ -23,7 +23,7 @@ import time
 
 import pytest
 
-from lib.client import Conn, read_until_close  # noqa: F401 (re-exported)
+from lib.client import Conn, read_until_close
 from lib.proctools import ServerProcess, children, connect_probe, free_port, proc_status, wait_for  # noqa: F401
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
