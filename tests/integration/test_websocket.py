@@ -1,5 +1,5 @@
 """WebSockets (issue 9): RFC 6455 conformance of sp_ws_* against a real
-client, PyPI's `websockets` (tests/integration/ws_client.py), and raw sockets for
+client, PyPI's `websockets` (tests/integration/lib/ws_client.py), and raw sockets for
 what a well-behaved client never sends: each bad frame must be answered
 with a close frame carrying the right code, then the connection closes.
 The server is build/spindle --app build/tests/fixtures/c/app_ws.so --workers 1."""
