@@ -126,7 +126,7 @@ def _idle_close_after(addr, limit):
     """Seconds from a response until the server closes the idle connection."""
     with Conn(addr, timeout=limit) as c:
         r = c.exchange("/")
-        assert r.status == 200 and not r.close
+        assert r.status == 200 and not r.connection_close()
         t0 = time.monotonic()
         how = c.wait_eof(limit)
         took = time.monotonic() - t0

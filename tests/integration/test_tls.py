@@ -20,6 +20,7 @@ import urllib.request
 
 import pytest
 
+from lib.client import read_until_close
 from lib.server import BIN, CURL, ROOT
 from lib.proctools import free_port, wait_for
 from lib.tlsutil import certs  # noqa: F401 (the session fixture)
@@ -195,12 +196,7 @@ def test_plain_http_on_the_tls_port_gets_400(tls, certs):  # noqa: F811
     srv = tls()
     with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        data = read_until_close(s, 5)
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
     assert b"https://" in body
