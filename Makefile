@@ -74,7 +74,7 @@ EXAMPLES := $(patsubst examples/%.c,$(B)/examples/%,$(filter-out examples/app_%,
 EXAMPLES += $(B)/examples/chat $(B)/examples/chat.so
 # Applications loaded with --app: shared objects, resolved against the binary.
 APP_MODULES := $(patsubst examples/%.c,$(B)/examples/%.so,$(wildcard examples/app_*.c)) \
-  $(patsubst tests/apps/%.c,$(B)/tests/apps/%.so,$(wildcard tests/apps/*.c))
+  $(patsubst tests/fixtures/c/%.c,$(B)/tests/fixtures/c/%.so,$(wildcard tests/fixtures/c/*.c))
 UNIT_SRCS := $(wildcard tests/unit/test_*.c)
 UNIT_BINS := $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
 BENCH_BINS := $(patsubst bench/%.c,$(B)/bench/%,$(wildcard bench/*.c))
@@ -138,7 +138,7 @@ $(B)/examples/chat.so: $(filter-out examples/chat/chat_main.c,$(wildcard example
 $(B)/examples/%.so: examples/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
-$(B)/tests/apps/%.so: tests/apps/%.c $(wildcard include/*.h)
+$(B)/tests/fixtures/c/%.so: tests/fixtures/c/%.c $(wildcard include/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) -fPIC -shared -o $@ $<
 
@@ -205,7 +205,7 @@ deps:
 test:
 	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory -j2 MODE=release all
-	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle build/asan/tests/apps/app_bus.so build/asan/tests/apps/app_http_edge.so
+	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle build/asan/tests/fixtures/c/app_bus.so build/asan/tests/fixtures/c/app_http_edge.so
 	@$(MAKE) --no-print-directory -j2 python-system
 	@scripts/test.sh
 
@@ -226,7 +226,7 @@ bench:
 	$(VENV_PY) bench/run $(if $(filter-out 0,$(QUICK)),--quick) $(BENCH_ARGS)
 
 FORMAT_FILES = $(wildcard include/*.h src/*/*.[ch] src/*/*/*.[ch] tests/unit/*.c tests/unit/*.h tests/tools/*.c tests/fuzz/*.c \
-  tests/diff/*.c tests/apps/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
+  tests/diff/*.c tests/fixtures/c/*.c examples/*.c examples/chat/*.c bench/*.c python/_spindle/*.c \
   python/_spindle/*/*.[ch])
 format:
 	clang-format -i $(FORMAT_FILES)

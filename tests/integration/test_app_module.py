@@ -8,8 +8,9 @@ import subprocess
 
 import pytest
 
-from procutil import (APP_MODULE, APP_WRONG_VERSION, BIN, ROOT, Conn, api_version, free_port,
-                      http_get, is_refused, w_spindle_factory)
+from lib.client import Conn
+
+from lib.procutil import (APP_MODULE, APP_WRONG_VERSION, BIN, ROOT, api_version, free_port, http_get, is_refused, w_spindle_factory)
 
 
 @pytest.fixture
@@ -24,13 +25,13 @@ def test_app_module_serves_its_routes(w_spindle):
     assert r.status == 200 and r.body == b"Hello, World!\n", r
     with Conn(srv.addr) as c:
         for name in ("spindle", "a%20b", "x" * 100):
-            r = c.request("/hello/" + name)
+            r = c.exchange("/hello/" + name)
             assert r.status == 200, r
             assert r.body.startswith(b"Hello, ") and r.body.endswith(b"!\n"), r
             assert name.encode()[:3] in r.body
         # The demo routes are not served when an application is loaded.
-        assert c.request("/").status == 404
-        assert c.request("/sleep?ms=1").status == 404
+        assert c.exchange("/").status == 404
+        assert c.exchange("/sleep?ms=1").status == 404
     srv.signal(15)
     assert srv.wait_exit(5) == 0
 

@@ -10,8 +10,10 @@ import socket
 
 import pytest
 
-from conftest import ROOT, Conn, SANITIZER_MARKS
-from proctools import ServerProcess, free_port, http_probe, start_on_free_port
+from lib.client import Conn
+
+from lib.server import ROOT, SANITIZER_MARKS
+from lib.proctools import ServerProcess, free_port, http_probe, start_on_free_port
 
 ASAN_BIN = ROOT / "build/asan/spindle"
 
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.skipif(not os.access(ASAN_BIN, os.X_OK),
 
 
 def get(port, path):
-    with Conn(socket.create_connection(("127.0.0.1", port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", port), 5) as c:
         c.send(b"GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n" % path.encode())
         return c.read_response()
 

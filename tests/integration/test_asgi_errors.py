@@ -6,7 +6,7 @@ a body before start, a bad status, a str body) are refused in send() with
 one clear log line, and the worker keeps serving."""
 import pytest
 
-from asgiutil import connect, recv_until, shared_asgi  # noqa: F401
+from lib.asgiutil import connect, recv_until, shared_asgi  # noqa: F401
 
 
 def test_exception_before_start_is_500_with_traceback(shared_asgi):

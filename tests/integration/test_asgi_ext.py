@@ -2,7 +2,7 @@
 spec), each declared in scope["extensions"] only where it is served, against
 real clients: raw sockets for HTTP/1.1, python h2 for HTTP/2, python ssl
 for TLS, and hypercorn side by side for early hints and trailers over h2.
-tests/asgi_apps/asgi_ext.py is the application."""
+tests/fixtures/asgi/asgi_ext.py is the application."""
 import hashlib
 import json
 import os
@@ -15,11 +15,11 @@ import time
 import h2.events
 import pytest
 
-from asgiutil import APPS, PYPATH, asgi  # noqa: F401
-from h2util import h2_client
-from proctools import connect_probe, free_port
-from tlsutil import certs  # noqa: F401 (the session fixture)
-from wsgiutil import read_until_close
+from lib.asgiutil import APPS, PYPATH, asgi  # noqa: F401
+from lib.h2util import h2_client
+from lib.proctools import connect_probe, free_port
+from lib.tlsutil import certs  # noqa: F401 (the session fixture)
+from lib.client import read_until_close
 
 BLOB = os.urandom(300_000)
 

@@ -1,5 +1,5 @@
 """Real ASGI frameworks, requirements.txt's releases in build/venv,
-unmodified (tests/integration/asgi_apps/: Starlette, FastAPI, Django's async
+unmodified (tests/fixtures/asgi/: Starlette, FastAPI, Django's async
 views, Quart, Litestar): each framework's app runs once for the module under
 uvicorn (the reference) and under spindle; every row of the request matrix
 goes to both and the status, the application's headers and the body must be
@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from asgi_pair import AsgiServer, chunked, fetch, length_problem, norm, trickle, ws_session
+from lib.asgi_pair import AsgiServer, chunked, fetch, length_problem, norm, trickle, ws_session
 
 FRAMEWORKS = {"starlette": "starlette_app:app", "fastapi": "fastapi_app:app",
               "django": "django_app:application", "quart": "quart_app:app",
@@ -403,7 +403,7 @@ def test_client_leaves_mid_stream(servers, fw, path, watched):
 @pytest.mark.parametrize("fw", ["starlette", "fastapi", "django", "quart", "litestar"])
 def test_keepalive(servers, fw):
     """Three requests on one connection, the same answers from both."""
-    from wsgiutil import Conn
+    from lib.client import Conn
     seen = []
     for srv in servers.ready(fw):
         with Conn(srv.port) as c:

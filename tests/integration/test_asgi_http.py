@@ -7,7 +7,8 @@ and asyncio.open_connection inside a handler; interface detection."""
 import json
 import time
 
-from asgiutil import Conn, connect, recv_until, shared_asgi, asgi, wait_for  # noqa: F401
+from lib.asgiutil import connect, recv_until, shared_asgi, asgi, wait_for  # noqa: F401
+from lib.client import Conn
 
 
 def test_scope_keys(shared_asgi):

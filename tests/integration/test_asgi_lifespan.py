@@ -8,8 +8,8 @@ import json
 import subprocess
 import time
 
-from asgiutil import APPS, PYPATH, asgi  # noqa: F401
-from wsgiutil import PY, env_for, free_port
+from lib.asgiutil import APPS, PYPATH, asgi  # noqa: F401
+from lib.wsgiutil import PY, env_for, free_port
 
 
 def test_startup_state_and_shutdown(asgi, tmp_path):

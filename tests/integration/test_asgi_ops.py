@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from asgiutil import WS, asgi, connect, recv_until  # noqa: F401
-from wsgiutil import proc_status
+from lib.asgiutil import WS, asgi, connect, recv_until  # noqa: F401
+from lib.wsgiutil import proc_status
 
 
 @pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
@@ -110,7 +110,7 @@ def test_hup_lets_an_inflight_request_finish_and_keeps_serving(asgi, tmp_path):
     os.kill(srv.pid, signal.SIGHUP)
     t.join(5)
     assert out["r"].status == 200 and out["r"].body == b"finished"
-    from wsgiutil import wait_for
+    from lib.wsgiutil import wait_for
     assert wait_for(lambda: done.exists() and old not in srv.worker_pids(), 5), srv.stderr()
     assert srv.get("/state").status == 200  # the new worker serves
 
@@ -126,7 +126,7 @@ def test_max_concurrent_app_calls(asgi):
 
 
 def test_clients_that_leave_release_their_connections(asgi):
-    from proctools import fd_count
+    from lib.proctools import fd_count
     srv = asgi("asgi_spec:app", expect_tracebacks=True)  # /echo's assert sees the disconnect
     (w,) = srv.worker_pids()
     base = fd_count(w)
@@ -145,6 +145,6 @@ def test_clients_that_leave_release_their_connections(asgi):
     time.sleep(0.3)
     for s in socks:
         s.close()
-    from wsgiutil import wait_for
+    from lib.wsgiutil import wait_for
     assert wait_for(lambda: fd_count(w) <= base + 2, 5), (base, fd_count(w))
     assert srv.get("/state").status == 200

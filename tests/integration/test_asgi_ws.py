@@ -7,7 +7,7 @@ returns (1000 / 403), --ws-max-message (1009), and 1001 on stop."""
 import json
 import struct
 
-from asgiutil import WS, asgi, shared_asgi, wait_for  # noqa: F401
+from lib.asgiutil import WS, asgi, shared_asgi, wait_for  # noqa: F401
 
 
 def test_scope_accept_subprotocol_headers_echo(shared_asgi):

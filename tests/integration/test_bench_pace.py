@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from proctools import ServerProcess, connect_probe, free_port
+from lib.proctools import ServerProcess, connect_probe, free_port
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 PACE = os.path.join(ROOT, "build", "bench", "pace")

@@ -7,7 +7,9 @@ import os
 import threading
 import time
 
-from conftest import HELLO, get
+from lib.client import get
+
+from lib.server import HELLO
 
 MB = 1 << 20
 
@@ -252,7 +254,7 @@ def test_content_length_upload_100mb_bounded_memory(server):
 
 
 def _asan():
-    from conftest import BIN
+    from lib.server import BIN
     return "asan" in BIN
 
 

@@ -1,4 +1,4 @@
-"""The bus on Redis Streams (tests/apps/app_bus.c on build/spindle with
+"""The bus on Redis Streams (tests/fixtures/c/app_bus.c on build/spindle with
 --workers 2): two spindle instances on one throwaway redis-server (append
 only, so a restart keeps the streams) share topics in order; since-id
 resumes; Redis stopped mid-way gives the publisher a 503 and a waiting
@@ -14,10 +14,10 @@ import uuid
 
 import pytest
 
-from conftest import BIN
-from sessutil import REDIS, Redis
+from lib.server import BIN
+from lib.sessutil import REDIS, Redis
 
-APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_bus.so")
+APP = str(pathlib.Path(BIN).parent / "tests" / "fixtures" / "c" / "app_bus.so")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The memory bus across the workers of one machine (tests/apps/app_bus.c on
+"""The memory bus across the workers of one machine (tests/fixtures/c/app_bus.c on
 build/spindle, --bus memory --workers N, no Redis): long polls held by
 every worker get every message, published on any worker, in order; history
 and since-ids come from the shared ring on any worker, including one forked
@@ -13,7 +13,7 @@ import re
 import signal
 import time
 
-from opsutil import ops_spindle  # noqa: F401  (fixture: allows workers to die)
+from lib.opsutil import ops_spindle  # noqa: F401  (fixture: allows workers to die)
 from test_bus_redis import APP, ids_increase, pub, sub, topic
 
 

@@ -3,7 +3,7 @@ long polling parked and woken, its 204 timeout, a poller that hangs up
 freed at once; WebSockets through chatutil.WS, a small RFC 6455 client in
 Python on plain sockets (not node's ws); the nickname cookie; the online
 announcements of the periodic timer — and, in headless Chromium driven over
-the DevTools protocol (tests/chat_browser.py), two pages in separate
+the DevTools protocol (tests/integration/lib/chat_browser.py), two pages in separate
 browser contexts, one on WebSockets and one on long polling, each seeing
 what the other sends."""
 import json
@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from conftest import Conn
-from chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed, id_key
+from lib.client import Conn
+from lib.chatutil import CHAT_BIN, ROOT, ChatServer, WS, WSClosed, id_key, non_reader
 
 CHROMIUM = "/usr/bin/chromium"
 QUIET = ["--announce-ms", "600000"]  # no announcement gets in the way
@@ -55,7 +55,7 @@ def chat_server(chat_factory):
 def http(srv, method, path, body=b"", headers=(), timeout=5.0):
     if isinstance(body, str):
         body = body.encode()
-    with Conn(socket.create_connection(srv.addr, timeout=timeout), timeout) as c:
+    with Conn(srv.addr, timeout) as c:
         head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (method, path, srv.port)
         for k, v in headers:
             head += "%s: %s\r\n" % (k, v)
@@ -102,7 +102,7 @@ def wait_for(pred, timeout=3.0, what="condition"):
 
 
 def open_poll(srv, since):
-    c = Conn(socket.create_connection(srv.addr, timeout=5), 5)
+    c = Conn(srv.addr, 5)
     c.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % since)
     return c
 
@@ -297,22 +297,6 @@ def test_chat_cross_origin_refused(chat_server):
     assert http(chat_server, "GET", "/ws").status == 400  # not an upgrade
 
 
-def non_reader(srv, rcvbuf=4096):
-    """A WebSocket that reads its 101 and then nothing: a small receive buffer,
-    so the server's socket to it fills soon."""
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-    s.settimeout(5)
-    s.connect(srv.addr)
-    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += s.recv(1)  # byte by byte: nothing past the head is read
-    assert head.startswith(b"HTTP/1.1 101"), head
-    return s
-
-
 def test_chat_client_that_never_reads_does_not_stall_the_room(chat_server):
     stuck = non_reader(chat_server)
     b = chat_server.ws()
@@ -389,8 +373,7 @@ def test_chat_announces_online_count(chat_factory):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_chat_browser_two_pages(chat_factory, tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     srv = chat_factory("--announce-ms", "1000")
     t0 = time.monotonic()
     result = chat_browser.run(srv.url, str(tmp_path / "chromium"), timeout=35.0)

@@ -3,7 +3,7 @@ the C chat's HTTP API and page served by a WSGI app — WebSockets and long
 polls between visitors, the nickname in spindle.session, the spindle.every
 announcement reaching WebSockets (a send from a greenlet outside any
 request), a client that never reads dropped without stalling the room — and
-the two-page scenario in headless Chromium (tests/chat_browser.py), one page
+the two-page scenario in headless Chromium (tests/integration/lib/chat_browser.py), one page
 on WebSockets and one on long polling."""
 import json
 import os
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from chatutil import WS, open_spread, worker_census
-from conftest import Conn
-from wsgiutil import ROOT, wsgi_server  # noqa: F401
+from lib.chatutil import WS, non_reader, open_spread, worker_census
+from lib.client import Conn
+from lib.wsgiutil import ROOT, wsgi_server  # noqa: F401
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -30,7 +30,7 @@ def start_chat(wsgi_server, announce_ms=600000, workers=0, bus="memory", session
 def http(srv, method, path, body=b"", headers=(), timeout=5.0):
     if isinstance(body, str):
         body = body.encode()
-    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=timeout), timeout) as c:
+    with Conn(("127.0.0.1", srv.port), timeout) as c:
         head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (method, path, srv.port)
         for k, v in headers:
             head += "%s: %s\r\n" % (k, v)
@@ -85,7 +85,7 @@ def test_websockets_and_pollers_see_each_other(wsgi_server):
     a = ws(srv, "/ws", [("Cookie", a_ck)])
     wait_for(lambda: stats(srv)["ws"] == 1, what="a WebSocket in the room")
     seq = stats(srv)["id"]
-    p = Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5)
+    p = Conn(("127.0.0.1", srv.port), 5)
     p.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % seq)
     wait_for(lambda: stats(srv)["parked"] == 1, what="a parked poller")
     a.send_text("  hello bob  ")
@@ -131,15 +131,7 @@ def test_every_announcement_reaches_websockets(wsgi_server):
 
 def test_client_that_never_reads_is_dropped_without_stalling(wsgi_server):
     srv = start_chat(wsgi_server)
-    stuck = socket.socket()
-    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stuck.settimeout(5)
-    stuck.connect(("127.0.0.1", srv.port))
-    stuck.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += stuck.recv(1)  # nothing past the head is read
+    stuck = non_reader(srv)
     b = ws(srv)
     wait_for(lambda: stats(srv)["ws"] == 2, what="two WebSockets")
     text, sent, t0 = "x" * 900, 0, time.monotonic()
@@ -159,8 +151,7 @@ def test_client_that_never_reads_is_dropped_without_stalling(wsgi_server):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_chat_py_in_chromium_two_pages(wsgi_server, tmp_path):
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     srv = start_chat(wsgi_server, announce_ms=1000)
     result = chat_browser.run("http://127.0.0.1:%d/" % srv.port, str(tmp_path / "chromium"),
                               timeout=35.0)
@@ -182,7 +173,7 @@ def texts_until(w, last, timeout=6.0):
 
 @pytest.fixture
 def redis(tmp_path):
-    from sessutil import Redis
+    from lib.sessutil import Redis
     r = Redis(tmp_path, appendonly=True)
     yield r
     r.stop()

@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, open_spread, ws_worker
-from conftest import Conn
-from proctools import free_port
-from sessutil import Redis
+from lib.chatutil import CHAT_SO, ROOT, ChatApp, WSClosed, id_key, non_reader, open_spread, ws_worker
+from lib.client import Conn
+from lib.proctools import free_port
+from lib.sessutil import Redis
 
 NGINX = "/usr/sbin/nginx"
 CHROMIUM = "/usr/bin/chromium"
@@ -56,7 +56,7 @@ def apps(tmp_path):
 def http(port, method, path, body=b"", headers=(), timeout=5.0):
     if isinstance(body, str):
         body = body.encode()
-    with Conn(socket.create_connection(("127.0.0.1", port), timeout=timeout), timeout) as c:
+    with Conn(("127.0.0.1", port), timeout) as c:
         head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n" % (method, path, port)
         for k, v in headers:
             head += "%s: %s\r\n" % (k, v)
@@ -114,7 +114,7 @@ def poll_texts_until(port, since, last_text, timeout=8.0):
 
 
 def open_poll(port, since):
-    c = Conn(socket.create_connection(("127.0.0.1", port), timeout=8), 8)
+    c = Conn(("127.0.0.1", port), 8)
     c.send("GET /poll?since=%s HTTP/1.1\r\nHost: x\r\n\r\n" % since)
     return c
 
@@ -136,7 +136,7 @@ def conn_poll_until(c, text, tries=5):
 def worker_stats(port, n=32):
     """Each worker's /stats, by pid: n connections opened at once (so the
     workers share them), one request on each."""
-    conns = [Conn(socket.create_connection(("127.0.0.1", port), timeout=5), 5) for _ in range(n)]
+    conns = [Conn(("127.0.0.1", port), 5) for _ in range(n)]
     out = {}
     try:
         for c in conns:
@@ -301,7 +301,7 @@ def test_two_instances_behind_nginx(apps, redis, tmp_path):
 
 
 def lb_ws(port, cookie):
-    from chatutil import WS
+    from lib.chatutil import WS
     return WS("127.0.0.1", port, "/ws", [("Cookie", cookie)])
 
 
@@ -408,9 +408,7 @@ def test_flood_of_small_messages_in_order_none_lost(apps, redis):
 
 @pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian's chromium is not installed")
 def test_two_browsers_on_two_instances(apps, redis, tmp_path):
-    import sys
-    sys.path.insert(0, str(ROOT / "tests"))
-    import chat_browser
+    from lib import chat_browser
     bus = "redis://127.0.0.1:%d" % redis.port
     a, b = apps(workers=2, bus=bus), apps(workers=2, bus=bus)
     result = chat_browser.run_two(a.url, b.url, str(tmp_path / "chromium"), timeout=35.0)
@@ -419,15 +417,7 @@ def test_two_browsers_on_two_instances(apps, redis, tmp_path):
 
 def test_websocket_that_never_reads_is_cut_others_unaffected(apps, redis):
     app = apps(workers=2, bus="redis://127.0.0.1:%d" % redis.port)
-    stuck = socket.socket()
-    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-    stuck.settimeout(5)
-    stuck.connect(("127.0.0.1", app.port))
-    stuck.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-                  b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
-    head = b""
-    while b"\r\n\r\n" not in head:
-        head += stuck.recv(1)  # nothing past the head is read
+    stuck = non_reader(app)
     others = [app.ws() for _ in range(3)]
     sender = app.ws()
     time.sleep(0.2)

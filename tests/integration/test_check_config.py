@@ -4,7 +4,7 @@ loaded and checked, problems reported, exit 0 or 1, nothing bound or served
 import socket
 import subprocess
 
-from wsgiutil import APPS, BIN, PY, env_for
+from lib.wsgiutil import APPS, BIN, PY, env_for
 
 
 def run(cmd, timeout=20):

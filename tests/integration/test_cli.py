@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, ROOT
+from lib.server import BIN, ROOT
 
 REQUIRED = ["--bind", "--header-timeout", "--body-timeout", "--send-timeout",
             "--keepalive-timeout", "--linger-timeout", "--max-connections", "--backlog",

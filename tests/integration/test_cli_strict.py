@@ -8,8 +8,8 @@ import http.client
 import re
 import subprocess
 
-from proctools import ServerProcess, children, connect_probe, free_port, wait_for
-from wsgiutil import APPS, BIN, PY, ROOT, env_for
+from lib.proctools import ServerProcess, children, connect_probe, free_port, wait_for
+from lib.wsgiutil import APPS, BIN, PY, ROOT, env_for
 
 
 def run_bin(*args, cwd=None, timeout=10):

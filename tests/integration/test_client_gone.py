@@ -12,11 +12,11 @@ import time
 
 import pytest
 
-from asgiutil import AsgiServer
-from h2util import CANCEL, Raw, raw_frame, RST_STREAM
-from wsgiutil import PYPATH, WsgiServer, wait_for
+from lib.asgiutil import AsgiServer
+from lib.h2util import CANCEL, Raw, raw_frame, RST_STREAM
+from lib.wsgiutil import PYPATH, WsgiServer, wait_for
 
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gone_apps")
+HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures", "gone")
 
 
 @pytest.fixture

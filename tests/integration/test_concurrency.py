@@ -6,7 +6,9 @@ import selectors
 import socket
 import time
 
-from conftest import HELLO, get, raise_nofile
+from lib.client import get
+
+from lib.server import HELLO, raise_nofile
 
 
 def test_thousand_concurrent_connections(spindle):

@@ -15,9 +15,11 @@ import time
 
 import pytest
 
-from opsutil import BIN, Conn, ROOT, http_get, ops_spindle, wait_for  # noqa: F401
+from lib.client import Conn
 
-APP_CRASH = str(ROOT / "build" / "tests" / "apps" / "app_crash.so")
+from lib.opsutil import BIN, ROOT, http_get, ops_spindle, wait_for  # noqa: F401
+
+APP_CRASH = str(ROOT / "build" / "tests" / "fixtures" / "c" / "app_crash.so")
 N = 40
 ASAN = "asan" in BIN  # ASan reports a segfault itself: that run skips it
 CAUSES = ("crashed", "exited", "recycled", "watchdog", "memory")
@@ -37,7 +39,7 @@ def serve_n(srv, tag, n=N):
     c = Conn(srv.addr, timeout=5)
     pids = set()
     for i in range(n):
-        r = c.request("/pid?%s=%d" % (tag, i))
+        r = c.exchange("/pid?%s=%d" % (tag, i))
         assert r.status == 200, r
         pids.add(int(r.body))
     assert len(pids) == 1, pids
@@ -100,7 +102,7 @@ def test_sigkill_loses_no_line_and_any_worker_counts_it(ops_spindle, tmp_path):
     # One more request on the connection: the N lines are then written (a
     # line is formatted after its answer is sent, so a kill right after the
     # last answer could beat the last line, which no server can keep).
-    assert c.request("/pid?sync=1").status == 200
+    assert c.exchange("/pid?sync=1").status == 200
     os.kill(victim, signal.SIGKILL)  # well inside the second before its flush
     c.close()
     got = wait_lines(log, "k")
@@ -145,14 +147,14 @@ def test_the_watchdogs_kill_loses_no_line(ops_spindle, tmp_path):
 def test_recycled_worker_writes_each_line_once(ops_spindle, tmp_path):
     srv, log = start(ops_spindle, tmp_path, "--max-requests", "30")
     c = Conn(srv.addr, timeout=5)
-    first = int(c.request("/pid").body)
+    first = int(c.exchange("/pid").body)
     for i in range(N):  # the worker stops after its 30th; the rest go to the next one
         try:
-            r = c.request("/pid?r=%d" % i)
+            r = c.exchange("/pid?r=%d" % i)
         except Exception:
             c.close()
             c = Conn(srv.addr, timeout=5)
-            r = c.request("/pid?r=%d" % i)
+            r = c.exchange("/pid?r=%d" % i)
         assert r.status == 200, r
         if r.header("connection") == "close":
             c.close()
@@ -168,7 +170,7 @@ def test_recycled_worker_writes_each_line_once(ops_spindle, tmp_path):
 def test_memory_recycling_is_counted_as_memory(ops_spindle, tmp_path):
     srv, log = start(ops_spindle, tmp_path, "--max-worker-memory", "40m")
     c, victim = serve_n(srv, "m", n=10)
-    r = c.request("/grow?mb=64")
+    r = c.exchange("/grow?mb=64")
     assert r.status == 200, r
     c.close()
     wait_restarted(srv, victim, "memory")

@@ -7,9 +7,9 @@ import socket
 import threading
 import time
 
-from conftest import BIN  # noqa: F401
+from lib.server import BIN  # noqa: F401
 from test_websocket import APP_WS
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 HOG_SECONDS = 1.5
 PROBE_MAX = 0.1  # seconds; a few ms with the fix, 0.6 s to seconds before it

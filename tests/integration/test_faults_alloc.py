@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from faultutil import FailCtl, build_failmalloc, launch, read_one, stop_all
+from lib.faultutil import FailCtl, build_failmalloc, launch, read_one, stop_all
 
 
 @pytest.fixture

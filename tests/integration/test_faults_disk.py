@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from faultutil import read_one
+from lib.faultutil import read_one
 
 
 def _hammer(srv, seconds):

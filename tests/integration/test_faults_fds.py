@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from faultutil import fd_count, launch, read_one, stop_all
+from lib.faultutil import fd_count, launch, read_one, stop_all
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ returns to its baseline, and the server keeps serving.
 import socket
 import time
 
-from conftest import FAST  # noqa: F401  (the fixture's short timeouts apply)
-from faultutil import fd_count, read_one, reset_close, wait_fds
+from lib.server import FAST  # noqa: F401  (the fixture's short timeouts apply)
+from lib.faultutil import fd_count, read_one, reset_close, wait_fds
 
 
 def _baseline(srv):

@@ -9,8 +9,10 @@ import socket
 import subprocess
 import time
 
-from conftest import BIN, Conn
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.client import Conn
+
+from lib.server import BIN
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 PROXY = "203.0.113.9"  # what the proxy appended: the real client
 
@@ -30,7 +32,7 @@ def _logged_clients(log, n, timeout=3.0):
 
 
 def _send(srv, path, fields):
-    with Conn(socket.create_connection(srv.addr, timeout=5), 5) as c:
+    with Conn(srv.addr, 5) as c:
         c.send(b"GET %s HTTP/1.1\r\nHost: x\r\n%sConnection: close\r\n\r\n" % (path, fields))
         r = c.read_response()
     assert r.status in (200, 404), r.status

@@ -1,4 +1,4 @@
-"""spindle.patch() with real clients inside requests (tests/wsgi_apps/
+"""spindle.patch() with real clients inside requests (tests/fixtures/wsgi/
 green_app.py, one worker): N concurrent requests each waiting DELAY on an
 outbound call finish in about one DELAY, not N, so the worker served the
 others meanwhile. The app's own threads see the stdlib's behaviour."""
@@ -6,8 +6,8 @@ import urllib.parse
 
 import pytest
 
-from greenutil import SlowServer, concurrent_json, get_json, self_signed
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.greenutil import SlowServer, concurrent_json, get_json, self_signed
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 N = 8
 DELAY = 0.5
@@ -122,7 +122,7 @@ def test_app_threads_behave_as_unpatched(wsgi_server):
 
 
 def test_redis_py_cooperates(wsgi_server, tmp_path):
-    from sessutil import Redis
+    from lib.sessutil import Redis
     pytest.importorskip("redis", reason="redis-py missing (Debian: python3-redis)")
     red = Redis(tmp_path)
     try:
@@ -140,7 +140,7 @@ def test_psycopg2_and_sqlalchemy_cooperate(wsgi_server):
     """psycopg2 through the wait callback patch() installs: N concurrent
     pg_sleep(DELAY) queries on one worker take ~1x DELAY; the same through
     SQLAlchemy's pool."""
-    import pgutil
+    from lib import pgutil
     why = pgutil.missing()
     if why:
         pytest.skip(why)

@@ -1,11 +1,11 @@
-"""ASGI over HTTP/2 (h2c, python3-h2): the same app as tests/asgi_apps'
+"""ASGI over HTTP/2 (h2c, python3-h2): the same app as tests/fixtures/asgi'
 spec tests, its streams served concurrently on one connection — the scope
 says http_version "2" (it said "1.1"), bodies stream both ways, a streamed
 response arrives whole."""
 import json
 
-from asgiutil import asgi  # noqa: F401  (fixture)
-from h2util import h2_requests
+from lib.asgiutil import asgi  # noqa: F401  (fixture)
+from lib.h2util import h2_requests
 
 
 def test_asgi_scope_and_bodies_over_h2c(asgi):

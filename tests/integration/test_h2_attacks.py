@@ -14,7 +14,7 @@ import time
 import pytest
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFrame, SettingsFrame
 
-from h2util import (CANCEL, CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS,
+from lib.h2util import (CANCEL, CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS,
                     NO_ERROR, PING, PREFACE, REFUSED_STREAM, RST_STREAM, SETTINGS, Raw,
                     ended_despite_pings, h2_get, raw_frame, start)
 

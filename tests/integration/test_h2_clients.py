@@ -11,10 +11,10 @@ import subprocess
 
 import pytest
 
-from conftest import CURL
+from lib.server import CURL
 import h2.events
-from h2util import h2_client, h2_requests, start
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.h2util import h2_client, h2_requests, start
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +120,10 @@ class TestWsgi:
 class TestEarlyHints:
     def test_103_then_the_answer(self, spindle):
         import pathlib
-        from conftest import BIN
-        from h2util import Raw
+        from lib.server import BIN
+        from lib.h2util import Raw
         from hyperframe.frame import HeadersFrame
-        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_http_edge.so")
         srv = spindle("--app", app)
         r = Raw(srv.port)
         sid = r.headers(path="/hints")
@@ -142,8 +142,8 @@ class TestTrailers:
         END_STREAM after the DATA (names lower-cased), also with a declared
         length; a refused name sends nothing (python h2 as the client)."""
         import pathlib
-        from conftest import BIN
-        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+        from lib.server import BIN
+        app = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_http_edge.so")
         srv = spindle("--app", app)
         for path, body in (("/trailers", b"rc=0 body\n"), ("/trailers?len", b"rc=0 body\n"),
                            ("/trailers?bad", b"rc=-22 body\n")):

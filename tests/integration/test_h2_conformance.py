@@ -9,7 +9,7 @@ import pytest
 from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
                               SettingsFrame, WindowUpdateFrame)
 
-from h2util import (ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR,
+from lib.h2util import (ACK, CONTINUATION, DATA, END_HEADERS, END_STREAM, FLOW_CONTROL_ERROR,
                     FRAME_SIZE_ERROR, GOAWAY, HEADERS, PADDED, PING, PREFACE, PRIO, PRIORITY,
                     PROTOCOL_ERROR, PUSH_PROMISE, RST_STREAM, SETTINGS, STREAM_CLOSED,
                     WINDOW_UPDATE, COMPRESSION_ERROR, Raw, h2_get, raw_frame, start)

@@ -6,9 +6,9 @@ still match what wsgiref answers over HTTP/1.1.
 import pytest
 
 import test_wsgi_frameworks as matrix
-from h2util import h2_requests
+from lib.h2util import h2_requests
 from test_wsgi_frameworks import test_bottle, test_django, test_falcon, test_flask, test_webpy_your_ip  # noqa: F401
-from wsgiutil import reference_server, wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import reference_server, wsgi_server  # noqa: F401  (fixture)
 
 _h1_fetch = matrix.fetch
 

@@ -10,7 +10,7 @@ import time
 
 from hyperframe.frame import DataFrame, GoAwayFrame
 
-from h2util import NO_ERROR, PING, RST_STREAM, Raw, h2_get, raw_frame, start
+from lib.h2util import NO_ERROR, PING, RST_STREAM, Raw, h2_get, raw_frame, start
 
 
 def metrics(port):

@@ -9,11 +9,11 @@ import subprocess
 
 import pytest
 
-from conftest import CURL
+from lib.server import CURL
 from hyperframe.frame import SettingsFrame
 
-from h2util import Raw, ended_despite_pings, h2_requests
-from tlsutil import certs  # noqa: F401 (the session fixture)
+from lib.h2util import Raw, ended_despite_pings, h2_requests
+from lib.tlsutil import certs  # noqa: F401 (the session fixture)
 
 
 def ctx(certs, alpn):  # noqa: F811
@@ -126,7 +126,7 @@ def test_stream_and_body_limits_over_tls(tls, certs):  # noqa: F811
     """--http2-max-streams and --max-body-size hold over h2 with TLS as over
     h2c (test_h2_attacks.py): the fifth concurrent stream is refused while
     four finish, and a declared body over the limit is a 413."""
-    from h2util import REFUSED_STREAM
+    from lib.h2util import REFUSED_STREAM
     from hyperframe.frame import DataFrame
 
     srv = tls("--http2-max-streams", "4", "--max-body-size", "100000")

@@ -11,9 +11,10 @@ import struct
 import threading
 import time
 
-from conftest import raise_nofile
-from opsutil import wait_for
-from procutil import APP_BLOCKING
+from lib.client import Conn
+from lib.server import raise_nofile
+from lib.opsutil import wait_for
+from lib.procutil import APP_BLOCKING
 from test_io_backend import URING, needs_uring
 
 pytestmark = needs_uring
@@ -39,17 +40,9 @@ def drain(sock, limit=1 << 30, deadline=10.0):
 
 
 def fresh_get(srv, path="/"):
-    s = socket.create_connection(srv.addr, timeout=5)
-    s.sendall(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path.encode())
-    s.settimeout(5)
-    data = b""
-    while True:
-        chunk = s.recv(1 << 16)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    return data
+    with Conn(srv.addr, 5) as c:
+        c.send(b"GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" % path.encode())
+        return c.read_response().raw  # a reset is an OSError (the callers count them)
 
 
 def settle(srv):

@@ -1,5 +1,5 @@
 """The response layer's and the head parser's edges, through the real binary
-with tests/apps/app_http_edge.c: a 1xx status from an application is refused
+with tests/fixtures/c/app_http_edge.c: a 1xx status from an application is refused
 with 500 and a log line (the exchange stays framed, so the next pipelined
 request gets its own answer), the host of an absolute-form request is its
 authority, an overlong method is 501, and a body trickled below
@@ -11,15 +11,15 @@ import time
 
 import pytest
 
-from conftest import BIN
+from lib.server import BIN
 
-APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_http_edge.so")
+APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_http_edge.so")
 
 
 @pytest.fixture
 def edge(spindle):
     if not os.path.exists(APP):
-        pytest.fail("%s is not built (make builds tests/apps/*.c)" % APP)
+        pytest.fail("%s is not built (make builds tests/fixtures/c/*.c)" % APP)
     return spindle("--app", APP)
 
 

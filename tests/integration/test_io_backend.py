@@ -16,13 +16,15 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, Conn
-from opsutil import Load, ops_spindle, wait_for  # noqa: F401
-from procutil import APP_BLOCKING, w_spindle_factory
-from procutil import Conn as PConn
+from lib.client import Conn
+
+from lib.server import BIN, ROOT
+from lib.opsutil import Load, ops_spindle, wait_for  # noqa: F401
+from lib.procutil import APP_BLOCKING, w_spindle_factory
+from lib.client import Conn as PConn
 
 URING = ["--io-backend", "uring"]
-APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so")
+APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_ws.so")
 NO_URING = str(ROOT / "build" / "tests" / "tools" / "no_uring")  # the release tree: ASan runs use it too
 
 
@@ -172,13 +174,13 @@ def test_uring_two_workers_share_the_listener(w_spindle):
     kids = srv.children()
     assert len(kids) == 2
     first = PConn(srv.addr, timeout=3)
-    busy = int(first.request("/pid").body)
+    busy = int(first.exchange("/pid").body)
     # One worker busy for 1 s: a new connection is served by the other one.
     first.send(b"GET /block?s=1 HTTP/1.1\r\nHost: x\r\n\r\n")
     time.sleep(0.1)
     t0 = time.monotonic()
     other = PConn(srv.addr, timeout=3)
-    pid = int(other.request("/pid").body)
+    pid = int(other.exchange("/pid").body)
     assert pid != busy and pid in kids, (pid, busy, kids)
     assert time.monotonic() - t0 < 0.8, "the new connection waited for the busy worker"
     assert first.read_response().status == 200
@@ -211,7 +213,7 @@ def test_fallback_to_epoll_when_io_uring_is_forbidden(ops_spindle):
     if not os.access(NO_URING, os.X_OK):
         pytest.fail("%s is not built (make builds tests/tools/*.c)" % NO_URING)
     srv = ops_spindle(*URING, workers=2, argv_prefix=[NO_URING])
-    with Conn(socket.create_connection(srv.addr, timeout=5)) as c:
+    with Conn(srv.addr) as c:
         c.send(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
         assert c.read_response().body == b"Hello world!"
     assert wait_for(lambda: srv.stderr().count("event loop epoll") >= 2, 3), srv.stderr()

@@ -7,7 +7,9 @@ import socket
 import subprocess
 import threading
 
-from conftest import CURL, HELLO, get
+from lib.client import get
+
+from lib.server import CURL, HELLO
 
 
 def test_several_requests_on_one_connection(server):

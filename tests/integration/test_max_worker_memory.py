@@ -4,7 +4,7 @@ the limit, the master logs it as recycled, a new pid serves, and no request
 fails on the way."""
 import time
 
-from wsgiutil import BAD_MARKS, WsgiServer
+from lib.wsgiutil import BAD_MARKS, WsgiServer
 
 APP = '''
 import os

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from wsgiutil import APPS, BIN, PY, ROOT, env_for, free_port, wsgi_server  # noqa: F401
+from lib.wsgiutil import APPS, BIN, PY, ROOT, env_for, free_port, wsgi_server  # noqa: F401
 
 
 def run(args, cwd=APPS, timeout=20, env=None, cmd=None):

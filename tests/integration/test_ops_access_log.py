@@ -9,7 +9,9 @@ import re
 import signal
 import time
 
-from opsutil import Conn, http_get, ops_spindle, run_spindle, wait_for  # noqa: F401
+from lib.client import Conn
+
+from lib.opsutil import http_get, ops_spindle, run_spindle, wait_for  # noqa: F401
 
 COMBINED = re.compile(
     r'^(?P<h>\S+) - - \[(?P<t>\d\d/[A-Z][a-z]{2}/\d{4}:\d\d:\d\d:\d\d [+-]\d{4})\] '

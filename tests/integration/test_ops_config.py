@@ -7,8 +7,9 @@ import re
 import signal
 import time
 
-from opsutil import (Conn, HTTPError, free_port, http_get, ops_spindle, pid_alive, run_spindle,  # noqa: F401
-                     tcp_listen_ports, wait_for)
+from lib.client import Conn, HTTPError
+
+from lib.opsutil import (free_port, http_get, ops_spindle, pid_alive, run_spindle, tcp_listen_ports, wait_for)  # noqa: F401
 
 
 def _settings(out):
@@ -124,8 +125,8 @@ def test_precedence_decides_which_port_is_bound(ops_spindle, tmp_path):
 def _idle_close_after(addr, limit):
     """Seconds from a response until the server closes the idle connection."""
     with Conn(addr, timeout=limit) as c:
-        r = c.request("/")
-        assert r.status == 200 and not r.close
+        r = c.exchange("/")
+        assert r.status == 200 and not r.connection_close()
         t0 = time.monotonic()
         how = c.wait_eof(limit)
         took = time.monotonic() - t0

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from opsutil import free_port, http_get, ops_spindle, read_pid, run_spindle, wait_for  # noqa: F401
-from sessutil import APP, sid_of, visit
+from lib.opsutil import free_port, http_get, ops_spindle, read_pid, run_spindle, wait_for  # noqa: F401
+from lib.sessutil import APP, sid_of, visit
 
 
 def test_pid_file_does_not_follow_a_planted_symlink(ops_spindle, tmp_path):

@@ -10,8 +10,10 @@ import os
 import signal
 import time
 
-from opsutil import Conn, ops_spindle, run_spindle, wait_for  # noqa: F401
-from wsgiutil import WsgiServer
+from lib.client import Conn
+
+from lib.opsutil import ops_spindle, run_spindle, wait_for  # noqa: F401
+from lib.wsgiutil import WsgiServer
 
 
 def _lines(path):

@@ -19,15 +19,15 @@ import tempfile
 
 import pytest
 
-from opsutil import ROOT, free_port, http_get, ops_spindle, wait_for  # noqa: F401
-from procutil import children
-from sessutil import APP as SESS_APP, visit
-from tlsutil import https_get, unverified_ctx
-from wsgiutil import WsgiServer
+from lib.opsutil import ROOT, free_port, http_get, ops_spindle, wait_for  # noqa: F401
+from lib.procutil import children
+from lib.sessutil import APP as SESS_APP, visit
+from lib.tlsutil import https_get, unverified_ctx
+from lib.wsgiutil import WsgiServer
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="--user switches from root")
 
-APP = str(ROOT / "build" / "tests" / "apps" / "app_privs.so")
+APP = str(ROOT / "build" / "tests" / "fixtures" / "c" / "app_privs.so")
 SYS_PY = "/usr/bin/python3"
 SYS_BINDING = ROOT / "build" / "python-system"  # the binding built for SYS_PY (make python-system)
 
@@ -175,7 +175,7 @@ def test_python_app_imported_only_as_nobody(pub_dir, nobody):
 
 def test_preload_with_user_is_refused(pub_dir):
     (pub_dir / "privs_app.py").write_text(PY_APP)
-    from wsgiutil import PY, env_for
+    from lib.wsgiutil import PY, env_for
     r = subprocess.run([PY, "-m", "spindle", "privs_app:application", "--preload", "--user", "nobody",
                         "--bind", "127.0.0.1:%d" % free_port(), "--chdir", str(pub_dir)],
                        capture_output=True, text=True, timeout=20,

@@ -9,7 +9,7 @@ import subprocess
 import tempfile
 import time
 
-from opsutil import Load, Notify, listening_inodes, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
+from lib.opsutil import Load, Notify, listening_inodes, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
 
 WRK = "/usr/bin/wrk"
 

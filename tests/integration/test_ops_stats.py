@@ -12,7 +12,9 @@ import tempfile
 
 import pytest
 
-from opsutil import Conn, http_get, ops_spindle, pid_alive, wait_for  # noqa: F401
+from lib.client import Conn
+
+from lib.opsutil import http_get, ops_spindle, pid_alive, wait_for  # noqa: F401
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -87,7 +89,7 @@ def test_counters_move_with_requests(ops_spindle):
         sent += len(r.body)
     body = b"x" * 3000
     with Conn(srv.addr) as c:
-        r = c.request("/echo", method="POST", body=body, close=True)
+        r = c.exchange("/echo", method="POST", body=body, close=True)
         assert r.status == 200 and r.body == body
     # A request is counted just after its response went out, so a scrape
     # that races the last one may miss it for a moment: poll, counting the
@@ -123,7 +125,7 @@ def test_per_worker_counts_sum_to_the_total(ops_spindle):
     try:
         for _ in range(10):
             for c in conns:
-                assert c.request("/").status == 200
+                assert c.exchange("/").status == 200
     finally:
         for c in conns:
             c.close()
@@ -145,7 +147,7 @@ def test_open_connections_gauge(ops_spindle):
     conns = [Conn(srv.addr) for _ in range(5)]
     try:
         for c in conns:
-            assert c.request("/").status == 200
+            assert c.exchange("/").status == 200
         # The scrape's own connection is open too.
         assert wait_for(lambda: scrape(srv)["spindle_open_connections"] >= base + 5, 2), scrape(srv)
     finally:
@@ -159,7 +161,7 @@ def test_counts_survive_a_worker_death(ops_spindle):
     conns = [Conn(srv.addr) for _ in range(6)]
     for _ in range(10):
         for c in conns:
-            assert c.request("/").status == 200
+            assert c.exchange("/").status == 200
     for c in conns:
         c.close()
     m0 = scrape(srv)

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from opsutil import (LAUNCHER, PYTHON, Notify, free_port, http_get, listening_inodes, ops_spindle,  # noqa: F401
+from lib.opsutil import (LAUNCHER, PYTHON, Notify, free_port, http_get, listening_inodes, ops_spindle,  # noqa: F401
                      tcp_listen_ports, wait_for)
 
 

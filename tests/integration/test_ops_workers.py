@@ -7,7 +7,9 @@ import signal
 
 import pytest
 
-from opsutil import Conn, HTTPError, http_get, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
+from lib.client import Conn, HTTPError
+
+from lib.opsutil import http_get, ops_spindle, pid_alive, read_pid, wait_for  # noqa: F401
 
 
 def _count(srv, n, timeout=5):
@@ -55,10 +57,10 @@ def test_max_requests_recycles_workers(ops_spindle):
     c = Conn(srv.addr)
     ok = 0
     for i in range(30):
-        r = c.request("/")
+        r = c.exchange("/")
         assert r.status == 200, r
         ok += 1
-        if r.close:
+        if r.connection_close():
             assert c.wait_eof(3) == "eof"
             c.close()
             c = Conn(srv.addr)
@@ -119,7 +121,7 @@ def test_chdir(ops_spindle, tmp_path):
 
 
 def test_chdir_missing_dir_fails(tmp_path):
-    from opsutil import run_spindle
+    from lib.opsutil import run_spindle
     r = run_spindle(["--bind", "127.0.0.1:1", "--chdir", str(tmp_path / "nope")])
     assert r.returncode != 0 and "--chdir" in r.stderr and "nope" in r.stderr, r
 
@@ -179,6 +181,6 @@ def test_user_binds_privileged_port_first(ops_spindle):
 
 
 def test_user_unknown_fails(tmp_path):
-    from opsutil import run_spindle
+    from lib.opsutil import run_spindle
     r = run_spindle(["--bind", "127.0.0.1:0", "--user", "no-such-user-xyz"])
     assert r.returncode != 0 and "no-such-user-xyz" in r.stderr, r

@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from chatutil import CHAT_BIN, ROOT, ChatServer
-from wsgiutil import read_until_close
+from lib.chatutil import CHAT_BIN, ROOT, ChatServer
+from lib.client import read_until_close
 
 N = 1000
 # Measured 12.6 KB (long poll) and 13.2 KB (WebSocket) per connection with

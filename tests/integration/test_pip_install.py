@@ -5,7 +5,7 @@
 import subprocess
 import sys
 
-from wsgiutil import APPS, PY, env_for, free_port, wsgi_server  # noqa: F401
+from lib.wsgiutil import APPS, PY, env_for, free_port, wsgi_server  # noqa: F401
 
 
 def py(code, timeout=20):

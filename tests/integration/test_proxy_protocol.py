@@ -12,13 +12,14 @@ import struct
 import subprocess
 import time
 
-import conftest
+from lib import server as spindle_server
 import pytest
-from conftest import BIN, Conn
-from proctools import connect_bind, free_port, http_probe
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.client import Conn
+from lib.server import BIN
+from lib.proctools import connect_bind, free_port, http_probe
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
-APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_peer.so")
+APP = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_peer.so")
 SIG = b"\r\n\r\n\x00\r\nQUIT\n"
 V1 = b"PROXY TCP4 192.0.2.7 198.51.100.1 56324 443\r\n"
 
@@ -48,7 +49,7 @@ def _ready(srv, timeout=5.0):
 @pytest.fixture
 def proxied(spindle, monkeypatch, tmp_path):
     """The peer app behind --proxy-protocol, a proxy on 127.0.0.1, logging "%h %r"."""
-    monkeypatch.setattr(conftest.Server, "wait_ready", _ready)
+    monkeypatch.setattr(spindle_server.Server, "wait_ready", _ready)
     log = tmp_path / "access.log"
     srv = spindle("--app", APP, "--proxy-protocol", "--forwarded-allow-ips", "127.0.0.1",
                   "--access-log", str(log), "--access-log-format", "%h %r")
@@ -57,7 +58,7 @@ def proxied(spindle, monkeypatch, tmp_path):
 
 
 def _conn(srv):
-    return Conn(socket.create_connection(srv.addr, timeout=5), 5)
+    return Conn(srv.addr, 5)
 
 
 def _peer(c, close=False):
@@ -173,7 +174,7 @@ def test_missing_or_bad_header_closes_unanswered(proxied):
 
 def test_untrusted_peer_is_closed(spindle, monkeypatch):
     """Only the proxies in --forwarded-allow-ips may send the header."""
-    monkeypatch.setattr(conftest.Server, "wait_ready", lambda srv, timeout=5.0: None)
+    monkeypatch.setattr(spindle_server.Server, "wait_ready", lambda srv, timeout=5.0: None)
     srv = spindle("--app", APP, "--proxy-protocol", "--forwarded-allow-ips", "10.9.9.9")
     srv.wait_until(lambda: socket.create_connection(srv.addr, timeout=1).close() or True, 5)
     time.sleep(0.3)  # the worker is up
@@ -184,7 +185,7 @@ def test_untrusted_peer_is_closed(spindle, monkeypatch):
 
 def test_one_listener_behind_the_proxy(spindle, monkeypatch):
     """--bind proxy://ADDR: that listener takes headers, the others plain HTTP."""
-    monkeypatch.setattr(conftest.Server, "wait_ready",
+    monkeypatch.setattr(spindle_server.Server, "wait_ready",
                         lambda srv, timeout=5.0: srv.wait_until(lambda: http_probe(srv.binds[0]),
                                                                 timeout))
     pport = free_port()
@@ -193,18 +194,18 @@ def test_one_listener_behind_the_proxy(spindle, monkeypatch):
     with _conn(srv) as c:  # the plain listener
         port = c.sock.getsockname()[1]
         assert _peer(c, close=True) == ["127.0.0.1:%d" % port, "127.0.0.1"]
-    with Conn(socket.create_connection(("127.0.0.1", pport), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", pport), 5) as c:
         c.send(V2_INET)
         assert _peer(c, close=True) == ["192.0.2.8:40001", "192.0.2.8"]
     _unanswered(b"GET /peer HTTP/1.1\r\nHost: x\r\n\r\n", ("127.0.0.1", pport))
 
 
 def test_stats_bind_is_not_behind_the_proxy(spindle, monkeypatch):
-    monkeypatch.setattr(conftest.Server, "wait_ready", _ready)
+    monkeypatch.setattr(spindle_server.Server, "wait_ready", _ready)
     sport = free_port()
     spindle("--app", APP, "--proxy-protocol", "--forwarded-allow-ips", "127.0.0.1",
             "--stats", "/stats", "--stats-bind", "127.0.0.1:%d" % sport)
-    with Conn(socket.create_connection(("127.0.0.1", sport), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", sport), 5) as c:
         c.send(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
         assert c.read_response().status == 200
 
@@ -221,7 +222,7 @@ def test_needs_forwarded_allow_ips():
 
 
 def _env(srv, hdr):
-    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", srv.port), 5) as c:
         port = c.sock.getsockname()[1]
         c.send(hdr)
         out = []
@@ -264,7 +265,7 @@ def test_unknown_and_local_do_not_trust_the_clients_forwarded_headers(proxied):
 def test_wsgi_unknown_ignores_forwarded_for(wsgi_server):
     srv = wsgi_server("validated:application", "--proxy-protocol", "--forwarded-allow-ips",
                       "127.0.0.1")
-    with Conn(socket.create_connection(("127.0.0.1", srv.port), timeout=5), 5) as c:
+    with Conn(("127.0.0.1", srv.port), 5) as c:
         c.send(b"PROXY UNKNOWN\r\nGET /env HTTP/1.1\r\nHost: x\r\nX-Forwarded-For: 7.7.7.7\r\n"
                b"X-Forwarded-Proto: https\r\nConnection: close\r\n\r\n")
         e = json.loads(c.read_response().body)

@@ -1,5 +1,5 @@
 """The bus from Python (spindle.publish/subscribe for WSGI, apublish/
-asubscribe for ASGI): tests/wsgi_apps/bus_app.py and tests/asgi_apps/
+asubscribe for ASGI): tests/fixtures/wsgi/bus_app.py and tests/fixtures/asgi/
 asgi_bus.py serve POST /pub and the long poll GET /sub. On --bus memory:
 order, since-id resume, a timeout giving None, iteration, subscriptions
 left open closed with their request (the worker's C subscriber count stays
@@ -17,9 +17,9 @@ import uuid
 
 import pytest
 
-from asgiutil import asgi  # noqa: F401  (fixture)
+from lib.asgiutil import asgi  # noqa: F401  (fixture)
 from test_bus_redis import Redis, redis  # noqa: F401  (the fixture, and what it starts)
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 WSGI = "bus_app:application"
 ASGI = "asgi_bus:app"

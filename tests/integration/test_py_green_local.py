@@ -1,5 +1,5 @@
 """threading.local under spindle.patch() is per greenlet
-(python/spindle/green/local.py; app tests/wsgi_apps/green_local_app.py,
+(python/spindle/green/local.py; app tests/fixtures/wsgi/green_local_app.py,
 one worker): concurrent requests that wait read their own values back, a
 subclass is re-initialised with its arguments in each greenlet, dead
 greenlets' dicts are freed over 10,000 requests, real threads (and
@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from greenutil import concurrent_json, get_json
-from wsgiutil import env_for, wsgi_server  # noqa: F401  (fixture)
+from lib.greenutil import concurrent_json, get_json
+from lib.wsgiutil import env_for, wsgi_server  # noqa: F401  (fixture)
 
 N = 5
 

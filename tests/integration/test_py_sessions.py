@@ -1,4 +1,4 @@
-"""spindle.session(environ) from WSGI (tests/wsgi_apps/session_app.py):
+"""spindle.session(environ) from WSGI (tests/fixtures/wsgi/session_app.py):
 the counter across requests through the cookie, clear(), ttl, regenerate(),
 the error without --sessions or after the first body write, and a SQLite
 store that outlives a killed worker (and one opened as --user)."""
@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from proctools import free_port, wait_for
-from sessutil import REDIS, Redis, sid_of, visit
-from wsgiutil import APPS, PY, WsgiServer, env_for, wsgi_server  # noqa: F401  (fixture)
+from lib.proctools import free_port, wait_for
+from lib.sessutil import REDIS, Redis, sid_of, visit
+from lib.wsgiutil import APPS, PY, WsgiServer, env_for, wsgi_server  # noqa: F401  (fixture)
 
 APP = "session_app:application"
 

@@ -1,4 +1,4 @@
-"""The Python coroutine toolkit (tests/wsgi_apps/toolkit_app.py, one worker
+"""The Python coroutine toolkit (tests/fixtures/wsgi/toolkit_app.py, one worker
 unless said): spawn runs outside any request and sleeps cooperatively; every
 fires at its period and cancel stops it; an Event wakes many parked long
 polls at once; a Channel hands an item from one request to another;
@@ -13,7 +13,7 @@ import socket
 import threading
 import time
 
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 APP = "toolkit_app:application"
 

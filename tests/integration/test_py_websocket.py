@@ -1,4 +1,4 @@
-"""spindle.websocket(environ) from WSGI apps (tests/wsgi_apps/ws_app.py,
+"""spindle.websocket(environ) from WSGI apps (tests/fixtures/wsgi/ws_app.py,
 flask_ws_app.py): echo of text and binary, a fragmented message, ping/pong,
 close codes, a receive timeout, 1,000 WebSockets in one worker with a
 broadcast reaching all, the error outside a handshake, a Flask view. The
@@ -11,7 +11,7 @@ import struct
 import time
 import urllib.request
 
-from wsgiutil import wait_for, wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import wait_for, wsgi_server  # noqa: F401  (fixture)
 
 
 class WS:

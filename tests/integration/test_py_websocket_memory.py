@@ -1,4 +1,4 @@
-"""What a parked WebSocket costs in a Python worker (tests/wsgi_apps/
+"""What a parked WebSocket costs in a Python worker (tests/fixtures/wsgi/
 ws_probe_app.py: ws_app's room): 1,000 handlers each waiting in receive;
 the Python memory they hold (tracemalloc: the environ, the greenlet and its
 saved stack copy, the request's objects) stays under a bound, and each
@@ -11,7 +11,7 @@ import time
 import urllib.request
 
 from test_py_websocket import WS
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
 
 N = 1000
 TRACED_MAX = 4600  # bytes per parked WebSocket; 4,113 measured (CPython 3.11, greenlet 2.0)

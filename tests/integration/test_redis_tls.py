@@ -9,13 +9,13 @@ import pathlib
 
 import pytest
 
-from conftest import BIN
-from sessutil import APP as SESS_APP
-from sessutil import REDIS, Redis, visit
+from lib.server import BIN
+from lib.sessutil import APP as SESS_APP
+from lib.sessutil import REDIS, Redis, visit
 from test_bus_redis import ids_increase, pub, sub, topic
-from tlsutil import certs  # noqa: F401  (fixture)
+from lib.tlsutil import certs  # noqa: F401  (fixture)
 
-BUS_APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_bus.so")
+BUS_APP = str(pathlib.Path(BIN).parent / "tests" / "fixtures" / "c" / "app_bus.so")
 PASSWORD = "pw-with:and@in-it"
 
 

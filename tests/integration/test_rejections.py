@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from conftest import HELLO
+from lib.server import HELLO
 
 TAIL = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"  # must never be answered
 H = b"Host: x\r\n"

@@ -6,7 +6,11 @@ import subprocess
 
 import pytest
 
-from conftest import CURL, HELLO, free_port, get
+from lib.client import get
+
+from lib.proctools import free_port
+
+from lib.server import CURL, HELLO
 
 
 def _allow(r):

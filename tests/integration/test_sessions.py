@@ -3,7 +3,7 @@ cookie jars), visitors isolated, forged / truncated / expired cookies given
 a fresh session (never another visitor's), the SQLite store shared by two
 workers and surviving a restart with a secret file, and the Redis store
 against a real redis-server on a free port. The test application
-(tests/apps/app_sessions.c) takes its store from SESSIONS_STORE and its key
+(tests/fixtures/c/app_sessions.c) takes its store from SESSIONS_STORE and its key
 file from SESSIONS_SECRET."""
 import concurrent.futures
 import errno
@@ -14,8 +14,10 @@ import time
 
 import pytest
 
-from conftest import BIN, ROOT, free_port
-from sessutil import APP, REDIS, Redis, sid_of, visit
+from lib.proctools import free_port
+
+from lib.server import BIN, ROOT
+from lib.sessutil import APP, REDIS, Redis, sid_of, visit
 
 COOKIE_RE = re.compile(r"^spindle_sid=[0-9a-f]{32}\.[0-9]{10}\.[0-9a-f]{64}; Path=/; "
                        r"Expires=\w{3}, \d\d \w{3} \d{4} \d\d:\d\d:\d\d GMT; HttpOnly; SameSite=Lax$")

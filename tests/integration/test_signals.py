@@ -10,7 +10,9 @@ import time
 
 import pytest
 
-from procutil import Conn, HTTPError, is_refused, pid_alive, w_spindle_factory
+from lib.client import Conn, HTTPError
+
+from lib.procutil import is_refused, pid_alive, w_spindle_factory
 
 
 @pytest.fixture
@@ -42,7 +44,7 @@ def check_sleep_response(c, ms, t_sent):
     r = c.read_response()
     assert r.status == 200, r
     assert r.body == b"slept %d ms\n" % ms, r
-    assert r.close, "a response during a graceful stop must carry Connection: close: %r" % r.raw
+    assert r.connection_close(), "a response during a graceful stop must carry Connection: close: %r" % r.raw
     assert time.monotonic() - t_sent >= ms / 1000 - 0.05
     assert c.wait_eof(3) == "eof", "connection not closed cleanly after its last response"
 
@@ -90,9 +92,9 @@ def test_new_connection_during_graceful_stop_is_refused_or_served(w_spindle):
         with c:
             t = time.monotonic()
             try:
-                r = c.request("/")
+                r = c.exchange("/")
                 outcome = "served"
-                assert r.status == 200 and r.body == b"Hello world!" and r.close, r
+                assert r.status == 200 and r.body == b"Hello world!" and r.connection_close(), r
             except HTTPError as e:
                 pytest.fail("a connection made during the graceful stop got no answer: %s after "
                             "%.2f s (server exited: %s)"
@@ -151,10 +153,10 @@ def keepalive_load(srv, sig, busy=6, idle=3, reconnect=False, before=1.0, limit=
             try:
                 if kind == "busy" and n % 2 == 0:
                     payload = body + b"%d-%d" % (idx, n)
-                    r = conn.request("/echo", method="POST", body=payload)
+                    r = conn.exchange("/echo", method="POST", body=payload)
                     good = r.status == 200 and r.body == payload
                 else:
-                    r = conn.request("/")
+                    r = conn.exchange("/")
                     good = r.status == 200 and r.body == b"Hello world!"
             except HTTPError as e:
                 if e.kind == "eof" and conn.responses > 0:
@@ -174,7 +176,7 @@ def keepalive_load(srv, sig, busy=6, idle=3, reconnect=False, before=1.0, limit=
                 st["ok"] += 1
                 if t_sig[0] is not None:
                     st["ok_after_sig"] += 1
-            if r.close:
+            if r.connection_close():
                 how = conn.wait_eof(3)
                 if how != "eof":
                     bad("after a Connection: close response: %s, not a clean EOF" % how)

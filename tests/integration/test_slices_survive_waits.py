@@ -1,7 +1,7 @@
 """A handler's slices of its request (sp_req_header and the like) keep
 their bytes across a long wait — a condition, a bus subscription, a
 WebSocket's receive — while other clients' requests fill buffers
-meanwhile (tests/apps/app_slices.c). The long wait used to hand the
+meanwhile (tests/fixtures/c/app_slices.c). The long wait used to hand the
 connection's buffer back to the pool, so a slice taken before it read the
 next client's bytes afterwards: another visitor's header in this one's
 answer."""
@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from conftest import BIN
+from lib.server import BIN
 
-APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_slices.so")
+APP = str(pathlib.Path(BIN).parent / "tests" / "fixtures" / "c" / "app_slices.so")
 SECRET = "alice-secret-token-0123456789"
 
 

@@ -13,7 +13,9 @@ import time
 
 import pytest
 
-from conftest import BIN, FAST, HELP, PROCESS_FLAGS, SANITIZER_MARKS, Server, free_port
+from lib.proctools import free_port
+
+from lib.server import BIN, FAST, HELP, PROCESS_FLAGS, SANITIZER_MARKS, Server
 
 pytestmark = pytest.mark.skipif("--root" not in HELP, reason="spindle has no --root yet")
 

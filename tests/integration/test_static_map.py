@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
-from wsgiutil import BIN, PY, Conn, env_for, free_port, wsgi_server  # noqa: F401
+from lib.client import Conn
+
+from lib.wsgiutil import BIN, PY, env_for, free_port, wsgi_server  # noqa: F401
 
 CSS = b"body { color: red }\n" * 10
 DEEP = b"deeper map\n"

@@ -6,7 +6,9 @@ import socket
 import threading
 import time
 
-from conftest import HELLO, get
+from lib.client import get
+
+from lib.server import HELLO
 
 
 def _trickle(conn, data, every, stop):

@@ -20,9 +20,10 @@ import urllib.request
 
 import pytest
 
-from conftest import BIN, CURL, ROOT
-from proctools import free_port, wait_for
-from tlsutil import certs  # noqa: F401 (the session fixture)
+from lib.client import read_until_close
+from lib.server import BIN, CURL, ROOT
+from lib.proctools import free_port, wait_for
+from lib.tlsutil import certs  # noqa: F401 (the session fixture)
 
 OPENSSL = "/usr/bin/openssl"
 
@@ -195,12 +196,7 @@ def test_plain_http_on_the_tls_port_gets_400(tls, certs):  # noqa: F811
     srv = tls()
     with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        data = read_until_close(s, 5)
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 400 ") and b"Connection: close" in head
     assert b"https://" in body
@@ -448,7 +444,7 @@ def test_hup_with_a_bad_key_keeps_serving_then_a_good_one_applies(spindle, certs
 @pytest.mark.parametrize("scenario", ["sizes", "concurrent_senders", "pings", "close_by_server"])
 def test_wss_echo_with_websockets(spindle, certs, scenario):  # noqa: F811
     import test_websocket
-    import ws_client
+    from lib import ws_client
     srv = spindle(*certs.flags(), "--app", test_websocket.APP_WS)
     ctx = ssl.create_default_context(cafile=certs.ca)
     ws_client.run("wss://localhost:%d/ws" % srv.port, scenario, ssl=ctx)
@@ -457,7 +453,7 @@ def test_wss_echo_with_websockets(spindle, certs, scenario):  # noqa: F811
 # ---- what a WSGI application sees -------------------------------------------------------------
 
 def test_wsgi_environ_over_mtls(certs, tmp_path):  # noqa: F811
-    from wsgiutil import WsgiServer
+    from lib.wsgiutil import WsgiServer
     srv = WsgiServer("tls_app:application", ["--ca-certs", certs.ca, "--cert-reqs", "optional"] +
                      certs.flags(), logdir=tmp_path)
     srv.start()

@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from conftest import CURL
-from proctools import wait_for
-from tlsutil import OPENSSL, certs  # noqa: F401 (the session fixture)
+from lib.server import CURL
+from lib.proctools import wait_for
+from lib.tlsutil import OPENSSL, certs  # noqa: F401 (the session fixture)
 
 TLS12, TLS13 = "-tls1_2", "-tls1_3"
 
@@ -247,7 +247,7 @@ def application(environ, start_response):
 
 
 def test_wsgi_environ_has_the_sni_name(certs, tmp_path):  # noqa: F811
-    from wsgiutil import WsgiServer
+    from lib.wsgiutil import WsgiServer
     (tmp_path / "sni_app.py").write_text(SNI_APP)
     srv = WsgiServer("sni_app:application", certs.flags("a", "b"), chdir=tmp_path, logdir=tmp_path)
     srv.start()

@@ -16,8 +16,9 @@ import warnings
 
 import pytest
 
-from opsutil import free_port, ops_spindle, pid_alive, wait_for  # noqa: F401
-from tlsutil import https_get, unverified_ctx
+from lib.client import read_until_close
+from lib.opsutil import free_port, ops_spindle, pid_alive, wait_for  # noqa: F401
+from lib.tlsutil import https_get, unverified_ctx
 
 WRK = "/usr/bin/wrk"
 LUA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "harness", "wrk_report.lua")
@@ -97,12 +98,7 @@ def test_a_ticket_resumes_on_either_of_two_workers(tls_spindle):
         for s in batch:
             s.sendall(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
         for s in batch:
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_until_close(s, 5)
             results.append((s.session_reused, data.startswith(b"HTTP/1.1 200")))
             s.close()
     assert all(ok for _, ok in results), results
@@ -222,12 +218,7 @@ def test_stats_count_full_resumed_and_failed_handshakes(tls_spindle):
         assert re.match(rb"HTTP/1\.[01] 400 ", answer), "plain HTTP on the TLS port: %r" % answer
     with socket.create_connection(("127.0.0.1", srv.port), timeout=5) as s:
         s.sendall(b"\x16\x03\x01\x00\x40\x01\x00\x00\x3c\x03\x03" + b"\xee" * 58)
-        s.settimeout(5)
-        try:
-            while s.recv(4096):
-                pass
-        except OSError:
-            pass
+        read_until_close(s, 5)  # whatever it answers, until it closes
     assert tls11_only_hello(srv.port) == "refused"
 
     scrapes = []

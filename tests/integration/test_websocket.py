@@ -1,8 +1,8 @@
 """WebSockets (issue 9): RFC 6455 conformance of sp_ws_* against a real
-client, PyPI's `websockets` (tests/integration/ws_client.py), and raw sockets for
+client, PyPI's `websockets` (tests/integration/lib/ws_client.py), and raw sockets for
 what a well-behaved client never sends: each bad frame must be answered
 with a close frame carrying the right code, then the connection closes.
-The server is build/spindle --app build/tests/apps/app_ws.so --workers 1."""
+The server is build/spindle --app build/tests/fixtures/c/app_ws.so --workers 1."""
 import base64
 import hashlib
 import json
@@ -17,17 +17,17 @@ import time
 
 import pytest
 
-import ws_client
-from conftest import BIN
+from lib import ws_client
+from lib.server import BIN
 
-APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so")
+APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_ws.so")
 KEY = "dGhlIHNhbXBsZSBub25jZQ=="
 
 
 @pytest.fixture
 def ws_server(spindle):
     if not os.path.exists(APP_WS):
-        pytest.fail("%s is not built (make builds tests/apps/*.c)" % APP_WS)
+        pytest.fail("%s is not built (make builds tests/fixtures/c/*.c)" % APP_WS)
     return spindle("--app", APP_WS)
 
 

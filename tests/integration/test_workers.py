@@ -11,8 +11,9 @@ import os
 
 import pytest
 
-from procutil import (APP_BLOCKING, Conn, HTTPError, http_get, wait_for,
-                      w_spindle_factory)
+from lib.client import Conn, HTTPError
+
+from lib.procutil import APP_BLOCKING, http_get, wait_for, w_spindle_factory
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def pid_of(resp):
 def open_pid_conn(srv, timeout=3):
     """A keep-alive connection and the pid of the worker serving it."""
     c = Conn(srv.addr, timeout=timeout)
-    c.pid = pid_of(c.request("/pid"))
+    c.pid = pid_of(c.exchange("/pid"))
     return c
 
 
@@ -146,14 +147,14 @@ def test_kill9_worker_under_load_is_replaced(w_spindle):
             try:
                 if conn is None:
                     conn = Conn(srv.addr, timeout=3)
-                r = conn.request("/pid")
+                r = conn.exchange("/pid")
                 p = pid_of(r)
                 if conn.pid is None:
                     conn.pid = p
                 assert p == conn.pid, "a keep-alive connection changed worker"
                 with lock:
                     ok.append((time.monotonic(), p))
-                if r.close:
+                if r.connection_close():
                     conn.close()
                     conn = None
             except (OSError, HTTPError) as e:
@@ -217,7 +218,7 @@ def test_worker_timeout_replaces_blocked_worker(w_spindle):
     assert len(kids) == 2
     blocked = Conn(srv.addr, timeout=8)
     try:
-        victim = pid_of(blocked.request("/pid"))
+        victim = pid_of(blocked.exchange("/pid"))
         (survivor,) = kids - {victim}
         t0 = time.monotonic()
         blocked.send(b"GET /block?s=10 HTTP/1.1\r\nHost: x\r\n\r\n")

@@ -19,16 +19,16 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory as Offer
 
-from asgi_pair import AsgiServer
-from conftest import BIN, ROOT
-from proctools import children, proc_status
-from wsgiutil import wsgi_server  # noqa: F401  (fixture)
-from zclient import ZClient
+from lib.asgi_pair import AsgiServer
+from lib.server import BIN, ROOT
+from lib.proctools import children, proc_status
+from lib.wsgiutil import wsgi_server  # noqa: F401  (fixture)
+from lib.zclient import ZClient
 
 # The test app beside the binary; under the ASan binary (whose tree has no
 # app modules) the release build's, loaded into it.
-APP_WS = next((str(p) for p in (pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so",
-                                ROOT / "build" / "tests" / "apps" / "app_ws.so") if p.exists()),
+APP_WS = next((str(p) for p in (pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_ws.so",
+                                ROOT / "build" / "tests" / "fixtures" / "c" / "app_ws.so") if p.exists()),
               "app_ws.so is not built (make)")
 
 

@@ -1,11 +1,11 @@
 """`python3 -m spindle`: --help, a bad MODULE:CALLABLE, and spindle.run()
-from a script (tests/wsgi_apps/run_script.py)."""
+from a script (tests/fixtures/wsgi/run_script.py)."""
 import re
 import subprocess
 
 import pytest
 
-from wsgiutil import APPS, BIN, PY, env_for, free_port, wsgi_server  # noqa: F401
+from lib.wsgiutil import APPS, BIN, PY, env_for, free_port, wsgi_server  # noqa: F401
 
 
 def run(args, timeout=20, **kw):

@@ -1,4 +1,4 @@
-"""Cooperative waits (tests/wsgi_apps/coop_app.py), large bodies
+"""Cooperative waits (tests/fixtures/wsgi/coop_app.py), large bodies
 (stream_app.py), the core's rejections in front of Python (count_app.py),
 and workers (pid_app.py)."""
 import hashlib
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from wsgiutil import concurrent_get as concurrent, http_get as get, proc_status, wsgi_server  # noqa: F401,E501  (fixture)
+from lib.wsgiutil import concurrent_get as concurrent, http_get as get, proc_status, wsgi_server  # noqa: F401,E501  (fixture)
 
 
 def state(s):
@@ -52,7 +52,7 @@ def test_max_concurrent_app_calls_bounds_concurrency(wsgi_server):
 
 def test_max_concurrent_app_calls_flag_rejects_nonsense(tmp_path):
     import subprocess
-    from wsgiutil import PY, env_for, APPS
+    from lib.wsgiutil import PY, env_for, APPS
     r = subprocess.run([PY, "-m", "spindle", "coop_app:application", "--bind", "127.0.0.1:1",
                         "--max-concurrent-app-calls", "0"], env=env_for(), cwd=str(APPS),
                        capture_output=True, timeout=20)

@@ -1,10 +1,10 @@
-"""The HTTP layer's edges under WSGI (tests/wsgi_apps/edge_app.py): a 1xx
+"""The HTTP layer's edges under WSGI (tests/fixtures/wsgi/edge_app.py): a 1xx
 status from start_response is refused with a 500 and a log line, the
 connection staying framed for the next request; an absolute-form target's
 authority is HTTP_HOST and SERVER_NAME, whatever Host says."""
 import pytest
 
-from wsgiutil import WsgiServer, wait_for
+from lib.wsgiutil import WsgiServer, wait_for
 
 
 @pytest.fixture(scope="module")

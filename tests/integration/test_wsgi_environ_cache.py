@@ -5,14 +5,14 @@ that differs in one octet gets its own values; and the per-request objects
 the binding reuses (start_response, its write, wsgi.input, spindle.request)
 are never handed out again while the app still holds them; and requests
 waiting together, which a pooled greenlet serves one after another without
-going back to the hub, each get their own answer (tests/wsgi_apps/envcache_app.py)."""
+going back to the hub, each get their own answer (tests/fixtures/wsgi/envcache_app.py)."""
 import json
 import socket
 import time
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture(scope="module")

@@ -4,12 +4,12 @@ and nothing changed it): each call still sees a clean environ of its own —
 an app's changes, to the dict or to one it kept, never reach the next call;
 its wsgi.input reads its own body, REMOTE_PORT is its connection's, the
 spindle.request handle is this request's; and the app, run by the hub
-itself when it is the only one, is in a request (tests/wsgi_apps/envreuse_app.py)."""
+itself when it is the only one, is in a request (tests/fixtures/wsgi/envreuse_app.py)."""
 import json
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
-"""Application errors (tests/wsgi_apps/errors_app.py): each is a 500 with
+"""Application errors (tests/fixtures/wsgi/errors_app.py): each is a 500 with
 the traceback in stderr, never a crash, and the same worker serves the next
 request with a 200."""
 import pytest
 
-from wsgiutil import WsgiServer, wait_for
+from lib.wsgiutil import WsgiServer, wait_for
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from wsgiutil import APPS, PY, env_for, free_port, wait_for, wsgi_server  # noqa: F401
+from lib.wsgiutil import APPS, PY, env_for, free_port, wait_for, wsgi_server  # noqa: F401
 
 from test_cli import _table_flags
 

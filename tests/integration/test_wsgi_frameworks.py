@@ -1,4 +1,4 @@
-"""Real frameworks from Debian's packages, unmodified (tests/wsgi_apps/
+"""Real frameworks from Debian's packages, unmodified (tests/fixtures/wsgi/
 flask_app.py, django_app.py, webpy_app.py, bottle_app.py, falcon_app.py):
 each request goes to spindle and to wsgiref.simple_server serving the same
 app; status, body and the headers the app set must match."""
@@ -9,7 +9,7 @@ import os
 import re
 
 
-from wsgiutil import reference_server, wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import reference_server, wsgi_server  # noqa: F401  (fixture)
 
 # Headers that are the server's business, not the app's.
 SERVER_HEADERS = {"date", "server", "content-length", "transfer-encoding", "connection",

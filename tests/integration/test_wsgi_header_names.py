@@ -2,7 +2,7 @@
 environ's HTTP_* keys of uncommon names are fresh strings, never interned
 (on CPython 3.12 before gh-113993 interned strings are immortal, so
 interning every new name grew a worker there by 160 bytes a name), and the
-key cache is bounded. tests/wsgi_apps/hardening_app.py /keys reports which
+key cache is bounded. tests/fixtures/wsgi/hardening_app.py /keys reports which
 of a request's keys are interned."""
 import json
 import os
@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from wsgiutil import WsgiServer, proc_status
+from lib.wsgiutil import WsgiServer, proc_status
 
 NAMES = 20000
 BATCH = 250  # requests pipelined per round trip

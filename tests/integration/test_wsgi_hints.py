@@ -2,14 +2,15 @@
 HTTP/1.1 (raw socket) and HTTP/2 (python h2), before and after
 start_response but never after the first body bytes (RuntimeError), the
 links checked (no CR/LF/NUL, at most 16, bytes or str), nothing to
-HTTP/1.0 (False). tests/wsgi_apps/hints_app.py is the application."""
+HTTP/1.0 (False). tests/fixtures/wsgi/hints_app.py is the application."""
 import json
 import socket
 
 import h2.events
 
-from h2util import h2_client
-from wsgiutil import read_until_close, wsgi_server  # noqa: F401
+from lib.h2util import h2_client
+from lib.client import read_until_close
+from lib.wsgiutil import wsgi_server  # noqa: F401
 
 
 def raw(port, version="1.1"):

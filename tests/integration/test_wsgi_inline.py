@@ -5,14 +5,14 @@ own and overlap; quick requests are served while such a call waits; a
 failure after a wait is a 500 and the next request is served; a stop with
 such a call still waiting ends within --graceful-timeout; a greenlet the
 app makes and waits in drives the loop meanwhile and returns its result
-(tests/wsgi_apps/inline_app.py)."""
+(tests/fixtures/wsgi/inline_app.py)."""
 import json
 import threading
 import time
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ waits, 100 concurrent sleepers (each answered exactly once, none served
 twice), and what per-request state sees: a ContextVar stays the request's
 own across concurrent waits, and so does a threading.local under
 spindle.patch() (per greenlet; python/spindle/green/local.py)
-(tests/wsgi_apps/hostile_inline_app.py)."""
+(tests/fixtures/wsgi/hostile_inline_app.py)."""
 import hashlib
 import json
 import os
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""wsgi.input at the edges of a body (tests/wsgi_apps/hardening_app.py
+"""wsgi.input at the edges of a body (tests/fixtures/wsgi/hardening_app.py
 /input runs a script of calls): one byte left after a line, readline(size)
 and read(1) at the very end, each compared with io.BytesIO doing the same
 calls on the same bytes."""
@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture(scope="module")

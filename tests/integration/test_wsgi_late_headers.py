@@ -1,11 +1,11 @@
 """An application that changes its header list after start_response
-(tests/wsgi_apps/hardening_app.py /late): malformed entries must not crash
+(tests/fixtures/wsgi/hardening_app.py /late): malformed entries must not crash
 the worker, and well-formed late ones must not carry hop-by-hop fields or a
 second Content-Length past start_response's checks. The response is the
 headers start_response was given, and the same worker serves on."""
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 # the keys of hardening_app.LATE: what /late puts into its list too late
 LATE = ["short_tuple", "long_tuple", "str", "bytes_pair", "int_pair", "upgrade", "keep_alive",
@@ -37,7 +37,7 @@ def test_late_header_change_is_ignored(srv, mut, body, how):
         assert r.header("X-Early") == "yes" and r.header("Content-Type") == "text/plain", r
         names = {n.lower() for n, _ in r.headers}
         assert not names & SERVER_OWNED, r.headers
-        assert len(r.headers_all("Content-Length")) <= 1, r.headers
+        assert len(r.all("Content-Length")) <= 1, r.headers
         # the connection is still good for the next request
         c.request("GET", "/ok")
         assert c.response().body == b"ok %d" % pid

@@ -1,11 +1,11 @@
 """No reference leaks: 20,000 requests through a mix of apps
-(tests/wsgi_apps/mixed_app.py) on one worker and one keep-alive
+(tests/fixtures/wsgi/mixed_app.py) on one worker and one keep-alive
 connection; the worker's RSS and Python's object and block counts after
 warm-up and at the end stay put."""
 import json
 import time
 
-from wsgiutil import proc_status, wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import proc_status, wsgi_server  # noqa: F401  (fixture)
 
 TOTAL = 20000
 WARMUP = 2000

@@ -1,6 +1,6 @@
 """PATH_INFO and QUERY_STRING come from the same split of the target as the
 router's path and query: the normalized path, percent-decoded as latin-1,
-and the raw query (tests/wsgi_apps/hardening_app.py answers its environ's
+and the raw query (tests/fixtures/wsgi/hardening_app.py answers its environ's
 path keys). An absolute-form target without a path (`http://h?/admin`) has
 the path "/", never a path taken from its query."""
 import json
@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 
-from wsgiutil import WsgiServer
+from lib.wsgiutil import WsgiServer
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""PEP 3333 through wsgiref.validate.validator (tests/wsgi_apps/validated.py):
+"""PEP 3333 through wsgiref.validate.validator (tests/fixtures/wsgi/validated.py):
 environ, wsgi.input, start_response and exc_info, write(), close(),
 wsgi.file_wrapper, Content-Length trust, chunked/close-delimited framing,
 HEAD. A validator assertion is a 500 and a traceback in stderr, which the
@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from wsgiutil import sha256, wait_for, wsgi_server  # noqa: F401  (fixture)
+from lib.wsgiutil import sha256, wait_for, wsgi_server  # noqa: F401  (fixture)
 
 BODY_LINES = b"line1\nline22\n\n" + b"x" * 300 + b"\nlast-without-newline"
 

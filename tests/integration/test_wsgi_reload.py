@@ -9,10 +9,10 @@ import signal
 import subprocess
 import time
 
-from procutil import APP_BLOCKING, APP_MODULE, APP_WRONG_VERSION, BIN, http_get
-from proctools import free_port
-from opsutil import HTTPError
-from wsgiutil import WsgiServer, wait_for
+from lib.procutil import APP_BLOCKING, APP_MODULE, APP_WRONG_VERSION, BIN, http_get
+from lib.proctools import free_port
+from lib.client import HTTPError
+from lib.wsgiutil import WsgiServer, wait_for
 
 APP = '''import helper_mod
 import os

@@ -6,7 +6,7 @@ import re
 import socket
 import time
 
-from wsgiutil import WsgiServer, wait_for
+from lib.wsgiutil import WsgiServer, wait_for
 
 
 def test_stalled_worker_dumps_its_traceback_then_is_replaced(tmp_path):

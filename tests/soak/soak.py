@@ -37,7 +37,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
-from proctools import free_port  # noqa: E402 (the integration tests' one free_port)
+from lib.proctools import free_port  # noqa: E402 (the integration tests' one free_port)
 
 
 def children(pid):

@@ -13,7 +13,7 @@
 #                            that cannot run at all)
 #   finish                   print "N passed, N failed" (", N skipped" if any)
 #                            and exit 1 if anything failed, else 0
-#   free_port                a free 127.0.0.1 TCP port (tests/integration/proctools.py)
+#   free_port                a free 127.0.0.1 TCP port (tests/integration/lib/proctools.py)
 #   $PY                      the tests' Python: build/venv/bin/python (scripts/deps.sh
 #                            makes it), or $SPINDLE_TEST_PYTHON
 #   need_corpus              0 if $CORPUS (the request corpus in tests/corpus, or
@@ -93,7 +93,7 @@ abort() {
 
 free_port() {
   "$PY" -c 'import sys; sys.path.insert(0, "tests/integration")
-from proctools import free_port; print(free_port())'
+from lib.proctools import free_port; print(free_port())'
 }
 
 # The request corpus: gunicorn's and llhttp's test requests, kept in the

@@ -10,7 +10,7 @@ SIGKILLs each of them by PID, then the original process group (the new
 master of an upgrade stays in it), before the original master is reaped.
 Every wait is bounded, every socket has a timeout.
 
-HTTP over raw sockets comes from procutil.py (Conn, HTTPError, http_get).
+HTTP over raw sockets is lib/client.py's Conn (procutil.http_get: one GET).
 """
 import os
 import pathlib
@@ -24,8 +24,10 @@ import time
 
 import pytest
 
-from procutil import BIN, ROOT, Conn, HTTPError, children, free_port, http_get, pid_alive, wait_for
-from proctools import ServerProcess, start_on_free_port
+from lib.client import Conn, HTTPError
+
+from lib.procutil import BIN, ROOT, children, free_port, http_get, pid_alive, wait_for
+from lib.proctools import ServerProcess, start_on_free_port
 
 SANITIZER_MARKS = ("AddressSanitizer", "runtime error", "LeakSanitizer",
                    "UndefinedBehaviorSanitizer")
@@ -36,7 +38,7 @@ LAUNCHER = str(pathlib.Path(__file__).resolve().parent / "socket_launcher.py")
 OPS_FAST = ["--header-timeout", "2", "--body-timeout", "2", "--send-timeout", "2",
             "--linger-timeout", "0.5", "--graceful-timeout", "3", "--worker-timeout", "5"]
 
-__all__ = ["BIN", "ROOT", "Conn", "HTTPError", "children", "free_port", "http_get", "pid_alive",
+__all__ = ["BIN", "ROOT", "children", "free_port", "http_get", "pid_alive",
            "wait_for", "OpsServer", "ops_factory", "Load", "Notify", "listening_inodes",
            "tcp_listen_ports", "read_pid", "PYTHON", "LAUNCHER", "OPS_FAST", "run_spindle",
            "ops_spindle"]
@@ -321,9 +323,9 @@ class Load:
             try:
                 if c is None:
                     c = Conn(self.addr, timeout=5.0)
-                r = c.request(self.path)
+                r = c.exchange(self.path)
                 self._check(r, who)
-                if r.close:
+                if r.connection_close():
                     with self._lock:
                         self.closes += 1
                     how = c.wait_eof(3.0)

@@ -1,5 +1,5 @@
 """Helpers for the chat example's tests (test_chat.py) and its browser driver
-(tests/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
+(tests/integration/lib/chat_browser.py): a minimal RFC 6455 client on plain sockets (masked
 frames, fragments reassembled, pings answered), ChatServer, which runs
 build/examples/chat on a free 127.0.0.1 port and stops it by its PID, and
 ChatApp, the chat module (build/examples/chat.so) under build/spindle with
@@ -11,9 +11,10 @@ import pathlib
 import socket
 import struct
 
-from proctools import ServerProcess, free_port, http_probe
+from lib.client import Conn
+from lib.proctools import ServerProcess, free_port, http_probe
 
-ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[2])
+ROOT = pathlib.Path(os.environ.get("SPINDLE_ROOT") or pathlib.Path(__file__).resolve().parents[3])
 CHAT_BIN = os.environ.get("CHAT_BIN") or str(ROOT / "build" / "examples" / "chat")
 CHAT_SO = str(ROOT / "build" / "examples" / "chat.so")
 SPINDLE = str(ROOT / "build" / "spindle")
@@ -163,25 +164,35 @@ def worker_census(port, n=32, rounds=8):
     out = {}
     for _ in range(rounds):
         before = len(out)
-        socks = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(n)]
+        conns = [Conn(port, timeout=5) for _ in range(n)]
         try:
-            for s in socks:
-                s.sendall(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-            for s in socks:
-                data = b""
-                while True:
-                    chunk = s.recv(65536)
-                    if not chunk:
-                        break
-                    data += chunk
-                d = json.loads(data.partition(b"\r\n\r\n")[2])
+            for c in conns:
+                c.send(b"GET /stats HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            for c in conns:
+                d = json.loads(c.read_response().body)
                 out[d["pid"]] = d
         finally:
-            for s in socks:
-                s.close()
+            for c in conns:
+                c.close()
         if len(out) == before and len(out) > 1:
             break
     return out
+
+
+def non_reader(srv, rcvbuf=4096):
+    """A WebSocket that reads its 101 and then nothing: a small receive buffer,
+    so the server's socket to it fills soon. srv: any server with .addr."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+    s.settimeout(5)
+    s.connect(srv.addr)
+    s.sendall(b"GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += s.recv(1)  # byte by byte: nothing past the head is read
+    assert head.startswith(b"HTTP/1.1 101"), head
+    return s
 
 
 def ws_worker(w):

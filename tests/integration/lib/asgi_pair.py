@@ -10,10 +10,11 @@ import re
 import socket
 import time
 
-from proctools import ServerProcess, children, connect_probe, free_port
-from wsgiutil import FAST, PY, PYPATH, Conn
+from lib.proctools import ServerProcess, children, connect_probe, free_port
+from lib.client import Conn
+from lib.wsgiutil import FAST, PY, PYPATH
 
-APPS = pathlib.Path(__file__).resolve().parent / "asgi_apps"
+APPS = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "asgi"
 
 # Headers that are the server's business, not the application's.
 SERVER_HEADERS = {"date", "server", "content-length", "transfer-encoding", "connection", "keep-alive"}
@@ -32,7 +33,7 @@ def env_for(extra):
 
 
 class AsgiServer(ServerProcess):
-    """kind 'uvicorn' or 'spindle' serving SPEC from asgi_apps/ on a free port."""
+    """kind 'uvicorn' or 'spindle' serving SPEC from tests/fixtures/asgi/ on a free port."""
 
     def __init__(self, kind, spec, logdir, env, args=()):
         super().__init__()

@@ -1,6 +1,6 @@
 """Helpers for the ASGI tests (tests/integration/test_asgi_*.py): an
 AsgiServer is a wsgiutil.WsgiServer (`python3 -m spindle SPEC` on a free
-port, stopped by its PID, stderr checked) serving tests/asgi_apps; `asgi`
+port, stopped by its PID, stderr checked) serving tests/fixtures/asgi; `asgi`
 starts them per test, `shared_asgi` one per module for the many read-only
 checks. Every socket has a timeout; every wait is bounded."""
 import json
@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from wsgiutil import PYPATH, ROOT, Conn, WsgiServer, wait_for  # noqa: F401
+from lib.wsgiutil import PYPATH, ROOT, WsgiServer, wait_for  # noqa: F401
 
-APPS = ROOT / "tests" / "asgi_apps"
+APPS = ROOT / "tests" / "fixtures" / "asgi"
 
 
 class AsgiServer(WsgiServer):

@@ -12,6 +12,8 @@ import tempfile
 
 import pytest
 
+from lib.client import read_until_close
+
 OPENSSL = "/usr/bin/openssl"
 
 
@@ -30,12 +32,7 @@ def https_get(port, path="/", ctx=None, session=None, timeout=5):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as raw:
         with ctx.wrap_socket(raw, server_hostname="localhost", session=session) as s:
             s.sendall(b"GET %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n" % path.encode())
-            data = b""
-            while True:
-                chunk = s.recv(65536)
-                if not chunk:
-                    break
-                data += chunk
+            data = read_until_close(s, timeout)
             head, _, body = data.partition(b"\r\n\r\n")
             status = int(head.split(b" ", 2)[1]) if head.startswith(b"HTTP/1.") else 0
             return status, body, s.session_reused, s.session, s.getpeercert(binary_form=True)

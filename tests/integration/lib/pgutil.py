@@ -11,7 +11,7 @@ import socket
 import subprocess
 import tempfile
 
-from proctools import ServerProcess, free_port
+from lib.proctools import ServerProcess, free_port
 
 
 def bindir():

@@ -6,10 +6,10 @@ import socket
 import subprocess
 import time
 
-from conftest import BIN, CURL
-from proctools import ServerProcess, free_port
+from lib.server import BIN, CURL
+from lib.proctools import ServerProcess, free_port
 
-APP = str(pathlib.Path(BIN).parent / "tests" / "apps" / "app_sessions.so")
+APP = str(pathlib.Path(BIN).parent / "tests" / "fixtures" / "c" / "app_sessions.so")
 REDIS = "/usr/bin/redis-server"
 
 

@@ -1,4 +1,4 @@
-"""ws_client.py — drives spindle's WebSocket test app (tests/apps/app_ws.c)
+"""ws_client.py — drives spindle's WebSocket test app (tests/fixtures/c/app_ws.c)
 with a real client, PyPI's `websockets` (the version requirements.txt pins):
 `run(url, scenario, ssl=None)` plays one scenario and returns its detail,
 raising AssertionError when the server did something else. Every wait is

@@ -4,7 +4,7 @@ module shares: the one free port (`free_port`), the one server launcher
 readiness probes, a master's workers, stopping a process by its PID, whether
 a pid lives, polling until a condition holds, /proc status fields.
 
-Every server of the integration tests is a ServerProcess: conftest.Server
+Every server of the integration tests is a ServerProcess: server.Server
 (spindle), procutil.WServer and opsutil.OpsServer (spindle masters),
 wsgiutil.WsgiServer (python -m spindle), chatutil.ChatServer (the chat
 example), sessutil.Redis (redis-server), and test_bench_pace's spindle.

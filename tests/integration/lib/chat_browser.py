@@ -5,7 +5,7 @@ cookie jars), one on WebSockets and one on long polling, each must see
 what the other sends; and run_two, two browsers (separate user-data dirs)
 on two instances of the scaled chat, one posting, the other showing it.
 Used by tests/integration/test_chat.py and test_chat_scaled.py; by hand:
-    python3 tests/chat_browser.py http://127.0.0.1:8090/ [http://127.0.0.1:8091/]"""
+    python3 tests/integration/lib/chat_browser.py http://127.0.0.1:8090/ [http://127.0.0.1:8091/]"""
 import json
 import os
 import pathlib
@@ -17,8 +17,8 @@ import tempfile
 import time
 import urllib.parse
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "integration"))
-from chatutil import WS  # noqa: E402
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/integration, for lib
+from lib.chatutil import WS  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -98,6 +98,11 @@ def sees(cdp, page, nick, text, what):
     cdp.wait(page, expr, what)
 
 
+def on_mode(cdp, page, mode, what):
+    """Until the page's chat is ready on that transport ('ws' or 'poll')."""
+    cdp.wait(page, "window.chat && window.chat.ready && window.chat.mode === %s" % _js(mode), what)
+
+
 def _start(profile_dir, deadline):
     """A headless Chromium on its own user-data dir: (process, log, CDP)."""
     os.makedirs(profile_dir, exist_ok=True)
@@ -112,7 +117,11 @@ def _start(profile_dir, deadline):
             raise RuntimeError("chromium did not start its DevTools endpoint")
         time.sleep(0.05)
     port, path = port_file.read_text().split()[:2]
-    return proc, log, CDP("ws://127.0.0.1:%s%s" % (port, path), deadline)
+    try:
+        return proc, log, CDP("ws://127.0.0.1:%s%s" % (port, path), deadline)
+    except BaseException:
+        _stop(proc, log)
+        raise
 
 
 def _stop(proc, log):
@@ -142,8 +151,8 @@ def run_two(url_a, url_b, profile_dir, timeout=35.0):
         steps.append("two browsers")
         a = ca.page(url_a + "?transport=ws")
         b = cb.page(url_b + "?transport=poll")
-        ca.wait(a, "window.chat && window.chat.ready && window.chat.mode === 'ws'", "page A on ws")
-        cb.wait(b, "window.chat && window.chat.ready && window.chat.mode === 'poll'", "page B polling")
+        on_mode(ca, a, "ws", "page A on ws")
+        on_mode(cb, b, "poll", "page B polling")
         set_nick(ca, a, "ana")
         set_nick(cb, b, "bo")
         steps.append("pages ready")
@@ -166,25 +175,15 @@ def run_two(url_a, url_b, profile_dir, timeout=35.0):
 def run(url, profile_dir, timeout=35.0):
     """The two-page scenario; returns {"ok": True, ...} or {"ok": False, "error": ...}."""
     deadline = time.monotonic() + timeout
-    os.makedirs(profile_dir, exist_ok=True)
-    log = open(os.path.join(profile_dir, "chromium.log"), "wb")
-    proc = subprocess.Popen([CHROMIUM] + FLAGS + ["--user-data-dir=" + profile_dir, "about:blank"],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                            start_new_session=True)
-    steps = []
+    started, steps = [], []
     try:
-        port_file = pathlib.Path(profile_dir) / "DevToolsActivePort"
-        while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("chromium did not start its DevTools endpoint")
-            time.sleep(0.05)
-        port, path = port_file.read_text().split()[:2]
-        cdp = CDP("ws://127.0.0.1:%s%s" % (port, path), deadline)
+        started.append(_start(profile_dir, deadline))
+        cdp = started[0][2]
         steps.append("devtools")
         a = cdp.page(url + "?transport=ws")
         b = cdp.page(url + "?transport=poll")
-        cdp.wait(a, "window.chat && window.chat.ready && window.chat.mode === 'ws'", "page A on ws")
-        cdp.wait(b, "window.chat && window.chat.ready && window.chat.mode === 'poll'", "page B polling")
+        on_mode(cdp, a, "ws", "page A on ws")
+        on_mode(cdp, b, "poll", "page B polling")
         steps.append("pages ready")
         set_nick(cdp, a, "alice")
         set_nick(cdp, b, "bob")
@@ -211,18 +210,8 @@ def run(url, profile_dir, timeout=35.0):
     except Exception as e:  # noqa: BLE001 — reported to the test
         return {"ok": False, "steps": steps, "error": "%s: %s" % (type(e).__name__, e)}
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(3)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(3)
-        try:  # its helpers (zygote, renderers) are in its own session
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        log.close()
+        for proc, log, _ in started:
+            _stop(proc, log)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Helpers for the WSGI binding's tests (tests/integration/test_wsgi_*.py).
 
-Self-contained: no conftest.py. A `WsgiServer` (a proctools.ServerProcess) is one
+Self-contained: not lib.server. A `WsgiServer` (a proctools.ServerProcess) is one
 `python -m spindle MODULE:CALLABLE` master (the interpreter running the tests) on a free 127.0.0.1
 port, started in its own session with stdout and stderr in files, and
 stopped by its own PID (SIGTERM, then SIGKILL of its workers and itself).
@@ -23,14 +23,15 @@ import time
 
 import pytest
 
-from proctools import ServerProcess, children, connect_probe, free_port, proc_status, wait_for  # noqa: F401
+from lib.client import Conn, read_until_close
+from lib.proctools import ServerProcess, children, connect_probe, free_port, proc_status, wait_for  # noqa: F401
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROOT = pathlib.Path(__file__).resolve().parents[3]
 # The servers run on the interpreter that runs the tests: build/venv's (make
 # test's main pass), or Debian's /usr/bin/python3 (its smoke pass), each with
 # the binding built for it (make python, make python-system).
 PY = sys.executable
-APPS = ROOT / "tests" / "wsgi_apps"
+APPS = ROOT / "tests" / "fixtures" / "wsgi"
 
 
 def _binding_dir():
@@ -60,7 +61,7 @@ def env_for(extra=None):
     env = dict(os.environ)
     env["PYTHONPATH"] = PYPATH + os.pathsep + str(APPS)
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in tests/wsgi_apps
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in tests/fixtures/wsgi
     env.pop("PYTHONSTARTUP", None)
     if extra:
         env.update(extra)
@@ -175,176 +176,6 @@ class WsgiServer(ServerProcess):
         with socket.create_connection(("127.0.0.1", self.port), timeout=timeout) as s:
             s.sendall(data)
             return read_until_close(s, timeout)
-
-
-def read_until_close(s, timeout=10, limit=1 << 30):
-    end = time.monotonic() + timeout
-    chunks = []
-    total = 0
-    while time.monotonic() < end and total < limit:
-        try:
-            b = s.recv(1 << 16)
-        except ConnectionResetError:
-            break
-        except socket.timeout:
-            break
-        if not b:
-            break
-        chunks.append(b)
-        total += len(b)
-    return b"".join(chunks)
-
-
-class Response:
-    def __init__(self, status, reason, headers, body, raw_head, version, complete=True):
-        self.status = status
-        self.reason = reason
-        self.headers = headers  # list of (name, value), as sent
-        self.body = body
-        self.raw_head = raw_head
-        self.version = version
-        self.complete = complete  # the body's framing was complete
-
-    def header(self, name, default=None):
-        for n, v in self.headers:
-            if n.lower() == name.lower():
-                return v
-        return default
-
-    def headers_all(self, name):
-        return [v for n, v in self.headers if n.lower() == name.lower()]
-
-    def text(self):
-        return self.body.decode("utf-8", "replace")
-
-    def __repr__(self):
-        return "<Response %s %r %r body=%r>" % (self.status, self.reason, self.headers,
-                                                 self.body[:300])
-
-
-class Conn:
-    """A client connection that can send several requests (keep-alive) and
-    parse each response: Content-Length, chunked, or until close."""
-
-    def __init__(self, port, timeout=10):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buf = b""
-        self.timeout = timeout
-        self.closed_by_peer = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *a):
-        self.close()
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def send(self, data):
-        self.sock.sendall(data)
-
-    def request(self, method, path, headers=(), body=None, version="1.1", host=True):
-        lines = ["%s %s HTTP/%s" % (method, path, version)]
-        names = {n.lower() for n, _ in headers}
-        if host and "host" not in names:
-            lines.append("Host: 127.0.0.1")
-        for n, v in headers:
-            lines.append("%s: %s" % (n, v))
-        if body is not None and "content-length" not in names and \
-                "transfer-encoding" not in names:
-            lines.append("Content-Length: %d" % len(body))
-        data = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        if body:
-            data += body
-        self.sock.sendall(data)
-
-    def _fill(self):
-        try:
-            b = self.sock.recv(1 << 16)
-        except ConnectionResetError:
-            b = b""
-        if not b:
-            self.closed_by_peer = True
-            return False
-        self.buf += b
-        return True
-
-    def _line(self):
-        while b"\r\n" not in self.buf:
-            if not self._fill():
-                raise EOFError("connection closed mid-line: %r" % self.buf[:200])
-        line, _, self.buf = self.buf.partition(b"\r\n")
-        return line
-
-    def _exact(self, n):
-        while len(self.buf) < n:
-            if not self._fill():
-                raise EOFError("connection closed with %d of %d bytes" % (len(self.buf), n))
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
-
-    def response(self, head=False, sink=None):
-        """Reads one response. head: no body (HEAD). sink(bytes): receives the
-        body in pieces instead of it being kept (for large bodies)."""
-        while b"\r\n\r\n" not in self.buf:
-            if not self._fill():
-                raise EOFError("connection closed before a response head: %r" % self.buf[:300])
-        raw_head, _, self.buf = self.buf.partition(b"\r\n\r\n")
-        lines = raw_head.split(b"\r\n")
-        version, _, rest = lines[0].decode("latin-1").partition(" ")
-        code, _, reason = rest.partition(" ")
-        headers = []
-        for ln in lines[1:]:
-            n, _, v = ln.decode("latin-1").partition(":")
-            headers.append((n, v.strip()))
-        status = int(code)
-        r = Response(status, reason, headers, b"", raw_head, version)
-        pieces = []
-        keep = sink or pieces.append
-        te = (r.header("Transfer-Encoding") or "").lower()
-        cl = r.header("Content-Length")
-        if head or status in (204, 304) or 100 <= status < 200:
-            pass
-        elif "chunked" in te:
-            r.complete = False
-            try:
-                while True:
-                    size = int(self._line().split(b";")[0], 16)
-                    if size == 0:
-                        while self._line():
-                            pass
-                        r.complete = True
-                        break
-                    keep(self._exact(size))
-                    if self._exact(2) != b"\r\n":
-                        raise EOFError("bad chunk end")
-            except EOFError:
-                pass
-        elif cl is not None:
-            n = int(cl)
-            while n:
-                if not self.buf and not self._fill():
-                    r.complete = False
-                    break
-                take = self.buf[:n]
-                self.buf = self.buf[len(take):]
-                n -= len(take)
-                keep(take)
-        else:
-            while self._fill():
-                if sink:
-                    sink(self.buf)
-                    self.buf = b""
-            if not sink:
-                keep(self.buf)
-            self.buf = b""
-        r.body = b"".join(pieces)
-        return r
 
 
 def reference_server(start, spec):

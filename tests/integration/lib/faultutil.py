@@ -1,25 +1,24 @@
 """Helpers for the fault-injection tests (test_faults_*.py).
 
-`launch` starts conftest's Server with an environment and a preexec
+`launch` starts lib.server's Server with an environment and a preexec
 function of our choosing (LD_PRELOAD shims, rlimits) and registers it with
 a list the test's finalizer stops.
 `build_failmalloc` compiles tests/fault/failmalloc.c once per session.
 """
 import os
 import pathlib
-import re
 import socket
 import struct
 import subprocess
 import time
 
-from conftest import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, free_port, stop_servers
-
-from proctools import fd_count  # noqa: F401 (re-exported)
+from lib.client import Conn
+from lib.proctools import fd_count, free_port  # noqa: F401 (fd_count: re-exported)
+from lib.server import BIN, FAST, PROCESS_FLAGS, ROOT, SANITIZER_MARKS, Server, stop_servers
 
 
 def launch(tmp_path, servers, *flags, env=None, preexec_fn=None, workers=None, fast=True):
-    """Starts spindle on a free port; workers=None keeps conftest's choice."""
+    """Starts spindle on a free port; workers=None keeps PROCESS_FLAGS' choice."""
     port = free_port()
     bind = "127.0.0.1:%d" % port
     pflags = list(PROCESS_FLAGS)
@@ -58,34 +57,11 @@ def wait_fds(pid, want, timeout=5.0):
     return n
 
 
-def simple_get(addr, path="/", timeout=3.0, close=True):
-    """One GET on a fresh connection: (status, body) or raises OSError/EOFError."""
-    with socket.create_connection(addr, timeout=timeout) as s:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\n%s\r\n" %
-                   (path, "Connection: close\r\n" if close else "")).encode())
-        return read_one(s)
-
-
 def read_one(s):
-    """Reads one response with a Content-Length (or until close) from socket s."""
-    buf = b""
-    while b"\r\n\r\n" not in buf:
-        chunk = s.recv(65536)
-        if not chunk:
-            raise EOFError("closed before a response head (%r)" % buf[:100])
-        buf += chunk
-    head, _, rest = buf.partition(b"\r\n\r\n")
-    status = int(head.split(b" ", 2)[1])
-    m = re.search(rb"\r\ncontent-length:\s*(\d+)", head, re.I)
-    if m:
-        n = int(m.group(1))
-        while len(rest) < n:
-            chunk = s.recv(65536)
-            if not chunk:
-                raise EOFError("closed inside a body")
-            rest += chunk
-        return status, rest[:n]
-    return status, rest
+    """Reads one response from socket s (lib.client's reader): (status, body);
+    raises OSError or EOFError if it does not come whole."""
+    r = Conn(s, timeout=None).read_response()
+    return r.status, r.body
 
 
 def reset_close(s):

@@ -10,7 +10,7 @@ import subprocess
 import threading
 import time
 
-from wsgiutil import concurrent_get, http_get
+from lib.wsgiutil import concurrent_get, http_get
 
 
 class SlowHandler(http.server.BaseHTTPRequestHandler):

@@ -1,5 +1,5 @@
 """h2util.py — helpers of the test_h2_* suites: a spindle started once per
-module (the conftest Server, stopped by its PID, checked for sanitizer
+module (lib.server.Server, stopped by its PID, checked for sanitizer
 reports), a raw HTTP/2 client that crafts frames with hyperframe and header
 blocks with hpack (and bytes by hand for the malformed ones hyperframe will
 not build), and a well-behaved client on python3-h2.
@@ -17,7 +17,9 @@ from hpack import Decoder, Encoder
 from hyperframe.frame import (ContinuationFrame, DataFrame, Frame, GoAwayFrame, HeadersFrame,
                               RstStreamFrame, SettingsFrame, WindowUpdateFrame)
 
-from conftest import FAST, PROCESS_FLAGS, Server, free_port, start_on_free_port, stop_servers
+from lib.proctools import free_port, start_on_free_port
+
+from lib.server import FAST, PROCESS_FLAGS, Server, stop_servers
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
