@@ -476,7 +476,8 @@ ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
                        nghttp2_data_source *src, void *ud) {
     h2_stream *st = src->ptr;
     size_t n = len < st->out_len ? len : st->out_len;
-    memcpy(buf, st->out + st->out_off, n);
+    if (n) /* (nothing queued yet: out may be NULL, a tunnel's first call) */
+        memcpy(buf, st->out + st->out_off, n);
     st->out_off += n;
     st->out_len -= n;
     if (st->out_len == 0)
