@@ -9,6 +9,7 @@ window, bad requests (no :path, an unknown :protocol, a plain CONNECT), a
 client RST_STREAM, a client that stops reading (its stream reset at the send
 timeout, the others going on), a server stop (1001), permessage-deflate.
 The client is python3-h2 (the H2 class below), frames masked by hand."""
+import json
 import os
 import signal
 import socket
@@ -22,6 +23,7 @@ import h2.settings
 import pytest
 
 from asgi_pair import AsgiServer
+from asgiutil import asgi  # noqa: F401 (the fixture)
 from h2util import CANCEL, Raw, h2_client
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame
 from tlsutil import certs  # noqa: F401 (the session fixture)
@@ -404,3 +406,14 @@ def test_asgi_echo_beside_hypercorn(tmp_path):
     for i, (a, b) in enumerate(zip(got["spindle"], got["hypercorn"])):
         assert a == b, "item %d: spindle %r, hypercorn %r" % (i, str(a)[:80], str(b)[:80])
     assert len(got["spindle"]) == len(got["hypercorn"])
+
+
+def test_asgi_websocket_scope_over_h2(asgi):  # noqa: F811
+    srv = asgi("asgi_ws_scope:app")
+    conn = H2(srv.port)
+    ws = WS(conn, "/chat?room=1", extra=[("sec-websocket-protocol", "a, b")])
+    s = json.loads(ws.recv())
+    assert s["type"] == "websocket" and s["scheme"] == "ws" and s["http_version"] == "2"
+    assert s["path"] == "/chat" and s["query_string"] == "room=1" and s["subprotocols"] == ["a", "b"]
+    assert ws.close() == (1000, True)
+    conn.close()
