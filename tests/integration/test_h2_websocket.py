@@ -11,6 +11,7 @@ timeout, the others going on), a server stop (1001), permessage-deflate.
 The client is python3-h2 (the H2 class below), frames masked by hand."""
 import json
 import os
+import pathlib
 import signal
 import socket
 import ssl
@@ -24,12 +25,14 @@ import pytest
 
 from asgi_pair import AsgiServer
 from asgiutil import asgi  # noqa: F401 (the fixture)
+from conftest import BIN
 from h2util import CANCEL, Raw, h2_client
 from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame
 from tlsutil import certs  # noqa: F401 (the session fixture)
 from wsgiutil import wsgi_server  # noqa: F401 (the fixture)
 
-APP_WS = os.path.join(os.path.dirname(__file__), "..", "..", "build", "tests", "apps", "app_ws.so")
+# beside the binary under test (build/ or build/asan/), as test_websocket.py has it
+APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "apps" / "app_ws.so")
 
 
 class H2:

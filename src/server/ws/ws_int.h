@@ -47,12 +47,12 @@ struct sp_ws {
     struct ws_registry *reg; /* that registry, or NULL */
     ws_deflate *dfl;         /* permessage-deflate, when negotiated */
     uint32_t zutf8;          /* UTF-8 state of the compressed text message being inflated */
-    /* Over HTTP/2 (RFC 8441): the stream's tunnel and its state, and, as c,
-     * a connection of the WebSocket's own whose only use is its read
-     * buffer (a pool buffer, frames from offset 0): NULL over HTTP/1.1. */
+    /* Over HTTP/2 (RFC 8441): the stream's tunnel and its state, NULL over
+     * HTTP/1.1. c is then a conn of the WebSocket's own, allocated after
+     * the struct (HTTP/1.1's pay nothing for it), whose only use is its
+     * read buffer (a pool buffer, frames from offset 0). */
     const exchange_tunnel *tun;
     void *tx;
-    conn own;
 };
 
 /* Reads more bytes into the connection buffer, holding none while it

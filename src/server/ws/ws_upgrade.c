@@ -77,17 +77,17 @@ static int answer_on_stream(sp_ws *ws, sp_res *res, const char *ext) {
         if (sp_res_header(res, "Sec-WebSocket-Extensions", ext) < 0)
             return -ENOMEM;
     }
-    if (!(ws->own.buf = server_buf_get(ws->s)))
+    conn *own = (conn *)(ws + 1); /* allocated with it (sp_ws_upgrade) */
+    if (!(own->buf = server_buf_get(ws->s)))
         return -ENOMEM;
-    ws->own.w.fd = -1;
-    ws->c = &ws->own; /* frames are read into a buffer of its own, from 0 */
+    own->w.fd = -1;
     int rc = ws->tun->open(res);
     if (rc < 0) {
-        server_buf_put(ws->s, ws->own.buf);
-        ws->own.buf = NULL;
-        ws->tun = NULL;
+        server_buf_put(ws->s, own->buf);
+        return rc;
     }
-    return rc;
+    ws->c = own; /* frames are read into a buffer of its own, from 0 */
+    return 0;
 }
 
 sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
@@ -109,7 +109,9 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
     char ext[WS_EXT_RESP_MAX];
     int deflate = bits && negotiate(req, bits, &dp, ext);
     ws_registry *reg = ws_registry_of(req->srv, ws_on_stop);
-    sp_ws *ws = reg ? calloc(1, sizeof *ws) : NULL;
+    /* Over HTTP/2 a conn of its own follows the struct (answer_on_stream). */
+    _Static_assert(sizeof(sp_ws) % _Alignof(conn) == 0, "the conn after sp_ws is aligned");
+    sp_ws *ws = reg ? calloc(1, sizeof *ws + (tun ? sizeof(conn) : 0)) : NULL;
     if (ws && deflate && !(ws->dfl = ws_deflate_new(&dp, mem))) {
         free(ws);
         ws = NULL;
