@@ -283,8 +283,10 @@ def test_two_websockets_and_a_request_on_one_connection(ws_server):
     conn.close()
 
 
-def test_a_message_bigger_than_the_window(ws_server):
-    conn = H2(ws_server.port)
+def test_a_message_bigger_than_the_window(spindle):
+    # --max-body-size is a body's limit: a WebSocket's DATA are none
+    srv = spindle("--app", APP_WS, "--max-body-size", "1000")
+    conn = H2(srv.port)
     ws = WS(conn)
     big = os.urandom(300000)  # the stream window is 65535: it must reopen as the server reads
     ws.send(big)
@@ -332,6 +334,25 @@ def test_client_reset_ends_the_handler_and_the_connection_goes_on(ws_server):
     assert other.recv() == "two"
     assert other.close() == (1000, True)
     conn.close()
+
+
+def test_a_dropped_connection_ends_its_websockets(spindle, tmp_path):
+    log = tmp_path / "access.log"
+    srv = spindle("--app", APP_WS, "--access-log", str(log), "--access-log-format", "%m %U %H %s")
+    conn = H2(srv.port)
+    a, b = WS(conn), WS(conn)
+    for ws in (a, b):
+        ws.send("x")
+        assert ws.recv() == "x"
+    conn.s.shutdown(socket.SHUT_RDWR)  # both handlers must end (ASan: nothing leaks)
+    conn.close()
+    # each handler's return logs its exchange: the 200 that began the WebSocket
+    t0 = time.monotonic()
+    while (not log.exists() or log.read_text().count("GET /ws HTTP/2.0 200") < 2) and \
+            time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    assert log.read_text().count("GET /ws HTTP/2.0 200") == 2, log.read_text()
+    assert echo_transcript(srv.port, "/ws")[-1] == (1000, "end")
 
 
 def test_a_client_that_stops_reading_loses_only_its_stream(spindle):
