@@ -205,7 +205,7 @@ deps:
 test:
 	@scripts/deps.sh test
 	@$(MAKE) --no-print-directory -j2 MODE=release all
-	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle build/asan/tests/fixtures/c/app_bus.so build/asan/tests/fixtures/c/app_http_edge.so
+	@$(MAKE) --no-print-directory -j2 MODE=asan unit build/asan/spindle build/asan/tests/fixtures/c/app_bus.so build/asan/tests/fixtures/c/app_http_edge.so build/asan/tests/fixtures/c/app_ws.so
 	@$(MAKE) --no-print-directory -j2 python-system
 	@scripts/test.sh
 

@@ -19,6 +19,7 @@ void h2_head_init(h2_head *h, http_request *req, size_t target_max) {
     req->content_length = 0;
     req->keep_alive = 1;
     req->conn_close = req->conn_upgrade = req->expect_continue = req->host_from_target = 0;
+    req->websocket_connect = 0;
 }
 
 /* Each pseudo-header at most once: the slot it fills must be empty. */
@@ -45,7 +46,9 @@ static int pseudo(h2_head *h, const char *name, size_t nl, const char *v, size_t
             return -414;
         return take_once(&r->target, &r->target_len, v, vl);
     }
-    return -400; /* :status in a request, :protocol (no extended CONNECT), or unknown */
+    if (http_ieq(name, nl, ":protocol", 9)) /* RFC 8441 §4: extended CONNECT */
+        return take_once(&h->protocol, &h->protocol_len, v, vl);
+    return -400; /* :status in a request, or unknown */
 }
 
 /* RFC 9113 §8.2.2: fields that only mean something on one HTTP/1.1 hop. */
@@ -125,10 +128,23 @@ int h2_head_end(h2_head *h, int end_stream) {
     if (!r->method || r->method_len == 0)
         return -400;
     r->method_id = http_method_of(r->method, r->method_len);
-    if (r->method_id == HTTP_M_CONNECT)
-        return -501;
+    if (r->method_id == HTTP_M_CONNECT && !h->protocol)
+        return -501; /* a plain CONNECT: no tunnels */
+    if (h->protocol && r->method_id != HTTP_M_CONNECT)
+        return -400; /* RFC 8441 §4: :protocol only with CONNECT */
     if (!h->scheme || h->scheme_len == 0 || !r->target || !path_ok(r))
-        return -400;
+        return -400; /* an extended CONNECT needs both too (RFC 8441 §4) */
+    if (h->protocol) {
+        if (!http_ieq(h->protocol, h->protocol_len, "websocket", 9))
+            return -501; /* a protocol we do not carry */
+        if (!h->authority)
+            return -400;
+        /* Handlers see a WebSocket handshake as over HTTP/1.1: a GET. */
+        r->method = "GET";
+        r->method_len = 3;
+        r->method_id = HTTP_M_GET;
+        r->websocket_connect = 1;
+    }
     if (h->authority && h->host && !same_host(h->host, h->host_len, h->authority, h->authority_len))
         return -400; /* §8.3.1: they must name the same origin */
     if (h->authority) {
@@ -147,7 +163,11 @@ int h2_head_end(h2_head *h, int end_stream) {
     } else {
         return -400;
     }
-    if (h->cl_seen) {
+    if (r->websocket_connect) {
+        if (h->cl_seen || end_stream)
+            return -400; /* the stream carries the WebSocket: no body, no end */
+        r->framing = HTTP_BODY_NONE;
+    } else if (h->cl_seen) {
         if (end_stream && r->content_length)
             return -400; /* a length promised, and the stream ended without it */
         r->framing = HTTP_BODY_LENGTH;

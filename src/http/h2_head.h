@@ -13,8 +13,8 @@
 typedef struct h2_head {
     http_request *req; /* out; its fields and fields_cap set by the caller */
     size_t target_max;
-    const char *scheme, *authority, *host;
-    size_t scheme_len, authority_len, host_len;
+    const char *scheme, *authority, *host, *protocol;
+    size_t scheme_len, authority_len, host_len, protocol_len;
     unsigned regular_seen : 1; /* a regular field came: no pseudo-header after it */
     unsigned cl_seen : 1;
     unsigned chars_checked : 1; /* the caller's decoder checked every byte of names
@@ -34,7 +34,11 @@ int h2_head_add(h2_head *h, const char *name, size_t nl, const char *value, size
  * missing or a :path that is neither absolute nor "*" for OPTIONS, :authority
  * and Host naming different hosts, neither present, a Content-Length on a
  * request that ended), -431 (no room for the Host the authority becomes),
- * -501 (CONNECT: no tunnels). The request then has HTTP/1.1 semantics: a
+ * -501 (a plain CONNECT: no tunnels; an extended CONNECT whose :protocol is
+ * not "websocket"), -400 (:protocol without CONNECT). An extended CONNECT
+ * for a WebSocket (RFC 8441 §4: :scheme, :path and :authority as for any
+ * request) becomes a GET with websocket_connect set, no body framing (the
+ * stream's DATA are the WebSocket's). The request then has HTTP/1.1 semantics: a
  * host, a target, framing by length, none, or "unknown" (HTTP_BODY_CHUNKED,
  * ended by the stream's end). */
 int h2_head_end(h2_head *h, int end_stream);

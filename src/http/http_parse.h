@@ -81,11 +81,13 @@ typedef struct http_request {
     const char *host;
     size_t host_len;
 
-    unsigned keep_alive : 1;       /* per version and Connection (RFC 9112 §9.3) */
-    unsigned conn_close : 1;       /* Connection: close seen */
-    unsigned conn_upgrade : 1;     /* Connection: upgrade seen */
-    unsigned expect_continue : 1;  /* Expect: 100-continue (RFC 9110 §10.1.1) */
-    unsigned host_from_target : 1; /* host is the absolute-form target's authority */
+    unsigned keep_alive : 1;        /* per version and Connection (RFC 9112 §9.3) */
+    unsigned conn_close : 1;        /* Connection: close seen */
+    unsigned conn_upgrade : 1;      /* Connection: upgrade seen */
+    unsigned expect_continue : 1;   /* Expect: 100-continue (RFC 9110 §10.1.1) */
+    unsigned host_from_target : 1;  /* host is the absolute-form target's authority */
+    unsigned websocket_connect : 1; /* HTTP/2 extended CONNECT, :protocol websocket
+                                       (RFC 8441): the method reads as GET */
 } http_request;
 
 /* Parses the request head at buf[0..len).

@@ -31,7 +31,8 @@ PARSE_ATTR static int PARSE_FN(const char *buf, size_t len, size_t prev_checked,
     r->content_length = 0;
     r->host = NULL;
     r->host_len = 0;
-    r->keep_alive = r->conn_close = r->conn_upgrade = r->expect_continue = r->host_from_target = 0;
+    r->keep_alive = r->conn_close = r->conn_upgrade = r->expect_continue = r->host_from_target =
+        r->websocket_connect = 0;
 
     /* RFC 9112 §2.2: a server SHOULD ignore empty lines before the request. */
     while ((k = crlf(p, end)) == 2)

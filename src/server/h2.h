@@ -35,7 +35,8 @@ typedef struct h2_stream {
     struct h2_stream *spare_next; /* in hc->spares, once freed */
     h2_conn *hc;
     int32_t id;
-    task *waiter; /* its handler, parked for body bytes or output room */
+    task *waiter;  /* its handler, parked for body bytes or output room */
+    task *rwaiter; /* a tunnel's reader, parked for DATA (h2_tunnel.c) */
     /* the request head as decoded: fields and their bytes follow the struct */
     http_request head;
     h2_head hh;
@@ -54,6 +55,7 @@ typedef struct h2_stream {
     uint8_t in_eof, closed, running, spawned, out_eof, no_body;
     uint8_t expect;   /* "expect: 100-continue": a 100 goes out before the first wait */
     uint8_t eof_wait; /* the end of the body is queued, not taken (no bytes left) */
+    uint8_t tunnel;   /* a WebSocket runs on it (RFC 8441): DATA are its bytes, no body limit */
     /* trailer fields to send after the last DATA (one block: the array,
      * then the names and values), or NULL */
     nghttp2_nv *trailers;
@@ -123,6 +125,18 @@ void h2_stream_spares_free(h2_conn *hc);
 int h2_stream_start(h2_stream *st);
 /* Wakes the stream's handler if it waits (body bytes, room, a reset). */
 void h2_stream_wake(h2_stream *st, int result);
+/* What h2_tunnel.c shares with the response path: the stream gone (reset,
+ * or its connection), a reset sent, the head submitted (body: DATA
+ * follow), the handler parked for the driver, room in the output buffer
+ * (see there) and bytes put in it queued for nghttp2. */
+int h2_stream_gone(const h2_stream *st);
+void h2_stream_reset(h2_stream *st, uint32_t code);
+int h2_stream_submit_head(h2_stream *st, sp_res *res, int body);
+int h2_stream_wait(h2_stream *st, int64_t deadline);
+char *h2_stream_out_room(h2_stream *st, size_t want, size_t *room, int *rc, int64_t deadline);
+void h2_stream_out_queued(h2_stream *st, size_t n);
+/* h2_tunnel.c: a stream as a byte stream both ways (a WebSocket). */
+extern const exchange_tunnel h2_tunnel;
 /* nghttp2's data source: copies the stream's pending response bytes. */
 ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                        nghttp2_data_source *src, void *ud);

@@ -245,7 +245,7 @@ static int on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t id, const u
     h2_stream *st = stream_of(ng, id);
     sp_server *s = ((h2_conn *)ud)->s;
     if (!st || !st->running || st->refuse ||
-        (s->opt.body_max && st->in_total + len > s->opt.body_max)) {
+        (s->opt.body_max && !st->tunnel && st->in_total + len > s->opt.body_max)) {
         if (st)
             st->in_total += len; /* past --max-body-size: the handler's next read says 413 */
         nghttp2_session_consume(ng, id, len); /* nobody reads it: keep the windows open */
@@ -326,6 +326,7 @@ static nghttp2_session *session_new(h2_conn *hc) {
         {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, (uint32_t)hc->s->http2_max_streams},
         {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW},
         {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, (uint32_t)o->head_max},
+        {NGHTTP2_SETTINGS_ENABLE_CONNECT_PROTOCOL, 1}, /* WebSockets (RFC 8441) */
     };
     if (nghttp2_submit_settings(ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]) != 0 ||
         nghttp2_session_set_local_window_size(ng, NGHTTP2_FLAG_NONE, 0, H2_CONN_WINDOW) != 0) {

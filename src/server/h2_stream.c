@@ -102,10 +102,12 @@ void h2_stream_spares_free(h2_conn *hc) {
 void h2_stream_wake(h2_stream *st, int result) {
     if (st->waiter)
         loop_wake(st->hc->s->l, st->waiter, result);
+    if (st->rwaiter) /* a tunnel's reader (h2_tunnel.c) */
+        loop_wake(st->hc->s->l, st->rwaiter, result);
 }
 
 /* Parks the handler until the driver wakes it or the deadline passes. */
-static int stream_wait(h2_stream *st, int64_t deadline) {
+int h2_stream_wait(h2_stream *st, int64_t deadline) {
     sp_server *s = st->hc->s;
     st->waiter = loop_task(s->l);
     int rc = loop_park(s->l, deadline, &st->hc->c->w);
@@ -113,12 +115,12 @@ static int stream_wait(h2_stream *st, int64_t deadline) {
     return rc;
 }
 
-static int gone(const h2_stream *st) {
+int h2_stream_gone(const h2_stream *st) {
     return st->closed || st->hc->dead;
 }
 
-static void reset(h2_stream *st, uint32_t code) {
-    if (!gone(st)) {
+void h2_stream_reset(h2_stream *st, uint32_t code) {
+    if (!h2_stream_gone(st)) {
         nghttp2_submit_rst_stream(st->hc->ng, NGHTTP2_FLAG_NONE, st->id, code);
         h2_kick(st->hc);
     }
@@ -145,7 +147,7 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
             memcpy(buf, st->in, n);
             st->in_len -= n;
             memmove(st->in, st->in + n, st->in_len);
-            if (!gone(st)) { /* the window reopens as the handler reads */
+            if (!h2_stream_gone(st)) { /* the window reopens as the handler reads */
                 nghttp2_session_consume(st->hc->ng, st->id, n);
                 h2_kick(st->hc);
             }
@@ -163,7 +165,7 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
         }
         if (s->opt.body_max && st->in_total > s->opt.body_max)
             return body_fail(r, -EFBIG, 413);
-        if (gone(st))
+        if (h2_stream_gone(st))
             return body_fail(r, -ECONNRESET, 400);
         if (!wait)
             return -EAGAIN;
@@ -177,10 +179,10 @@ static ssize_t h2_read(sp_req *r, void *buf, size_t len, int wait) {
          * stream's waits are charged, so a trickle on many streams of one
          * connection is cut as it is on as many connections. */
         int64_t t0 = loop_now(s->l);
-        int rc = stream_wait(st, req_body_deadline(r, t0));
+        int rc = h2_stream_wait(st, req_body_deadline(r, t0));
         req_body_charge(r, t0, 0);
         if (rc == -ETIMEDOUT) {
-            reset(st, NGHTTP2_CANCEL);
+            h2_stream_reset(st, NGHTTP2_CANCEL);
             return body_fail(r, -ETIMEDOUT, 408);
         }
     }
@@ -199,7 +201,7 @@ static int hop_field(const char *n, size_t nl) {
 /* The response head as HEADERS: :status, the handler's fields (names in
  * lower case, as HTTP/2 requires: they are the response's own copies),
  * content-length when declared, date. body: DATA follow. */
-static int submit_head(h2_stream *st, sp_res *res, int body) {
+int h2_stream_submit_head(h2_stream *st, sp_res *res, int body) {
     nghttp2_nv nva[RES_MAX_FIELDS + 3];
     size_t n = 0;
     char status[4], clen[24];
@@ -259,13 +261,15 @@ static size_t out_limit(const h2_stream *st) {
 }
 
 /* Room for up to want more response bytes: a pointer into the stream's
- * buffer and its size, waiting (up to the send timeout) while it is full,
- * as a socket would make a writer wait. NULL when the stream is gone or the
- * client stopped taking (its window stayed shut): rc says which. */
-static char *out_room(h2_stream *st, size_t want, size_t *room, int *rc) {
+ * buffer and its size, waiting while it is full (each wait up to the send
+ * timeout, or until deadline when not 0), as a socket would make a writer
+ * wait. NULL when the stream is gone, the client stopped taking (its
+ * window stayed shut: reset) or the writer was woken with an error: rc
+ * says which (-EPIPE, -ETIMEDOUT, that error). */
+char *h2_stream_out_room(h2_stream *st, size_t want, size_t *room, int *rc, int64_t deadline) {
     sp_server *s = st->hc->s;
     for (;;) {
-        if (gone(st)) {
+        if (h2_stream_gone(st)) {
             *rc = -EPIPE;
             return NULL;
         }
@@ -290,22 +294,27 @@ static char *out_room(h2_stream *st, size_t want, size_t *room, int *rc) {
             *room = st->out_cap - st->out_len;
             return st->out + st->out_len;
         }
-        if (stream_wait(st, loop_now(s->l) + s->opt.send_timeout_ms) == -ETIMEDOUT) {
-            reset(st, NGHTTP2_CANCEL); /* the client never opened its window */
+        int w = h2_stream_wait(st, deadline ? deadline : loop_now(s->l) + s->opt.send_timeout_ms);
+        if (w == -ETIMEDOUT) {
+            h2_stream_reset(st, NGHTTP2_CANCEL); /* the client never opened its window */
             *rc = -ETIMEDOUT;
+            return NULL;
+        }
+        if (w < 0 && w != -ECONNRESET) { /* woken to give up (a WebSocket lost) */
+            *rc = w;
             return NULL;
         }
     }
 }
 
 /* The bytes are queued: nghttp2 takes them when the window allows. */
-static void out_queued(h2_stream *st, size_t n) {
+void h2_stream_out_queued(h2_stream *st, size_t n) {
     if (st->out_len == 0 && !st->eof_wait)
         st->out_since = loop_now(st->hc->s->l); /* blocked from now if the window is shut */
     st->out_len += n;
     if (n == 0 && st->out_eof)
         st->eof_wait = 1; /* an empty END_STREAM DATA: a shut window holds it back too */
-    if (!gone(st)) {
+    if (!h2_stream_gone(st)) {
         nghttp2_session_resume_data(st->hc->ng, st->id);
         h2_kick(st->hc);
     }
@@ -313,7 +322,7 @@ static void out_queued(h2_stream *st, size_t n) {
 
 static int h2_send(sp_res *res, const void *data, size_t len, int last) {
     h2_stream *st = res->req->xctx;
-    if (gone(st)) {
+    if (h2_stream_gone(st)) {
         res->failed = 1;
         return -EPIPE;
     }
@@ -323,7 +332,7 @@ static int h2_send(sp_res *res, const void *data, size_t len, int last) {
         int body = !st->no_body && !(last && len == 0);
         if (!body)
             st->out_eof = 1;
-        int rc = submit_head(st, res, body);
+        int rc = h2_stream_submit_head(st, res, body);
         if (rc < 0 || !body)
             return rc;
     }
@@ -333,7 +342,7 @@ static int h2_send(sp_res *res, const void *data, size_t len, int last) {
     while (len) {
         size_t room;
         int rc;
-        char *dst = out_room(st, len, &room, &rc);
+        char *dst = h2_stream_out_room(st, len, &room, &rc, 0);
         if (!dst) {
             res->failed = 1;
             return rc;
@@ -344,12 +353,12 @@ static int h2_send(sp_res *res, const void *data, size_t len, int last) {
         len -= n;
         if (last && len == 0)
             st->out_eof = 1;
-        out_queued(st, n);
+        h2_stream_out_queued(st, n);
         loop_charge(st->hc->s->l, n);
     }
     if (last && !st->out_eof) {
         st->out_eof = 1;
-        out_queued(st, 0);
+        h2_stream_out_queued(st, 0);
     }
     return 0;
 }
@@ -362,20 +371,20 @@ static int h2_sendfile(sp_res *res, int fd, int64_t off, size_t count) {
         return rc;
     for (size_t left = count; left && !st->no_body;) {
         size_t room;
-        char *dst = out_room(st, left, &room, &rc);
+        char *dst = h2_stream_out_room(st, left, &room, &rc, 0);
         if (!dst) {
             res->failed = 1;
             return rc;
         }
         ssize_t n = pread(fd, dst, left < room ? left : room, (off_t)off);
         if (n <= 0) {
-            reset(st, NGHTTP2_INTERNAL_ERROR); /* the file shrank under us */
+            h2_stream_reset(st, NGHTTP2_INTERNAL_ERROR); /* the file shrank under us */
             res->failed = 1;
             return n < 0 ? -errno : -EIO;
         }
         off += n;
         left -= (size_t)n;
-        out_queued(st, (size_t)n);
+        h2_stream_out_queued(st, (size_t)n);
         loop_charge(st->hc->s->l, (size_t)n);
     }
     res->written += count;
@@ -390,10 +399,10 @@ static int h2_finish(sp_res *res) {
             res->declared = 0; /* nothing was written: an empty body */
         rc = h2_send(res, NULL, 0, 1);
     } else if (!st->no_body && res->declared >= 0 && res->written < (uint64_t)res->declared) {
-        reset(st, NGHTTP2_INTERNAL_ERROR); /* fewer bytes than promised: say it was cut */
+        h2_stream_reset(st, NGHTTP2_INTERNAL_ERROR); /* fewer bytes than promised: say it was cut */
     } else if (!st->out_eof) {
         st->out_eof = 1;
-        out_queued(st, 0);
+        h2_stream_out_queued(st, 0);
     }
     res->finished = 1;
     return rc;
@@ -404,8 +413,8 @@ static int h2_interim(sp_res *res, int status, const http_field *f, size_t n) {
     h2_stream *st = res->req->xctx;
     nghttp2_nv nva[17];
     char code[4];
-    if (gone(st) || n > 16)
-        return gone(st) ? -EPIPE : -EINVAL;
+    if (h2_stream_gone(st) || n > 16)
+        return h2_stream_gone(st) ? -EPIPE : -EINVAL;
     snprintf(code, sizeof code, "%d", status);
     nva[0] = NV(":status", 7, code, 3);
     for (size_t i = 0; i < n; i++)
@@ -424,10 +433,10 @@ static int h2_trailers(sp_res *res, const sp_field *f, size_t n) {
     size_t bytes = n * sizeof(nghttp2_nv);
     for (size_t i = 0; i < n; i++)
         bytes += strlen(f[i].name) + strlen(f[i].value);
-    nghttp2_nv *nv = gone(st) ? NULL : malloc(bytes ? bytes : 1);
+    nghttp2_nv *nv = h2_stream_gone(st) ? NULL : malloc(bytes ? bytes : 1);
     if (!nv) {
         res->failed = 1;
-        return gone(st) ? -EPIPE : -ENOMEM;
+        return h2_stream_gone(st) ? -EPIPE : -ENOMEM;
     }
     char *d = (char *)(nv + n);
     for (size_t i = 0; i < n; i++) {
@@ -447,7 +456,7 @@ static int h2_trailers(sp_res *res, const sp_field *f, size_t n) {
     st->trailers = nv;
     st->ntrailers = n;
     st->out_eof = 1;
-    out_queued(st, 0);
+    h2_stream_out_queued(st, 0);
     res->finished = 1;
     return 0;
 }
@@ -459,6 +468,7 @@ static const exchange_ops h2_ops = {
     .interim = h2_interim,
     .trailers = h2_trailers,
     .read = h2_read,
+    .tunnel = &h2_tunnel,
     .proto = "HTTP/2.0",
 };
 
@@ -466,7 +476,8 @@ ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
                        nghttp2_data_source *src, void *ud) {
     h2_stream *st = src->ptr;
     size_t n = len < st->out_len ? len : st->out_len;
-    memcpy(buf, st->out + st->out_off, n);
+    if (n) /* (nothing queued yet: out may be NULL, a tunnel's first call) */
+        memcpy(buf, st->out + st->out_off, n);
     st->out_off += n;
     st->out_len -= n;
     if (st->out_len == 0)
@@ -497,13 +508,19 @@ ssize_t h2_stream_data(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
  * reset if the response cannot be completed, else its end. */
 static void end_stream(h2_stream *st, sp_req *req, sp_res *res, int rc) {
     const http_request *h = &req->head;
-    if (rc < 0 && !res->head_sent && !res->failed && !gone(st)) {
+    if (rc < 0 && !res->head_sent && !res->failed && !h2_stream_gone(st)) {
         if (!req->body_error && !res->status_refused && rc != -ECONNRESET)
             log_msg(LOG_ERROR, "handler for %.*s %.*s failed: %s; answered 500", (int)h->method_len,
                     h->method, (int)h->target_len, h->target, strerror(-rc));
         res_send_error(res, req->body_error ? req->body_error : 500, 0, NULL);
-    } else if ((rc < 0 || res->taken_over) && !res->failed) {
-        reset(st, NGHTTP2_INTERNAL_ERROR); /* a cut body must not look complete */
+    } else if (res->taken_over) {
+        if (res->release) /* a WebSocket (h2_tunnel.c): it ends the stream */
+            res->release(res->release_arg);
+        if (!st->out_eof) /* it did not: say it was cut */
+            h2_stream_reset(st, NGHTTP2_INTERNAL_ERROR);
+        res->failed = 1;
+    } else if (rc < 0 && !res->failed) {
+        h2_stream_reset(st, NGHTTP2_INTERNAL_ERROR); /* a cut body must not look complete */
         res->failed = 1;
     }
     if (!res->finished && !res->failed)
@@ -533,7 +550,7 @@ static void serve_stream(h2_stream *st) {
     end_stream(st, &req, &res, rc);
     /* A stream the client reset (or a connection it dropped) before the
      * head went out: 499, the client closed the request. */
-    int logged = res.head_sent ? res.status : gone(st) ? SP_STATUS_CLIENT_CLOSED : 0;
+    int logged = res.head_sent ? res.status : h2_stream_gone(st) ? SP_STATUS_CLIENT_CLOSED : 0;
     stats_record(s, &req, &res, logged, st->head_bytes + st->in_total, res.written, t0);
     req_run_deferred(&req);
     if (pb != pathbuf)
@@ -545,7 +562,7 @@ static void stream_main(void *arg) {
     h2_conn *hc = st->hc;
     sp_server *s = hc->s;
     loop_task_set_hup_watch(loop_task(s->l), &hc->c->w);
-    if (!gone(st))
+    if (!h2_stream_gone(st))
         serve_stream(st);
     if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {
         log_msg(LOG_INFO, "served %llu requests (--max-requests): stopping to be replaced",
@@ -558,7 +575,7 @@ static void stream_main(void *arg) {
         h2_stream_free(st);
     else if (!st->in_eof && !hc->dead &&
              nghttp2_session_get_stream_local_close(hc->ng, st->id) == 1)
-        reset(st, NGHTTP2_NO_ERROR); /* answered; the rest of the body is not wanted */
+        h2_stream_reset(st, NGHTTP2_NO_ERROR); /* answered; the rest of the body is not wanted */
     if (hc->dead && hc->nlive == 0 && hc->reader)
         loop_wake(s->l, hc->reader, 0);
     h2_kick(hc);

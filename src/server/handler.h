@@ -15,6 +15,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #define RES_MAX_FIELDS  64
 #define RES_FIELD_BYTES 8192
@@ -28,6 +30,27 @@
  * its hot path pays one test per call. The handler API (sp_read, sp_res_*)
  * is the same over both; the sink sees the response's status, fields and
  * declared length in res when the head goes out. */
+/* An exchange's stream as bytes both ways once a feature took it over (a
+ * WebSocket over HTTP/2, RFC 8441), on x, the request's exchange state
+ * (req_tunnel). Each may park the calling coroutine. */
+typedef struct exchange_tunnel {
+    /* The 2xx head from res (status, fields), the stream left open. 0 or -errno. */
+    int (*open)(sp_res *res);
+    /* Up to len bytes by deadline: > 0, 0 at the peer's end of the stream,
+     * -ECONNRESET when it is reset or gone, -ETIMEDOUT, or the result a
+     * loop_wake on the reading task gave. Read bytes reopen the window. */
+    ssize_t (*read)(void *x, void *buf, size_t len, int64_t deadline);
+    /* All of iov queued by deadline (each piece waiting for the peer's
+     * window): the byte count, or -EPIPE (gone), -ETIMEDOUT (the stream is
+     * reset then), or the result a wake_writer gave. */
+    ssize_t (*writev)(void *x, const struct iovec *iov, int n, int64_t deadline);
+    /* Wakes a writer parked in writev with result (< 0: it gives up). */
+    void (*wake_writer)(void *x, int result);
+    /* Ends our side once: the stream's end after what was queued (abort 0)
+     * or a reset (1). */
+    void (*close)(void *x, int abort);
+} exchange_tunnel;
+
 typedef struct exchange_ops {
     /* The head if it is not out yet, then data; last: nothing follows. */
     int (*send)(sp_res *res, const void *data, size_t len, int last);
@@ -39,7 +62,8 @@ typedef struct exchange_ops {
     int (*trailers)(sp_res *res, const sp_field *f, size_t n);
     /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O). */
     ssize_t (*read)(sp_req *r, void *buf, size_t len, int wait);
-    const char *proto; /* the access log's protocol field: "HTTP/2.0" */
+    const exchange_tunnel *tunnel; /* or NULL: no stream to take over */
+    const char *proto;             /* the access log's protocol field: "HTTP/2.0" */
 } exchange_ops;
 
 struct sp_req {
@@ -141,6 +165,13 @@ static inline int req_http_major(const sp_req *r) {
  * ("HTTP/2.0"), or NULL for HTTP/1.x (written from head.minor_version). */
 static inline const char *req_protocol_label(const sp_req *r) {
     return r->xops ? r->xops->proto : NULL;
+}
+
+/* The exchange's tunnel (HTTP/2) and its state in *x, or NULL (HTTP/1.1,
+ * whose connection a feature takes over itself). */
+static inline const exchange_tunnel *req_tunnel(const sp_req *r, void **x) {
+    *x = r->xctx;
+    return r->xops ? r->xops->tunnel : NULL;
 }
 
 /* Runs fn(arg) when the request is over, whatever the handler did: the

@@ -80,7 +80,8 @@ static void keep_head(sp_req *r) {
 void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
     /* Nothing of HTTP is sent from now on: the sp_res_* calls see a
      * finished response, and the driver closes after the handler. */
-    keep_head(res->req);
+    if (!res->req->xops)
+        keep_head(res->req); /* an HTTP/2 stream's head is its own, not in c->buf */
     res->taken_over = 1;
     res->head_sent = 1;
     res->finished = 1;

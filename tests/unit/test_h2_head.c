@@ -79,6 +79,7 @@ TEST(pseudo_twice_or_unknown_is_malformed) {
     CHECK_EQ(add(&x, ":path", "/"), 0);
     CHECK_EQ(add(&x, ":path", "/"), -400);
     CHECK_EQ(add(&x, ":status", "200"), -400);
+    CHECK_EQ(add(&x, ":protocol", "websocket"), 0); /* RFC 8441: taken, judged at the end */
     CHECK_EQ(add(&x, ":protocol", "websocket"), -400);
     CHECK_EQ(add(&x, ":bogus", "x"), -400);
 }
@@ -225,4 +226,54 @@ TEST(connect_not_implemented) {
     CHECK_EQ(add(&x, ":method", "CONNECT"), 0);
     CHECK_EQ(add(&x, ":authority", "h:443"), 0);
     CHECK_EQ(h2_head_end(&x.h, 1), -501);
+}
+
+/* RFC 8441 §4: an extended CONNECT for a WebSocket. */
+static void ext_connect(fix *x, const char *protocol, int path) {
+    begin(x, 8);
+    CHECK_EQ(add(x, ":method", "CONNECT"), 0);
+    CHECK_EQ(add(x, ":protocol", protocol), 0);
+    CHECK_EQ(add(x, ":scheme", "https"), 0);
+    if (path)
+        CHECK_EQ(add(x, ":path", "/chat?room=1"), 0);
+    CHECK_EQ(add(x, ":authority", "example.org"), 0);
+    CHECK_EQ(add(x, "sec-websocket-version", "13"), 0);
+}
+
+TEST(extended_connect_websocket_becomes_a_get) {
+    fix x;
+    ext_connect(&x, "websocket", 1);
+    CHECK_EQ(h2_head_end(&x.h, 0), 0);
+    CHECK_EQ(x.r.method_id, HTTP_M_GET);
+    CHECK_MEM(x.r.method, x.r.method_len, "GET");
+    CHECK(x.r.websocket_connect);
+    CHECK_EQ(x.r.framing, HTTP_BODY_NONE); /* the stream's DATA are no body */
+    CHECK_MEM(x.r.target, x.r.target_len, "/chat?room=1");
+    CHECK_MEM(x.r.host, x.r.host_len, "example.org");
+}
+
+TEST(extended_connect_rules) {
+    fix x;
+    ext_connect(&x, "websocket", 0); /* no :path */
+    CHECK_EQ(h2_head_end(&x.h, 0), -400);
+    CHECK(!x.r.websocket_connect);
+    ext_connect(&x, "chat", 1); /* a protocol we do not carry */
+    CHECK_EQ(h2_head_end(&x.h, 0), -501);
+    ext_connect(&x, "websocket", 1); /* the stream ended with the head */
+    CHECK_EQ(h2_head_end(&x.h, 1), -400);
+    ext_connect(&x, "websocket", 1);
+    CHECK_EQ(add(&x, "content-length", "0"), 0);
+    CHECK_EQ(h2_head_end(&x.h, 0), -400);
+    begin(&x, 8); /* :protocol without CONNECT */
+    get(&x, "/");
+    CHECK_EQ(add(&x, ":protocol", "websocket"), 0);
+    CHECK_EQ(add(&x, ":authority", "h"), 0);
+    CHECK_EQ(h2_head_end(&x.h, 0), -400);
+    begin(&x, 8); /* no :authority (a Host does not do) */
+    CHECK_EQ(add(&x, ":method", "CONNECT"), 0);
+    CHECK_EQ(add(&x, ":protocol", "websocket"), 0);
+    CHECK_EQ(add(&x, ":scheme", "http"), 0);
+    CHECK_EQ(add(&x, ":path", "/"), 0);
+    CHECK_EQ(add(&x, "host", "h"), 0);
+    CHECK_EQ(h2_head_end(&x.h, 0), -400);
 }

@@ -42,6 +42,8 @@ static int init_names(void) {
 
 int asgi_ws_is_upgrade(const sp_req *req) {
     const http_request *h = req_get_head(req);
+    if (h->websocket_connect)
+        return 1; /* HTTP/2's extended CONNECT (RFC 8441) */
     for (size_t i = 0; i < h->nfields; i++)
         if (http_ieq(h->fields[i].name, h->fields[i].name_len, "upgrade", 7) &&
             http_ieq(h->fields[i].value, h->fields[i].value_len, "websocket", 9))

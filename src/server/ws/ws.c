@@ -1,5 +1,6 @@
-/* ws.c — WebSockets over a connection taken over from HTTP: the upgrade
- * handshake (permessage-deflate negotiated by ws_ext.c), whole messages
+/* ws.c — WebSockets over a connection taken over from HTTP, or an HTTP/2
+ * stream (RFC 8441, through the exchange's tunnel; the handshake is
+ * ws_upgrade.c): whole messages
  * reassembled from frames read through the connection's own buffer
  * (ws_frame.c checks them; ws_deflate.c inflates), pings answered, the
  * closing handshake, whole frames sent under a writer lock so several
@@ -28,9 +29,34 @@
 #include <string.h>
 #include <sys/socket.h>
 
+/* ---- the transport: the connection, or an HTTP/2 stream (ws->tun) ------ */
+
+ssize_t ws_read(sp_ws *ws, void *buf, size_t len, int64_t deadline) {
+    if (ws->tun)
+        return ws->tun->read(ws->tx, buf, len, deadline);
+    return conn_read(ws->l, ws->c, buf, len, deadline);
+}
+
+/* Shuts our sending side: the TCP half-close, or the stream's end. */
+static int ws_shut(sp_ws *ws) {
+    if (ws->tun) {
+        ws->tun->close(ws->tx, 0);
+        return 0;
+    }
+    return shutdown(ws->c->w.fd, SHUT_WR);
+}
+
+/* A sender parked on a full socket (or a shut stream window) gives up. */
+static void ws_wake_writer(sp_ws *ws, int result) {
+    if (ws->tun)
+        ws->tun->wake_writer(ws->tx, result);
+    else if (ws->c->w.writer)
+        loop_wake(ws->l, ws->c->w.writer, result);
+}
+
 /* ---- the server's WebSockets, told when it stops (ws_registry.c) -------- */
 
-static void on_stop(list_node *member) {
+void ws_on_stop(list_node *member) {
     sp_ws *ws = container_of(member, sp_ws, reg_node);
     if (ws->recv_task)
         loop_wake(ws->l, ws->recv_task, -ESHUTDOWN);
@@ -58,8 +84,7 @@ static void lost(sp_ws *ws) {
         ws->close_code = WS_CLOSE_ABNORMAL;
     if (ws->recv_task)
         loop_wake(ws->l, ws->recv_task, -ECONNRESET);
-    if (ws->c->w.writer)
-        loop_wake(ws->l, ws->c->w.writer, -EPIPE);
+    ws_wake_writer(ws, -EPIPE);
 }
 
 /* Sends one whole frame under the writer lock by deadline (the lock
@@ -93,7 +118,8 @@ static int send_frame_by(sp_ws *ws, int opcode, const void *data, size_t len, in
     struct iovec iov[2] = {
         {head, ws_write_head(head, 1, opcode | (rsv1 ? WS_RSV1 : 0), plen, NULL)},
         {(void *)payload, plen}};
-    ssize_t n = conn_writev(ws->l, ws->c, iov, plen ? 2 : 1, deadline, 0);
+    ssize_t n = ws->tun ? ws->tun->writev(ws->tx, iov, plen ? 2 : 1, deadline)
+                        : conn_writev(ws->l, ws->c, iov, plen ? 2 : 1, deadline, 0);
     ws_blob_put(hold);
     if (opcode == WS_OP_CLOSE)
         ws->state = WS_CLOSE_SENT;
@@ -167,10 +193,10 @@ static int fail(sp_ws *ws, int code, int err) {
     ws->state = WS_DONE;
     if (!ws->close_code)
         ws->close_code = code;
-    if (sent && shutdown(ws->c->w.fd, SHUT_WR) == 0) {
+    if (sent && ws_shut(ws) == 0) {
         int64_t deadline = loop_clock_ms() + ws->close_timeout_ms;
         char scratch[4096];
-        while (conn_read(ws->l, ws->c, scratch, sizeof scratch, deadline) > 0)
+        while (ws_read(ws, scratch, sizeof scratch, deadline) > 0)
             ;
     }
     return err;
@@ -313,7 +339,7 @@ static int read_message(sp_ws *ws, int64_t deadline) {
                 if (server_stopping(ws->s))
                     return -ESHUTDOWN;
                 ws->recv_task = loop_task(ws->l);
-                ssize_t n = conn_read(ws->l, c, dst, (size_t)ws->p.left, deadline);
+                ssize_t n = ws_read(ws, dst, (size_t)ws->p.left, deadline);
                 ws->recv_task = NULL;
                 if (n <= 0)
                     return n == 0 ? -ECONNRESET : (int)n;
@@ -469,132 +495,25 @@ int sp_ws_close(sp_ws *ws, uint16_t code, const char *reason) {
     }
 }
 
-/* ---- the handshake --------------------------------------------------------- */
-
-/* 1 if any instance of a repeated header (name in lower case) has the
- * token (ws_has_token). */
-static int header_has_token(const sp_req *req, const char *name, const char *tok) {
-    sp_str n, v;
-    for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
-        if (http_ieq(n.ptr, n.len, name, strlen(name)) && v.ptr && ws_has_token(v.ptr, v.len, tok))
-            return 1;
-    return 0;
-}
-
-/* Tries each Sec-WebSocket-Extensions header in turn for an offer of
- * permessage-deflate we accept (ws_ext.c). 1 with *p and resp, else 0. */
-static int negotiate(const sp_req *req, int bits, ws_deflate_params *p, char *resp) {
-    sp_str n, v;
-    for (size_t i = 0; sp_req_header_at(req, i, &n, &v); i++)
-        if (http_ieq(n.ptr, n.len, "sec-websocket-extensions", 24) && v.ptr &&
-            ws_ext_negotiate(v.ptr, v.len, bits, p, resp))
-            return 1;
-    return 0;
-}
-
-static void release(void *arg) {
+void ws_release(void *arg) {
     sp_ws *ws = arg;
     ws->state = WS_DONE;
     if (ws->senders) {
         /* Senders parked on a full socket give up now; those waiting for
          * the lock find the state WS_DONE when they get it. */
-        if (ws->c->w.writer)
-            loop_wake(ws->l, ws->c->w.writer, -EPIPE);
+        ws_wake_writer(ws, -EPIPE);
         ws->releaser = loop_task(ws->l);
         while (ws->senders)
             loop_park(ws->l, LOOP_NO_DEADLINE, NULL);
+    }
+    if (ws->tun) {
+        /* The stream ends as the TCP connection would: END_STREAM after
+         * a closing handshake, a reset when it was lost (RFC 8441 §5). */
+        ws->tun->close(ws->tx, ws->close_code == WS_CLOSE_ABNORMAL || !ws->close_code);
+        server_buf_put(ws->s, ws->c->buf);
     }
     reg_remove(ws);
     ws_deflate_free(ws->dfl);
     free(ws->msg);
     free(ws);
-}
-
-static sp_ws *upgrade_fail(int err) {
-    errno = err;
-    return NULL;
-}
-
-sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
-    if (res->head_sent)
-        return upgrade_fail(EALREADY);
-    if (req_http_major(req) == 2)
-        return upgrade_fail(EINVAL); /* an HTTP/2 stream: no RFC 8441 (yet) */
-    sp_str ver = sp_req_header(req, "Sec-WebSocket-Version");
-    sp_str key = sp_req_header(req, "Sec-WebSocket-Key");
-    if (req->head.method_id != HTTP_M_GET || req->head.minor_version < 1 || !req->body_done ||
-        !header_has_token(req, "upgrade", "websocket") ||
-        !header_has_token(req, "connection", "upgrade") || !key.ptr ||
-        !ws_key_valid(key.ptr, key.len))
-        return upgrade_fail(EINVAL);
-    if (!ver.ptr || ver.len != 2 || memcmp(ver.ptr, "13", 2) != 0) {
-        sp_res_header(res, "Sec-WebSocket-Version", "13");
-        return upgrade_fail(EINVAL);
-    }
-    int bits, mem;
-    ws_deflate_settings(req->srv, &bits, &mem);
-    ws_deflate_params dp;
-    char ext[WS_EXT_RESP_MAX];
-    int deflate = bits && negotiate(req, bits, &dp, ext);
-    ws_registry *reg = ws_registry_of(req->srv, on_stop);
-    sp_ws *ws = reg ? calloc(1, sizeof *ws) : NULL;
-    if (ws && deflate && !(ws->dfl = ws_deflate_new(&dp, mem))) {
-        free(ws);
-        ws = NULL;
-    }
-    if (!ws)
-        return upgrade_fail(ENOMEM);
-    ws->s = req->srv;
-    ws->c = req->c;
-    ws->l = server_loop(req->srv);
-    /* Frames are read above the request's head, so the handler's slices
-     * stay valid (ws_fill.c); a head leaving too little room gives that up. */
-    if (server_buf_size(req->srv) - req->c->buf_off >= WS_FRAMES_ROOM)
-        ws->floor = req->c->buf_off;
-    ws->max_message = ws_max_message_of(req->srv, opt); /* --ws-max-message */
-    ws->close_timeout_ms = opt && opt->close_timeout_ms ? opt->close_timeout_ms : WS_CLOSE_TIMEOUT;
-    ws_parser_init(&ws->p, 1, ws->max_message);
-    ws->p.rsv1_ok = (uint8_t)deflate;
-    const sp_server_options *so = server_options(req->srv);
-    ws_keepalive_init(
-        &ws->ka, opt && opt->ping_interval_ms ? opt->ping_interval_ms : so->ws_ping_interval_ms,
-        opt && opt->idle_timeout_ms ? opt->idle_timeout_ms : so->ws_idle_timeout_ms,
-        loop_clock_ms());
-
-    char accept[WS_ACCEPT_LEN + 1];
-    ws_accept_key(key.ptr, key.len, accept);
-    char head[RES_FIELD_BYTES + 512];
-    int n = snprintf(head, sizeof head,
-                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s",
-                     accept, deflate ? "Sec-WebSocket-Extensions: " : "", deflate ? ext : "",
-                     deflate ? "\r\n" : "");
-    size_t len = (size_t)n;
-    for (size_t i = 0; i < res->nfields; i++) {
-        const http_field *f = &res->fields[i];
-        if (deflate && http_ieq(f->name, f->name_len, "sec-websocket-extensions", 24))
-            continue; /* ours answers the offer: one answer only */
-        if (len + f->name_len + f->value_len + 6 > sizeof head)
-            break; /* cannot happen: the fields fit RES_FIELD_BYTES */
-        memcpy(head + len, f->name, f->name_len);
-        len += f->name_len;
-        memcpy(head + len, ": ", 2);
-        memcpy(head + len + 2, f->value, f->value_len);
-        len += 2 + f->value_len;
-        memcpy(head + len, "\r\n", 2);
-        len += 2;
-    }
-    memcpy(head + len, "\r\n", 2);
-    len += 2;
-
-    res_take_over(res, release, ws);
-    res->status = 101; /* what the access log and the stats say it was */
-    ws->reg = reg;
-    ws_registry_add(reg, &ws->reg_node);
-    ssize_t w = conn_write(ws->l, ws->c, head, len, send_deadline(ws));
-    if (w < 0) {
-        ws->state = WS_DONE; /* freed by release when the handler returns */
-        return upgrade_fail((int)-w);
-    }
-    return ws;
 }

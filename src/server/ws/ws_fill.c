@@ -42,6 +42,13 @@ ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
     ssize_t n;
     int hups = 0, waited = 0;
     for (;;) {
+        if (ws->tun) { /* an HTTP/2 stream: its DATA, waited for there */
+            ws->recv_task = loop_task(ws->l);
+            n = ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
+                              deadline);
+            ws->recv_task = NULL;
+            break;
+        }
         if (c->tls) {
             /* OpenSSL may want to write before it can read: its own read
              * waits for whichever it needs (the buffer stays). */

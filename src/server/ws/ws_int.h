@@ -1,4 +1,4 @@
-/* ws_int.h — what ws.c and ws_fill.c share: the WebSocket's state (one per
+/* ws_int.h — what ws.c, ws_upgrade.c and ws_fill.c share: the WebSocket's state (one per
  * connection taken over from HTTP) and ws_fill, which reads more bytes into
  * the connection's buffer. Not part of spindle.h's interface. */
 #ifndef SPINDLE_WS_INT_H
@@ -47,11 +47,24 @@ struct sp_ws {
     struct ws_registry *reg; /* that registry, or NULL */
     ws_deflate *dfl;         /* permessage-deflate, when negotiated */
     uint32_t zutf8;          /* UTF-8 state of the compressed text message being inflated */
+    /* Over HTTP/2 (RFC 8441): the stream's tunnel and its state, NULL over
+     * HTTP/1.1. c is then a conn of the WebSocket's own, allocated after
+     * the struct (HTTP/1.1's pay nothing for it), whose only use is its
+     * read buffer (a pool buffer, frames from offset 0). */
+    const exchange_tunnel *tun;
+    void *tx;
 };
 
 /* Reads more bytes into the connection buffer, holding none while it
  * waits on a plain socket. > 0, or a negative errno (end of stream is
  * -ECONNRESET: it came without a close frame). */
 ssize_t ws_fill(sp_ws *ws, int64_t deadline);
+/* Reads up to len bytes past the buffer, through the transport (ws.c):
+ * > 0, 0 at its end, -errno. */
+ssize_t ws_read(sp_ws *ws, void *buf, size_t len, int64_t deadline);
+/* ws.c, for the handshake (ws_upgrade.c): what the server's stop does to a
+ * WebSocket in its registry, and the cleanup when its handler returns. */
+void ws_on_stop(list_node *member);
+void ws_release(void *arg);
 
 #endif

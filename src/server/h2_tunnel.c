@@ -1,0 +1,89 @@
+/* h2_tunnel.c — an HTTP/2 stream as a byte stream both ways, for a feature
+ * that took the exchange over (a WebSocket, RFC 8441): a 200 head with the
+ * stream left open, DATA in through the stream's window-bounded buffer (the
+ * window reopens as they are read), DATA out through its response buffer
+ * (waiting on the client's window), END_STREAM or RST_STREAM as the end. */
+#include "server/h2.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int tunnel_open(sp_res *res) {
+    h2_stream *st = res->req->xctx;
+    if (h2_stream_gone(st))
+        return -EPIPE;
+    st->tunnel = 1; /* its DATA are no body: --max-body-size does not apply */
+    res->status = 200;
+    res->declared = -1;
+    return h2_stream_submit_head(st, res, 1);
+}
+
+static ssize_t tunnel_read(void *x, void *buf, size_t len, int64_t deadline) {
+    h2_stream *st = x;
+    h2_conn *hc = st->hc;
+    for (;;) {
+        if (st->in_len) {
+            size_t n = len < st->in_len ? len : st->in_len;
+            memcpy(buf, st->in, n);
+            st->in_len -= n;
+            memmove(st->in, st->in + n, st->in_len);
+            if (!h2_stream_gone(st)) {
+                nghttp2_session_consume(hc->ng, st->id, n);
+                h2_kick(hc);
+            }
+            return (ssize_t)n;
+        }
+        if (st->in_eof)
+            return 0;
+        if (h2_stream_gone(st))
+            return -ECONNRESET;
+        st->rwaiter = loop_task(hc->s->l);
+        int rc = loop_park(hc->s->l, deadline, &hc->c->w);
+        st->rwaiter = NULL;
+        if (rc < 0)
+            return rc;
+    }
+}
+
+static ssize_t tunnel_writev(void *x, const struct iovec *iov, int n, int64_t deadline) {
+    h2_stream *st = x;
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        const char *p = iov[i].iov_base;
+        size_t len = iov[i].iov_len;
+        while (len) {
+            size_t room;
+            int rc;
+            char *dst = h2_stream_out_room(st, len, &room, &rc, deadline);
+            if (!dst)
+                return rc;
+            size_t k = len < room ? len : room;
+            memcpy(dst, p, k);
+            p += k;
+            len -= k;
+            total += k;
+            h2_stream_out_queued(st, k);
+        }
+    }
+    return (ssize_t)total;
+}
+
+static void tunnel_wake_writer(void *x, int result) {
+    h2_stream *st = x;
+    if (st->waiter)
+        loop_wake(st->hc->s->l, st->waiter, result);
+}
+
+static void tunnel_close(void *x, int abort) {
+    h2_stream *st = x;
+    if (st->out_eof || h2_stream_gone(st))
+        return;
+    st->out_eof = 1;
+    if (abort)
+        h2_stream_reset(st, NGHTTP2_CANCEL);
+    else
+        h2_stream_out_queued(st, 0); /* END_STREAM after what is queued */
+}
+
+const exchange_tunnel h2_tunnel = {tunnel_open, tunnel_read, tunnel_writev, tunnel_wake_writer,
+                                   tunnel_close};
