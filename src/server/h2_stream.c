@@ -452,6 +452,16 @@ static int h2_trailers(sp_res *res, const sp_field *f, size_t n) {
     return 0;
 }
 
+/* A HEADERS frame can follow the DATA whatever the body's length. */
+static int h2_trailers_possible(const sp_res *res) {
+    return 1;
+}
+
+/* No takeover of a stream (RFC 8441's extended CONNECT is not served). */
+static int h2_upgrade(sp_res *res) {
+    return -ENOTSUP;
+}
+
 static const exchange_ops h2_ops = {
     .send = h2_send,
     .sendfile = h2_sendfile,
@@ -459,6 +469,9 @@ static const exchange_ops h2_ops = {
     .interim = h2_interim,
     .trailers = h2_trailers,
     .read = h2_read,
+    .trailers_possible = h2_trailers_possible,
+    .upgrade = h2_upgrade,
+    .major = 2,
     .proto = "HTTP/2.0",
 };
 
@@ -513,10 +526,8 @@ static void end_stream(h2_stream *st, sp_req *req, sp_res *res, int rc) {
 static void serve_stream(h2_stream *st) {
     sp_server *s = st->hc->s;
     sp_req req;
-    req_init(&req, s, st->hc->c);
+    req_init(&req, s, st->hc->c, &h2_ops, st);
     req.head = st->head;
-    req.xops = &h2_ops;
-    req.xctx = st;
     uint64_t t0 = s->timed ? stats_clock_ns() : 0;
     char pathbuf[PATH_STACK];
     char *pb = pathbuf;
