@@ -461,6 +461,18 @@ static int h2_trailers(sp_res *res, const sp_field *f, size_t n) {
     return 0;
 }
 
+/* A HEADERS frame can follow the DATA whatever the body's length. */
+static int h2_trailers_possible(const sp_res *res) {
+    return 1;
+}
+
+/* Only an RFC 8441 stream (extended CONNECT) is taken over, its bytes then
+ * going through the tunnel (h2_tunnel.c); its head is the stream's own
+ * memory, not the connection's buffer, so nothing needs keeping. */
+static int h2_upgrade(sp_res *res) {
+    return res->req->head.websocket_connect ? 0 : -ENOTSUP;
+}
+
 static const exchange_ops h2_ops = {
     .send = h2_send,
     .sendfile = h2_sendfile,
@@ -468,6 +480,9 @@ static const exchange_ops h2_ops = {
     .interim = h2_interim,
     .trailers = h2_trailers,
     .read = h2_read,
+    .trailers_possible = h2_trailers_possible,
+    .upgrade = h2_upgrade,
+    .major = 2,
     .tunnel = &h2_tunnel,
     .proto = "HTTP/2.0",
 };
@@ -530,10 +545,8 @@ static void end_stream(h2_stream *st, sp_req *req, sp_res *res, int rc) {
 static void serve_stream(h2_stream *st) {
     sp_server *s = st->hc->s;
     sp_req req;
-    req_init(&req, s, st->hc->c);
+    req_init(&req, s, st->hc->c, &h2_ops, st);
     req.head = st->head;
-    req.xops = &h2_ops;
-    req.xctx = st;
     uint64_t t0 = s->timed ? stats_clock_ns() : 0;
     char pathbuf[PATH_STACK];
     char *pb = pathbuf;

@@ -24,12 +24,6 @@
 
 /* ---- the request and response, on the serving coroutine's stack ------- */
 
-/* Where an exchange's body comes from and its response goes when that is
- * not the HTTP/1.1 connection itself: an HTTP/2 stream (h2_stream.c).
- * NULL on HTTP/1.1, whose framing request.c and response.c do inline, so
- * its hot path pays one test per call. The handler API (sp_read, sp_res_*)
- * is the same over both; the sink sees the response's status, fields and
- * declared length in res when the head goes out. */
 /* An exchange's stream as bytes both ways once a feature took it over (a
  * WebSocket over HTTP/2, RFC 8441), on x, the request's exchange state
  * (req_tunnel). Each may park the calling coroutine. */
@@ -51,19 +45,40 @@ typedef struct exchange_tunnel {
     void (*close)(void *x, int abort);
 } exchange_tunnel;
 
+/* The exchange's protocol: where a request's body comes from and its
+ * response goes. Each protocol fills one table — HTTP/1.1 on the connection
+ * (http1_ops, http1_ops.c), HTTP/2 on a stream (h2_ops, h2_stream.c) — and
+ * every request points at one (req->xops, never NULL), so request.c and
+ * response.c keep the handler API's checks and call through the table with
+ * no test of which protocol it is. The sink sees the response's status,
+ * fields and declared length in res when the head goes out. */
 typedef struct exchange_ops {
     /* The head if it is not out yet, then data; last: nothing follows. */
     int (*send)(sp_res *res, const void *data, size_t len, int last);
+    /* count bytes of fd from off (counted in res->written), head first. */
     int (*sendfile)(sp_res *res, int fd, int64_t off, size_t count);
+    /* The end of the response (the head first if it is not out yet). */
     int (*finish)(sp_res *res);
     /* An interim response (103 Early Hints) with these fields, checked. */
     int (*interim)(sp_res *res, int status, const http_field *f, size_t n);
     /* The end of the response with trailer fields (checked, n <= 16). */
     int (*trailers)(sp_res *res, const sp_field *f, size_t n);
-    /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O). */
+    /* sp_read (wait 1) and req_read_buffered (wait 0: -EAGAIN, no I/O),
+     * once request.c has ruled out a failed or ended body and len 0. */
     ssize_t (*read)(sp_req *r, void *buf, size_t len, int wait);
-    const exchange_tunnel *tunnel; /* or NULL: no stream to take over */
-    const char *proto;             /* the access log's protocol field: "HTTP/2.0" */
+    /* -- added with HTTP/1.1's own table (issue 29): -- */
+    /* Whether trailers can still follow this response's body (response.c
+     * has ruled out HEAD, 204, 304 and a finished response). */
+    int (*trailers_possible)(const sp_res *res);
+    /* res_take_over: the transport becomes the handler's (HTTP/1.1: the
+     * connection, after the 101 it writes itself). 0, or -ENOTSUP where the
+     * protocol has no such takeover (HTTP/2: only its RFC 8441 streams,
+     * whose bytes then go through tunnel). */
+    int (*upgrade)(sp_res *res);
+    const exchange_tunnel *tunnel; /* or NULL: no stream to take over (HTTP/1.1) */
+    int major;                     /* the HTTP version's major: 1 or 2 (req_http_major) */
+    const char *proto;             /* the access log's protocol field ("HTTP/2.0"), or
+                                    * NULL: written from head.minor_version (HTTP/1.x) */
 } exchange_ops;
 
 struct sp_req {
@@ -83,8 +98,8 @@ struct sp_req {
     int body_errno;           /* what sp_read returned then */
     int64_t body_credit_us;   /* waiting for body bytes the client has paid for (request.c) */
     int64_t drain_deadline;   /* when draining: the whole drain's end (loop ms), else 0 */
-    const exchange_ops *xops; /* NULL: HTTP/1.1 on the connection */
-    void *xctx;               /* the sink's own state (the h2 stream) */
+    const exchange_ops *xops; /* its protocol (never NULL: req_init) */
+    void *xctx;               /* the protocol's own state (the h2 stream) */
     char peer_text[64];
     char client_text[64];
     /* run when the request is over, last registered first (req_defer) */
@@ -159,19 +174,19 @@ int server_on_stop(sp_server *s, void (*fn)(sp_server *s, void *ud), void *ud);
  * stream, else 1 (HTTP/1.0 or 1.1 on the connection: head.minor_version).
  * Features and bindings ask this rather than how the exchange is wired. */
 static inline int req_http_major(const sp_req *r) {
-    return r->xops ? 2 : 1;
+    return r->xops->major;
 }
 /* Its protocol as the access log and SERVER_PROTOCOL write it for HTTP/2
  * ("HTTP/2.0"), or NULL for HTTP/1.x (written from head.minor_version). */
 static inline const char *req_protocol_label(const sp_req *r) {
-    return r->xops ? r->xops->proto : NULL;
+    return r->xops->proto;
 }
 
 /* The exchange's tunnel (HTTP/2) and its state in *x, or NULL (HTTP/1.1,
  * whose connection a feature takes over itself). */
 static inline const exchange_tunnel *req_tunnel(const sp_req *r, void **x) {
     *x = r->xctx;
-    return r->xops ? r->xops->tunnel : NULL;
+    return r->xops->tunnel;
 }
 
 /* Runs fn(arg) when the request is over, whatever the handler did: the
@@ -202,7 +217,9 @@ int res_send_error(sp_res *res, int status, int close, const char *allow);
  *    and move buf_off/buf_len) and writes on c->w itself;
  *  - when the handler returns, whatever it returns, the driver calls
  *    release(arg) on the handler's coroutine (it may park), then closes
- *    the connection at once (server_conn_close: no lingering, no reuse). */
-void res_take_over(sp_res *res, void (*release)(void *arg), void *arg);
+ *    the connection at once (server_conn_close: no lingering, no reuse).
+ * 0, or -ENOTSUP (nothing changed) when the request's protocol has no such
+ * takeover (exchange_ops.upgrade: an HTTP/2 stream). */
+int res_take_over(sp_res *res, void (*release)(void *arg), void *arg);
 
 #endif

@@ -300,7 +300,7 @@ static int serve_one(sp_server *s, conn *c, sp_req **parked) {
         }
     }
 #define req (*reqp)
-    req_init(&req, s, c);
+    req_init(&req, s, c, &http1_ops, NULL);
     req.head.fields = fv;
     req.head.fields_cap = fcap;
     int keep = 0;

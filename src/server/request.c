@@ -1,9 +1,8 @@
 /* request.c — the handler's view of a request: accessors over the parsed
- * head, and sp_read, which streams the body (Content-Length or chunked)
- * from the connection's buffer and socket, sending 100 Continue first when
- * the client waits for it. */
+ * head, the body's rate budget, and sp_read, which the request's protocol
+ * (exchange_ops, handler.h) serves: HTTP/1.1 from the connection
+ * (http1_ops.c), HTTP/2 from the stream (h2_stream.c). */
 #include "server/server.h"
-#include "server/conn_io.h"
 
 #include "http/http_chars.h"
 
@@ -12,9 +11,11 @@
 #include <stdio.h>
 #include <string.h>
 
-void req_init(sp_req *r, sp_server *s, conn *c) {
+void req_init(sp_req *r, sp_server *s, conn *c, const exchange_ops *ops, void *ctx) {
     r->srv = s;
     r->c = c;
+    r->xops = ops;
+    r->xctx = ctx;
     r->head.nfields = 0;
     r->head.method = r->head.target = NULL;
     r->head.method_len = r->head.target_len = 0;
@@ -32,7 +33,6 @@ void req_init(sp_req *r, sp_server *s, conn *c) {
     r->body_errno = 0;
     r->body_credit_us = (int64_t)s->opt.body_timeout_ms * 1000;
     r->drain_deadline = 0;
-    r->xops = NULL;
     r->sliced = 0;
     r->head_copy = r->park_copy = NULL;
     r->peer_text[0] = '\0';
@@ -183,15 +183,7 @@ const char *sp_req_scheme(const sp_req *r) {
 
 /* ---- the body ---------------------------------------------------------- */
 
-/* Records a body failure: every later read repeats it, and the connection
- * closes after the response (its framing is lost). */
-static ssize_t body_fail(sp_req *r, int err, int status) {
-    r->body_errno = err;
-    r->body_error = status;
-    return err;
-}
-
-/* The body's rate budget, shared by HTTP/1.1 (socket_read) and HTTP/2
+/* The body's rate budget, shared by HTTP/1.1 (http1_ops.c) and HTTP/2
  * streams (h2_stream.c) so both hold a trickle to one rule: silences longer
  * than the body timeout, or a body slower than body_min_rate. That rate is
  * a budget of waiting (body_credit_us): the first body_timeout of it is
@@ -220,157 +212,23 @@ void req_body_charge(sp_req *r, int64_t since, size_t n) {
         r->body_credit_us = cap;
 }
 
-/* Reads body bytes from the socket; a client that closes or stalls mid-body
- * (req_body_deadline) is a body error (400, 408). A drain also ends at its
- * deadline, whatever the rate. */
-static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
-    sp_server *s = r->srv;
-    int64_t now = loop_now(s->l);
-    int64_t deadline = req_body_deadline(r, now);
-    if (r->drain_deadline && r->drain_deadline < deadline)
-        deadline = r->drain_deadline;
-    ssize_t n = conn_read(s->l, r->c, dst, len, deadline);
-    req_body_charge(r, now, n > 0 ? (size_t)n : 0);
-    if (n == 0)
-        return body_fail(r, -ECONNRESET, 400);
-    if (n < 0)
-        return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
-    return n;
-}
-
-/* One chunked-decoding step over the buffered bytes: consumes them and
- * leaves the body data it found in r->pend. 0, or the body error. */
-static ssize_t decode_step(sp_req *r) {
-    conn *c = r->c;
-    const char *data;
-    size_t dlen = 0;
-    long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off, c->buf_len - c->buf_off,
-                                    &data, &dlen);
-    if (used < 0)
-        return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
-    c->buf_off += (uint32_t)used;
-    if (dlen) {
-        r->pend = data;
-        r->pend_len = dlen;
-    }
-    return 0;
-}
-
-static ssize_t read_length(sp_req *r, void *buf, size_t len) {
-    conn *c = r->c;
-    size_t want = len < r->body_left ? len : (size_t)r->body_left;
-    size_t avail = c->buf_len - c->buf_off;
-    ssize_t n;
-    if (avail) {
-        n = (ssize_t)(want < avail ? want : avail);
-        memcpy(buf, c->buf + c->buf_off, (size_t)n);
-        c->buf_off += (uint32_t)n;
-    } else {
-        /* Nothing buffered: read straight into the handler's buffer. */
-        n = socket_read(r, buf, want);
-        if (n < 0)
-            return n;
-    }
-    r->body_left -= (uint64_t)n;
-    if (r->body_left == 0)
-        r->body_done = 1;
-    return n;
-}
-
-/* Copies what is decoded already (r->pend), then decodes the buffered bytes
- * straight into buf: a body of tiny chunks comes out a buffer at a time,
- * not one chunk per call. 0 if nothing was there. */
-static ssize_t copy_buffered(sp_req *r, char *buf, size_t len) {
-    conn *c = r->c;
-    size_t got = len < r->pend_len ? len : r->pend_len;
-    if (got) {
-        memcpy(buf, r->pend, got);
-        r->pend += got;
-        r->pend_len -= got;
-    }
-    if (got < len && c->buf_len > c->buf_off) {
-        size_t more;
-        long used = http_chunked_decode_copy(&r->chunked, c->buf + c->buf_off,
-                                             c->buf_len - c->buf_off, buf + got, len - got, &more);
-        if (used < 0)
-            return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
-        c->buf_off += (uint32_t)used;
-        got += more;
-    }
-    return (ssize_t)got;
-}
-
-static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
-    conn *c = r->c;
-    sp_server *s = r->srv;
-    for (;;) {
-        ssize_t got = copy_buffered(r, buf, len);
-        if (got != 0)
-            return got; /* data, or the body error */
-        if (http_chunked_done(&r->chunked)) {
-            r->body_done = 1;
-            return 0;
-        }
-        /* Everything buffered is consumed (and no data is pending in it). */
-        c->buf_off = c->buf_len = 0;
-        ssize_t n = socket_read(r, c->buf, s->buf_size);
-        if (n < 0)
-            return n;
-        c->buf_len = (uint32_t)n;
-        c->maybe_more = (size_t)n == s->buf_size || c->tls;
-    }
-}
-
+/* The same for every protocol, so asked before the protocol is: a failed
+ * body repeats its error, and past its end nothing more comes (the read
+ * that finds the end costs no call through the table). */
 ssize_t req_read_buffered(sp_req *r, void *buf, size_t len) {
-    if (__builtin_expect(r->xops != NULL, 0))
-        return r->xops->read(r, buf, len, 0);
     if (r->body_errno)
         return r->body_errno;
     if (r->body_done || len == 0)
         return 0;
-    if (r->expect_pending)
-        return -EAGAIN; /* 100 Continue must go out first: that is I/O */
-    conn *c = r->c;
-    size_t avail = c->buf_len - c->buf_off;
-    if (r->head.framing == HTTP_BODY_CHUNKED) {
-        /* Decode only what is buffered; stop where I/O would be needed. */
-        while (!r->pend_len && !http_chunked_done(&r->chunked) && c->buf_len > c->buf_off) {
-            ssize_t rc = decode_step(r);
-            if (rc < 0)
-                return rc;
-        }
-        if (r->pend_len || http_chunked_done(&r->chunked))
-            return read_chunked(r, buf, len); /* served from memory, no I/O */
-        return -EAGAIN;
-    }
-    if (!avail)
-        return -EAGAIN;
-    return read_length(r, buf, len);
+    return r->xops->read(r, buf, len, 0);
 }
 
 ssize_t sp_read(sp_req *r, void *buf, size_t len) {
-    if (__builtin_expect(r->xops != NULL, 0))
-        return r->xops->read(r, buf, len, 1);
     if (r->body_errno)
         return r->body_errno;
     if (r->body_done || len == 0)
         return 0;
-    if (r->expect_pending) {
-        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
-        r->expect_pending = 0;
-        ssize_t n = conn_write(r->srv->l, r->c, cont, sizeof cont - 1,
-                               server_deadline(r->srv, r->srv->opt.send_timeout_ms));
-        if (n < 0)
-            return body_fail(r, (int)n, 400);
-    }
-    ssize_t n =
-        r->head.framing == HTTP_BODY_CHUNKED ? read_chunked(r, buf, len) : read_length(r, buf, len);
-    /* A client that sends as fast as we read never lets us wait: yield now
-     * and then (the budget in loop.h). Each call reads the socket at most
-     * once for data, so this also bounds the syscalls. */
-    if (n > 0)
-        loop_charge(r->srv->l, (size_t)n);
-    return n;
+    return r->xops->read(r, buf, len, 1);
 }
 
 int req_defer(sp_req *r, void (*fn)(void *arg), void *arg) {

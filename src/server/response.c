@@ -1,9 +1,9 @@
 /* response.c — the handler's response: status and headers kept until the
- * first write, then the head goes out in the same writev as the first body
- * bytes; Content-Length when declared (or when the whole body is given to
- * sp_res_send), chunked otherwise on HTTP/1.1, close-delimited on 1.0. */
+ * first write, checked here for every protocol, then handed to the
+ * request's protocol (exchange_ops, handler.h), which sends the head with
+ * the first body bytes and frames the body (Content-Length when declared,
+ * or when the whole body is given to sp_res_send). */
 #include "server/server.h"
-#include "server/conn_io.h"
 
 #include "base/log.h"
 #include "http/http_chars.h"
@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define HEAD_CAP (RES_FIELD_BYTES + 1024)
 
 void res_clear_head(sp_res *res) {
     res->nfields = 0;
@@ -33,60 +31,18 @@ void res_init(sp_res *res, sp_req *req, conn *c) {
     res->out = (http_out){0};
 }
 
-static void rebase(const char **p, const char *lo, const char *hi, char *copy) {
-    if (*p && *p >= lo && *p < hi)
-        *p = copy + (*p - lo);
-}
-
-static void span(const char *p, size_t len, const char **lo, const char **hi) {
-    if (!p)
-        return;
-    if (p < *lo)
-        *lo = p;
-    if (p + len > *hi)
-        *hi = p + len;
-}
-
-/* The taker reads its own bytes into the connection's buffer (a WebSocket
- * its frames), but the request stays readable to its end: the access log
- * writes its line then, and a handler may read a header after the upgrade.
- * So its head moves to memory of its own, freed with the request. */
-static void keep_head(sp_req *r) {
-    http_request *h = &r->head;
-    const char *lo = h->method, *hi = h->method + h->method_len;
-    span(h->target, h->target_len, &lo, &hi);
-    for (size_t i = 0; i < h->nfields; i++) {
-        span(h->fields[i].name, h->fields[i].name_len, &lo, &hi);
-        span(h->fields[i].value, h->fields[i].value_len, &lo, &hi);
-    }
-    char *copy = malloc((size_t)(hi - lo));
-    if (!copy)
-        return; /* the log line may show the taker's bytes: nothing worse */
-    if (req_defer(r, free, copy) < 0) {
-        free(copy);
-        return;
-    }
-    memcpy(copy, lo, (size_t)(hi - lo));
-    rebase(&h->method, lo, hi, copy);
-    rebase(&h->target, lo, hi, copy);
-    rebase(&h->host, lo, hi, copy);
-    for (size_t i = 0; i < h->nfields; i++) {
-        rebase(&h->fields[i].name, lo, hi, copy);
-        rebase(&h->fields[i].value, lo, hi, copy);
-    }
-    rebase(&r->query.ptr, lo, hi, copy);
-}
-
-void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
+int res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
+    int rc = res->req->xops->upgrade(res); /* HTTP/1.1 keeps the head out of the buffer */
+    if (rc < 0)
+        return rc;
     /* Nothing of HTTP is sent from now on: the sp_res_* calls see a
      * finished response, and the driver closes after the handler. */
-    if (!res->req->xops)
-        keep_head(res->req); /* an HTTP/2 stream's head is its own, not in c->buf */
     res->taken_over = 1;
     res->head_sent = 1;
     res->finished = 1;
     res->release = release;
     res->release_arg = arg;
+    return 0;
 }
 
 /* RFC 9110 §15.2: a 1xx is interim; the exchange ends with a 2xx-5xx. A
@@ -96,7 +52,7 @@ void res_take_over(sp_res *res, void (*release)(void *arg), void *arg) {
  * tunnel past a proxy. Refused: logged, and the answer becomes a 500. The
  * server sends its own interims: 100 Continue (sp_read), and the WebSocket
  * upgrade its 101, after res_take_over. */
-__attribute__((cold, noinline)) static int refuse_interim(sp_res *r, int status) {
+__attribute__((cold, noinline)) int res_refuse_interim(sp_res *r, int status) {
     const http_request *h = &r->req->head;
     log_msg(LOG_ERROR,
             "handler for %.*s %.*s set status %d: a 1xx is an interim response, never the "
@@ -109,8 +65,6 @@ __attribute__((cold, noinline)) static int refuse_interim(sp_res *r, int status)
 
 #define HINTS_MAX 16
 
-static int send_raw(sp_res *r, const void *p, size_t len);
-
 /* RFC 8297: 103 Early Hints, an interim response before the answer, so the
  * client may start fetching the linked resources while the handler works. */
 int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
@@ -119,11 +73,12 @@ int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
     if (n == 0 || n > HINTS_MAX)
         return -EINVAL;
     if (r->req->head.minor_version == 0)
-        return 0; /* RFC 9110 §15.2: no 1xx to an HTTP/1.0 client */
+        return 0; /* RFC 9110 §15.2 (semantics, any protocol): no 1xx to an HTTP/1.0 client */
     http_field f[HINTS_MAX];
     for (size_t i = 0; i < n; i++)
         f[i] = (http_field){"Link", 4, links[i], strlen(links[i])};
-    /* The writer checks the values (fields_checked 0) and frames no body. */
+    /* The values' check, the same for every protocol: the writer's
+     * (fields_checked 0), on a head that goes nowhere. */
     http_response hr = {.status = 103,
                         .minor_version = 1,
                         .keep_alive = 1,
@@ -132,10 +87,8 @@ int sp_res_early_hints(sp_res *r, const char *const *links, size_t n) {
                         .nfields = n};
     char head[2048];
     http_out o;
-    int h = http_write_head(&hr, head, sizeof head, &o); /* also the values' check */
-    if (h >= 0 && r->req->xops)
-        return r->req->xops->interim(r, 103, f, n);
-    return h < 0 ? h : send_raw(r, head, (size_t)h);
+    int h = http_write_head(&hr, head, sizeof head, &o);
+    return h < 0 ? h : r->req->xops->interim(r, 103, f, n);
 }
 
 int sp_res_status(sp_res *r, int status) {
@@ -144,7 +97,7 @@ int sp_res_status(sp_res *r, int status) {
     if (status < 100 || status > 599)
         return -EINVAL;
     if (status < 200)
-        return refuse_interim(r, status);
+        return res_refuse_interim(r, status);
     r->status = status;
     return 0;
 }
@@ -198,96 +151,6 @@ int sp_res_length(sp_res *r, uint64_t len) {
     return 0;
 }
 
-/* Whether the head may promise keep-alive: not when we already know the
- * connection will close after this response. */
-static int want_keep_alive(const sp_res *r) {
-    const sp_req *q = r->req;
-    const sp_server *s = q->srv;
-    if (!q->head.keep_alive || r->force_close || s->stopping)
-        return 0;
-    if (!q->body_done) {
-        if (q->expect_pending || q->body_errno)
-            return 0; /* a refused body is never parsed as a request */
-        if (q->head.framing == HTTP_BODY_LENGTH && q->body_left > s->opt.drain_max)
-            return 0;
-    }
-    return 1;
-}
-
-/* Marks the response failed when a write fails: the client is gone or not
- * reading, and the connection is closed. Returns rc. */
-static int failed_if(sp_res *r, ssize_t rc) {
-    if (rc < 0)
-        r->failed = 1;
-    return rc < 0 ? (int)rc : 0;
-}
-
-static int64_t send_deadline(const sp_res *r) {
-    return server_deadline(r->req->srv, r->req->srv->opt.send_timeout_ms);
-}
-
-/* Bytes that already carry their framing (a last chunk, a chunk line). */
-static int send_raw(sp_res *r, const void *p, size_t len) {
-    loop *l = r->req->srv->l;
-    int rc = failed_if(r, conn_write(l, r->c, p, len, send_deadline(r)));
-    loop_charge(l, len); /* fairness: yields once its budget is spent */
-    return rc;
-}
-
-/* SEND_LAST: data is the whole response (hold it for the FIN if the
- * connection closes next). Other flags go to sendmsg (MSG_MORE when a
- * sendfile follows). */
-#define SEND_LAST (1 << 30)
-
-/* Sends the head if it is not out yet, then data framed as the head says:
- * a chunk when chunked, as is for a length or a close-delimited body,
- * nothing for HEAD, 204 and 304 — all in one writev. The framing is decided
- * once, by the writer, when the head is made. */
-static int send_data(sp_res *r, const void *data, size_t len, int flags) {
-    if (__builtin_expect(r->req->xops != NULL, 0))
-        return r->req->xops->send(r, data, len, (flags & SEND_LAST) != 0);
-    char head[HEAD_CAP];
-    char line[HTTP_CHUNK_LINE_MAX];
-    struct iovec iov[4];
-    int n = 0;
-    if (!r->head_sent) {
-        sp_req *q = r->req;
-        if (r->status < 200)
-            refuse_interim(r, r->status); /* set directly, not through sp_res_status */
-        http_response hr = {
-            .status = r->status,
-            .minor_version = q->head.minor_version,
-            .head_request = q->head.method_id == HTTP_M_HEAD,
-            .keep_alive = want_keep_alive(r),
-            .content_length = r->declared,
-            .fields = r->fields,
-            .nfields = r->nfields,
-            .date = server_date(q->srv),
-            .fields_checked = 1, /* sp_res_header validated each one */
-        };
-        int h = http_write_head(&hr, head, sizeof head, &r->out);
-        if (h < 0)
-            return h;
-        /* The whole response, and the connection closes next: hold it so
-         * close() sends it with the FIN, one segment fewer per connection. */
-        if ((flags & SEND_LAST) && !r->out.keep_alive)
-            flags |= MSG_MORE;
-        r->head_sent = 1;
-        iov[n++] = (struct iovec){head, (size_t)h};
-    }
-    flags &= ~SEND_LAST;
-    if (len && r->out.framing == HTTP_OUT_CHUNKED)
-        n += http_chunk_iov(line, data, len, iov + n);
-    else if (len && r->out.framing != HTTP_OUT_NONE)
-        iov[n++] = (struct iovec){(void *)data, len};
-    if (n == 0)
-        return 0;
-    loop *l = r->req->srv->l;
-    ssize_t w = conn_writev(l, r->c, iov, n, send_deadline(r), flags);
-    loop_charge(l, len); /* a client that reads as fast as we write never blocks us */
-    return failed_if(r, w);
-}
-
 ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
     if (r->failed)
         return -EPIPE;
@@ -295,7 +158,7 @@ ssize_t sp_res_write(sp_res *r, const void *buf, size_t len) {
         return -EALREADY;
     if (r->declared >= 0 && r->written + len > (uint64_t)r->declared)
         return -EFBIG;
-    int rc = send_data(r, buf, len, 0);
+    int rc = r->req->xops->send(r, buf, len, 0);
     if (rc < 0)
         return rc;
     r->written += len;
@@ -344,7 +207,7 @@ int sp_res_send(sp_res *r, int status, const char *content_type, const void *bod
     if (rc < 0)
         return rc;
     r->declared = (int64_t)len;
-    rc = send_data(r, body, len, SEND_LAST);
+    rc = r->req->xops->send(r, body, len, 1);
     if (rc < 0)
         return rc;
     r->written = len;
@@ -361,33 +224,7 @@ int sp_res_sendfile(sp_res *r, int fd, int64_t off, size_t count) {
         r->declared = (int64_t)count;
     if (r->declared >= 0 && r->written + count > (uint64_t)r->declared)
         return -EFBIG;
-    if (r->req->xops)
-        return r->req->xops->sendfile(r, fd, off, count);
-    int rc = send_data(r, NULL, 0, count ? MSG_MORE : 0);
-    if (rc < 0)
-        return rc;
-    if (r->out.framing == HTTP_OUT_NONE || count == 0) {
-        r->written += count;
-        return 0;
-    }
-    int chunked = r->out.framing == HTTP_OUT_CHUNKED;
-    char line[HTTP_CHUNK_LINE_MAX];
-    if (chunked && (rc = send_raw(r, line, http_chunk_line(line, count))) < 0)
-        return rc;
-    /* Large files: the send timeout is for progress, so renew it per piece. */
-    off_t pos = (off_t)off;
-    for (size_t left = count; left;) {
-        size_t piece = left < (1u << 20) ? left : (1u << 20);
-        rc = failed_if(r, conn_sendfile(r->req->srv->l, r->c, fd, &pos, piece, send_deadline(r)));
-        if (rc < 0)
-            return rc;
-        loop_charge(r->req->srv->l, piece);
-        left -= piece;
-    }
-    if (chunked && (rc = send_raw(r, "\r\n", 2)) < 0)
-        return rc;
-    r->written += count;
-    return 0;
+    return r->req->xops->sendfile(r, fd, off, count);
 }
 
 int sp_res_finish(sp_res *r) {
@@ -395,22 +232,7 @@ int sp_res_finish(sp_res *r) {
         return 0;
     if (r->failed)
         return -EPIPE;
-    if (r->req->xops)
-        return r->req->xops->finish(r);
-    int rc = 0;
-    if (!r->head_sent) {
-        if (r->declared < 0)
-            r->declared = 0; /* nothing was written: an empty body */
-        rc = send_data(r, NULL, 0, 0);
-    } else if (r->out.framing == HTTP_OUT_CHUNKED) {
-        rc = send_raw(r, HTTP_LAST_CHUNK, HTTP_LAST_CHUNK_LEN);
-    }
-    if (r->declared >= 0 && r->written < (uint64_t)r->declared && r->out.framing == HTTP_OUT_LENGTH)
-        r->force_close = 1; /* fewer bytes than promised: only closing says so */
-    if (r->out.framing == HTTP_OUT_CLOSE)
-        r->force_close = 1;
-    r->finished = 1;
-    return rc;
+    return r->req->xops->finish(r);
 }
 
 int sp_res_trailers_possible(const sp_res *r) {
@@ -418,19 +240,12 @@ int sp_res_trailers_possible(const sp_res *r) {
     if (r->finished || r->failed || q->head.method_id == HTTP_M_HEAD || r->status == 204 ||
         r->status == 304)
         return 0;
-    if (q->xops)
-        return 1; /* HTTP/2: a HEADERS frame after the DATA, whatever the length */
-    if (r->head_sent)
-        return r->out.framing == HTTP_OUT_CHUNKED;
-    return q->head.minor_version >= 1 && r->declared < 0;
+    return q->xops->trailers_possible(r);
 }
-
-#define TRAILERS_MAX      16
-#define TRAILER_BYTES_MAX 4096
 
 static int trailers_checked(const sp_field *f, size_t n) {
     size_t bytes = 0;
-    if (n > TRAILERS_MAX)
+    if (n > RES_TRAILERS_MAX)
         return -EINVAL;
     for (size_t i = 0; i < n; i++) {
         size_t nl = strlen(f[i].name), vl = strlen(f[i].value);
@@ -441,7 +256,7 @@ static int trailers_checked(const sp_field *f, size_t n) {
                 return -EINVAL; /* CR, LF, NUL: a trailer must not end the section early */
         bytes += nl + vl + 4;
     }
-    return bytes > TRAILER_BYTES_MAX ? -ENOSPC : 0;
+    return bytes > RES_TRAILER_BYTES_MAX ? -ENOSPC : 0;
 }
 
 /* RFC 9110 §6.5: fields known only once the body is out (a checksum, a
@@ -458,22 +273,7 @@ int sp_res_finish_trailers(sp_res *r, const sp_field *f, size_t n) {
         rc = sp_res_finish(r);
         return rc < 0 ? rc : 1;
     }
-    if (r->req->xops)
-        return r->req->xops->trailers(r, f, n);
-    if (!r->head_sent && (rc = send_data(r, NULL, 0, 0)) < 0) /* the head: chunked */
-        return rc;
-    const char *names[TRAILERS_MAX], *values[TRAILERS_MAX];
-    for (size_t i = 0; i < n; i++) {
-        names[i] = f[i].name;
-        values[i] = f[i].value;
-    }
-    char last[TRAILER_BYTES_MAX + 8];
-    long len = http_write_last_chunk(names, values, n, last, sizeof last);
-    if (len < 0)
-        return -ENOSPC;
-    rc = send_raw(r, last, (size_t)len);
-    r->finished = 1;
-    return rc;
+    return r->req->xops->trailers(r, f, n);
 }
 
 int res_send_error(sp_res *r, int status, int close, const char *allow) {

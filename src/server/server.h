@@ -1,6 +1,7 @@
 /* server.h — the server core's own side, shared by server.c (listeners,
  * accepting, the connection table, idle connections, setters), http_conn.c
- * (the per-request driver), request.c, response.c, stats.c and forwarded.c.
+ * (the per-request driver), http1_ops.c, request.c, response.c, stats.c and
+ * forwarded.c.
  * Only those files touch struct sp_server's members; the process layer and
  * the command line set what they need through the setters below. */
 #ifndef SPINDLE_SERVER_H
@@ -220,9 +221,12 @@ void http_conn_serve(sp_server *s, conn *c, sp_req **parked);
 /* Closes after an error: shut down writing, discard input for a bounded
  * time, close. From the connection's coroutine. */
 void http_conn_linger_close(sp_server *s, conn *c);
+/* http1_ops.c: HTTP/1.1's exchange_ops, the body and the response framed
+ * on the connection (the HTTP/1.1 driver hands it to req_init). */
+extern const exchange_ops http1_ops;
 
-/* request.c */
-void req_init(sp_req *r, sp_server *s, conn *c);
+/* request.c: a fresh request of protocol ops (ctx: its own state, xctx). */
+void req_init(sp_req *r, sp_server *s, conn *c, const exchange_ops *ops, void *ctx);
 /* Runs and forgets the cleanups (the connection driver, at the end). */
 void req_run_deferred(sp_req *r);
 /* Discards the rest of the body, at most max bytes: 1 if it all went. */
@@ -243,5 +247,10 @@ void req_park_done(sp_req *r);
 
 /* response.c */
 void res_init(sp_res *res, sp_req *req, conn *c);
+/* A 1xx set as the answer: logged, the status becomes 500. -EINVAL. */
+int res_refuse_interim(sp_res *r, int status);
+/* sp_res_finish_trailers' bounds, checked before exchange_ops.trailers. */
+#define RES_TRAILERS_MAX      16
+#define RES_TRAILER_BYTES_MAX 4096
 
 #endif

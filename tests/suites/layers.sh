@@ -2,9 +2,10 @@
 # layers.sh — the include rules between the layers (scripts/check_layers.py):
 # the real tree must keep them, and the checker must catch what it exists
 # for: planted into a copy of the tree, an upward include (http -> server),
-# a server-core -> feature include, a feature -> other feature include and
-# a stale un-qualified include each fail it, naming the file and line, and
-# so do the binding's (past its C boundary, between its wsgi/, asgi/ and
+# a server-core -> feature include, a feature -> other feature include, a
+# stale un-qualified include and each seam of the exchange (a protocol
+# named or tested where it must not be) fail it, naming the file and line,
+# and so do the binding's (past its C boundary, between its wsgi/, asgi/ and
 # common/ rooms); a downward include adds nothing. Ends with "N passed, N failed".
 . "$(dirname "$0")/lib/preamble.sh"
 
@@ -91,6 +92,15 @@ seam "binding common -> WSGI by name" python/_spindle/common/hub.c "static void 
 seam "binding common -> ASGI by name" python/_spindle/common/bus.c "static int x(void) { return asgi_bus_pending(); }" "asgi_bus_pending("
 seam "ASGI HTTP cycle -> the WebSocket's receive" python/_spindle/asgi/asgi_http.c "static PyObject *x(acycle *c) { return c->is_ws ? asgi_ws_receive(c) : NULL; }" "asgi_ws_receive("
 seam "a feature testing xops" src/server/static/static.c "static int x(sp_req *r) { return r->xops != 0; }" "xops"
+# 8. request.c and response.c are the same for every protocol: a protocol
+#    branch put back (a test of xops or of the version, HTTP/1.1's framing,
+#    a write on the connection, a protocol's table by name) fails.
+seam "a protocol branch in request.c" src/server/request.c "static int x(sp_req *r) { return r->xops != 0; }" "xops"
+seam "a table compared in response.c" src/server/response.c "static int x(sp_res *r) { return r->req->xops == &http1_ops; }" "xops"
+seam "a version test in response.c" src/server/response.c "static int x(sp_res *r) { return req_http_major(r->req) == 2; }" "req_http_major("
+seam "HTTP/1.1's framing in response.c" src/server/response.c "static int x(sp_res *r) { return r->out.framing == HTTP_OUT_CHUNKED; }" "out.framing"
+seam "a write on the connection in response.c" src/server/response.c "static int x(sp_res *r) { return (int)conn_write(0, r->c, \"\", 0, 0); }" "conn_write("
+seam "a protocol's table named outside it" src/server/static/static.c "static const void *x = &h2_ops;" "h2_ops"
 
 # 6. A downward include is no violation: the output is what it was.
 copy
