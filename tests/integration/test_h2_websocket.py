@@ -441,3 +441,39 @@ def test_asgi_websocket_scope_over_h2(asgi):  # noqa: F811
     assert s["path"] == "/chat" and s["query_string"] == "room=1" and s["subprotocols"] == ["a", "b"]
     assert ws.close() == (1000, True)
     conn.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="Debian's chromium is not installed")
+def test_chromium_opens_its_websocket_on_the_h2_connection(spindle, certs, tmp_path, monkeypatch):  # noqa: F811
+    """A browser, not a library: headless Chromium loads a page over TLS with
+    ALPN h2, then `new WebSocket("wss://…")` on the same origin; it takes the
+    stream (the access log says HTTP/2.0 for /ws, a 200, not a 101), echoes
+    and negotiates permessage-deflate on it."""
+    from lib import chat_browser as cb
+    root = tmp_path / "www"
+    root.mkdir()
+    (root / "index.html").write_text("<html><body>ready</body></html>")
+    log = tmp_path / "access.log"
+    srv = spindle(*(certs.flags("localhost") + ["--app", APP_WS, "--root", str(root), "--access-log",
+                                                str(log), "--access-log-format", "%m %U %H %s"]))
+    monkeypatch.setattr(cb, "FLAGS", cb.FLAGS + ["--ignore-certificate-errors"])  # the test CA
+    proc, blog, cdp = cb._start(str(tmp_path / "chromium"), time.monotonic() + 30)
+    try:
+        page = cdp.page("https://localhost:%d/index.html" % srv.port)
+        cdp.wait(page, "document.readyState === 'complete' && document.body.textContent === 'ready'",
+                 "the page")
+        proto = cdp.eval(page, "performance.getEntriesByType('navigation')[0].nextHopProtocol")
+        got = cdp.eval(page, """new Promise((ok, bad) => {
+            const w = new WebSocket('wss://localhost:%d/ws');
+            w.onopen = () => w.send('over a stream');
+            w.onmessage = e => { ok([e.data, w.extensions]); w.close(1000); };
+            w.onerror = () => bad('error'); setTimeout(() => bad('timeout'), 5000); })""" % srv.port)
+    finally:
+        cb._stop(proc, blog)
+    assert proto == "h2", proto
+    assert got[0] == "over a stream" and got[1].startswith("permessage-deflate"), got
+    t0 = time.monotonic()
+    while (not log.exists() or "GET /ws HTTP/2.0 200" not in log.read_text()) and time.monotonic() - t0 < 5:
+        time.sleep(0.05)
+    text = log.read_text()
+    assert "GET /ws HTTP/2.0 200" in text and "/ws HTTP/1.1" not in text, text
