@@ -148,13 +148,13 @@ def ab(url, server, conns, duration, lg_cpus):
     return _finish(r, f["complete"] - f["failed"], f["failed"], f["non2xx"], extra)
 
 
-def ab_count(url, server, conns, requests, lg_cpus, keepalive):
+def ab_count(url, server, conns, requests, lg_cpus, keepalive, env=None):
     """ab for a fixed number of REQUESTS (-n), keep-alive (-k) or a
     connection per request: the syscalls workload's load, so every server
-    answers the same requests."""
+    answers the same requests (ENV: ab's, the tls workload's OPENSSL_CONF)."""
     argv = ["taskset", "-c", procs.cpu_list(lg_cpus), "ab", "-r", "-q", "-n", str(requests), "-s", "10",
             "-c", str(conns)] + (["-k"] if keepalive else []) + [url]
-    r = run_measured(argv, server, 300)
+    r = run_measured(argv, server, 300, env)
     f = parse_ab(r["text"])
     if f is None:
         return _finish(r, 0, 0, 0, {"note": "ab printed no result: " + r["text"].strip()[-300:]})

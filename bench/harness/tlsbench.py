@@ -235,6 +235,28 @@ def instructions(ctx, ps, certs, env, base):
         log("tls %s: %s instructions/request" % (p.name, res["instructions_per_request"]))
 
 
+def syscalls(ctx, ps, certs, env, base):
+    """Syscalls per TLS keep-alive request (load.syscalls: strace -c -f on a
+    fresh server, ab -k -c 10, --syscall-requests requests): where the
+    kernel's share of a request differs (reads that return EAGAIN, a record
+    header read apart, an answer in two writes). Skipped without strace."""
+    import shutil
+    if not shutil.which("strace"):
+        ctx.problem("tls syscalls skipped: strace missing (Debian: strace)")
+        return
+    up = start(ctx, ps, "tls-syscalls", certs, env)
+    warm_up(up, ctx.lg_cpus, env)
+    for label, srv in up:
+        def go(srv=srv):
+            return load.ab_count("https://127.0.0.1:%d/" % srv.port, srv, 10, ctx.opts.syscall_requests,
+                                 ctx.lg_cpus, True, env)
+        res = load.syscalls(srv, go, os.path.join(ctx.tmp, "strace-tls-%s.txt" % label))
+        record(ctx, dict(base, variant="keep-alive, syscalls (strace)", server=label, round=1, connections=10), res)
+        log("tls %s: %s syscalls/request (%s)" % (label, res.get("syscalls_per_request"), res.get("syscalls")))
+        time.sleep(0.2)
+    procs.stop_all([s for _, s in up])
+
+
 def tls(ctx):
     opts = ctx.opts
     ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
@@ -281,6 +303,7 @@ def tls(ctx):
         record(ctx, dict(base, variant=names["static"], server=label, round=r), res)
         time.sleep(0.2)
     procs.stop_all([s for _, s in st])
+    syscalls(ctx, ps, certs, env, base)
     instructions(ctx, ps, certs, env, base)
 
 
@@ -296,13 +319,18 @@ def section(ctx, summary):
     out += ["| server | command |", "|---|---|"]
     out += ["| %s | `%s` |" % (n, c.replace(peers.ROOT + "/", "")) for n, c in sorted(ctx.tls_commands.items())]
     out.append("")
-    rows = [s for s in summary if s["workload"] == "tls" and s["rps_median"] != "" and "callgrind" not in s["variant"]]
+    rows = [s for s in summary if s["workload"] == "tls" and s["rps_median"] != ""
+            and "callgrind" not in s["variant"] and "strace" not in s["variant"]]
     out += report.throughput_table(rows, "tls")
     ir_rows = [dict(r, workload="instructions") for r in ctx.rows if r["workload"] == "tls" and "callgrind" in r["variant"]]
     if ir_rows:
         out += ["", "User-space instructions per TLS keep-alive request (callgrind, ab -k -c 10 over https, the two "
                 "runs subtracted; per function in `instructions.tls.SERVER.functions.tsv`):", ""]
         out += report.instructions_table(ir_rows)
+    sc_rows = [dict(r, workload="syscalls") for r in ctx.rows if r["workload"] == "tls" and "strace" in r["variant"]]
+    if sc_rows:
+        out += ["", "Syscalls per TLS keep-alive request (strace -c -f, ab -k -c 10, the same requests for both):", ""]
+        out += report.syscalls_table(sc_rows)
     idle_rows = [dict(r, workload="memory") for r in ctx.rows if r["workload"] == "tls" and "idle" in r["variant"]]
     if idle_rows:
         out += ["", "Idle TLS keep-alive connections (tls_idle.py: one GET / each, then held):", ""]

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <openssl/err.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,39 @@
 #define SENDFILE_CHUNK (1 << 16) /* pread + SSL_write: four full records */
 
 static char last_error[200] = "no reason given";
+
+/* What the last successful tls_read / tls_try_read on this thread says
+ * about its socket (tls_more_may_wait), asked right after it returns. */
+static _Thread_local int more_may_wait = 1;
+
+/* Before a read: what OpenSSL has buffered, and its socket BIO's count. */
+typedef struct read_mark {
+    uint64_t taken;
+    int pending;
+} read_mark;
+
+static read_mark mark(SSL *ssl) {
+    return (read_mark){BIO_number_read(SSL_get_rbio(ssl)), SSL_has_pending(ssl)};
+}
+
+/* After a read that returned bytes: may the socket hold more that no edge
+ * will announce? With read-ahead OpenSSL asks read() for all the free room
+ * of its record buffer, which holds a whole record (16 KB and more). A read
+ * that filled it means more may wait; one that filled it from empty took at
+ * least a record's worth, so under TLS_FULL_READ bytes taken by a read that
+ * began with nothing buffered prove every read() was short: the socket was
+ * drained, and what comes later brings a new edge. Anything else (bytes
+ * were or still are buffered, no read-ahead, a smaller negotiated record
+ * size) looks again, as before. */
+#define TLS_FULL_READ 16384
+static int read_left_more(SSL *ssl, read_mark m) {
+    if (m.pending || SSL_has_pending(ssl) || !SSL_get_read_ahead(ssl))
+        return 1;
+    SSL_SESSION *sess = SSL_get_session(ssl);
+    if (sess && SSL_SESSION_get_max_fragment_length(sess) != TLSEXT_max_fragment_length_DISABLED)
+        return 1;
+    return BIO_number_read(SSL_get_rbio(ssl)) - m.taken >= TLS_FULL_READ;
+}
 
 const char *tls_last_error(void) {
     return last_error;
@@ -81,9 +115,12 @@ ssize_t tls_read(loop *l, loop_watch *w, SSL *ssl, void *buf, size_t len, int64_
     int hups = 0;
     for (;;) {
         size_t n;
+        read_mark m = mark(ssl);
         int r = SSL_read_ex(ssl, buf, len, &n);
-        if (r > 0)
+        if (r > 0) {
+            more_may_wait = read_left_more(ssl, m);
             return (ssize_t)n;
+        }
         int rc = again(l, w, ssl, r, deadline, &hups);
         if (rc == TLS_EOF)
             return 0;
@@ -215,9 +252,12 @@ ssize_t tls_sendfile(loop *l, loop_watch *w, SSL *ssl, int file_fd, off_t *off, 
 
 ssize_t tls_try_read(SSL *ssl, void *buf, size_t len) {
     size_t n;
+    read_mark m = mark(ssl);
     int r = SSL_read_ex(ssl, buf, len, &n);
-    if (r > 0)
+    if (r > 0) {
+        more_may_wait = read_left_more(ssl, m);
         return (ssize_t)n;
+    }
     switch (SSL_get_error(ssl, r)) {
     case SSL_ERROR_WANT_READ:
     case SSL_ERROR_WANT_WRITE:
@@ -236,6 +276,11 @@ ssize_t tls_try_read(SSL *ssl, void *buf, size_t len) {
         errno = EPROTO;
         return -1;
     }
+}
+
+int tls_more_may_wait(SSL *ssl) {
+    (void)ssl;
+    return more_may_wait;
 }
 
 int tls_release_buffers(SSL *ssl) {

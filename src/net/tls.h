@@ -32,6 +32,12 @@ ssize_t tls_sendfile(loop *l, loop_watch *w, SSL *ssl, int file_fd, off_t *off, 
  * errno (EAGAIN: nothing decrypted yet and the socket is drained). */
 ssize_t tls_try_read(SSL *ssl, void *buf, size_t len);
 
+/* Right after a tls_read or tls_try_read that returned bytes: whether more
+ * may be there that no readiness edge will announce (bytes OpenSSL holds,
+ * or its socket reads may have stopped at a full buffer), so the caller
+ * must look again before it waits. 0 only when every read() was short. */
+int tls_more_may_wait(SSL *ssl);
+
 /* Releases OpenSSL's record buffers of an idle connection (nothing pending
  * in them). 1 when released, 0 when decrypted bytes are still held. */
 int tls_release_buffers(SSL *ssl);

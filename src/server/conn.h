@@ -28,6 +28,7 @@ typedef struct conn {
     uint32_t buf_len;      /* bytes in buf */
     uint32_t buf_off;      /* first unconsumed byte */
     uint32_t nreq;         /* requests served */
+    uint32_t idle_rest_ms; /* TLS: the keep-alive time left once the buffers go (server.c) */
     uint8_t state;
     uint8_t maybe_more; /* the last read filled the buffer: the socket may hold
                            more that no new edge will announce */

@@ -43,11 +43,22 @@ static inline ssize_t conn_sendfile(loop *l, conn *c, int file_fd, off_t *off, s
 
 /* One read without waiting: the count, 0 at end of stream, or -1 with
  * errno (EAGAIN when nothing is there yet). Over TLS a short count does not
- * mean the socket is drained (one record per call): callers look again. */
+ * mean the socket is drained (one record per call): conn_more_may_wait says. */
 static inline ssize_t conn_try_read(conn *c, void *buf, size_t len) {
     if (c->tls)
         return tls_try_read(c->tls, buf, len);
     return read(c->w.fd, buf, len);
+}
+
+/* After a read of n bytes into room: whether the socket may hold more
+ * that no edge will announce (plain: the read filled room; TLS: what
+ * OpenSSL holds or its last socket read said), so the driver looks again
+ * before it goes idle. A TLS read returns one record, so its count alone
+ * says nothing. */
+static inline uint8_t conn_more_may_wait(conn *c, size_t n, size_t room) {
+    if (c->tls)
+        return (uint8_t)tls_more_may_wait(c->tls);
+    return n == room;
 }
 
 #endif

@@ -120,7 +120,7 @@ static ssize_t read_chunked(sp_req *r, void *buf, size_t len) {
         if (n < 0)
             return n;
         c->buf_len = (uint32_t)n;
-        c->maybe_more = (size_t)n == s->buf_size || c->tls;
+        c->maybe_more = conn_more_may_wait(c, (size_t)n, s->buf_size);
     }
 }
 

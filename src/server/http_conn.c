@@ -163,7 +163,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
             ssize_t n = conn_try_read(c, c->buf, room);
             if (n > 0) {
                 c->buf_len = (uint32_t)n;
-                c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
+                c->maybe_more = conn_more_may_wait(c, (size_t)n, room);
                 continue;
             }
             if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -176,7 +176,7 @@ static int read_head(sp_server *s, conn *c, http_request *head) {
         ssize_t n = conn_read(s->l, c, c->buf + c->buf_len, room, deadline);
         if (n > 0) {
             c->buf_len += (uint32_t)n;
-            c->maybe_more = (size_t)n == room || c->tls; /* TLS: one record a read */
+            c->maybe_more = conn_more_may_wait(c, (size_t)n, room);
             continue;
         }
         if (n == -ETIMEDOUT && avail && !c->proxy_wait)

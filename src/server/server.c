@@ -11,12 +11,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+/* How long a quiet TLS keep-alive connection keeps its record buffers. */
+#define TLS_KEEP_BUFFERS_MS 100
 
 void sp_server_options_init(sp_server_options *o) {
     *o = (sp_server_options){
@@ -202,6 +206,35 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
     return 0;
 }
 
+/* The idle timer's first stop on a TLS keep-alive connection: quiet for
+ * TLS_KEEP_BUFFERS_MS, it gives its record buffers back and waits on for
+ * the rest of its keep-alive time. */
+static void on_tls_quiet(loop *l, loop_timer *t) {
+    conn *c = container_of(t, conn, idle_timer);
+    tls_release_buffers(c->tls);
+    loop_timer_arm(l, t, loop_now(l) + c->idle_rest_ms, on_idle_timeout, t->data);
+}
+
+/* Idle over TLS. Freeing OpenSSL's two ~17 KB record buffers the moment a
+ * keep-alive answer is out made every next request malloc and free them
+ * again (~1,300 of ~17,500 instructions per request under callgrind): a
+ * connection keeps them while a next request is likely to come soon, and
+ * one that stays quiet costs no buffers. A fresh connection (its first
+ * request's deadline is read back from the timer) releases at once. */
+static int tls_idle_until(sp_server *s, conn *c, int64_t deadline) {
+    int64_t quiet = loop_now(s->l) + TLS_KEEP_BUFFERS_MS;
+    if (c->nreq == 0 || deadline <= quiet || deadline - quiet > UINT32_MAX) {
+        tls_release_buffers(c->tls);
+        return idle_until(s, c, deadline);
+    }
+    if (loop_watch_ensure(s->l, &c->w) < 0)
+        return -1;
+    c->state = CONN_IDLE;
+    c->idle_rest_ms = (uint32_t)(deadline - quiet);
+    loop_timer_arm(s->l, &c->idle_timer, quiet, on_tls_quiet, s);
+    return 0;
+}
+
 void server_conn_idle(sp_server *s, conn *c) {
     if (c->tls && SSL_pending(c->tls) > 0) {
         /* OpenSSL holds decrypted bytes no edge will announce: serve them. */
@@ -209,8 +242,6 @@ void server_conn_idle(sp_server *s, conn *c) {
             server_conn_close(s, c);
         return;
     }
-    if (c->tls)
-        tls_release_buffers(c->tls); /* idle costs no record buffers */
     if (c->buf) {
         buf_pool_put(&s->bufs, c->buf);
         c->buf = NULL;
@@ -220,7 +251,7 @@ void server_conn_idle(sp_server *s, conn *c) {
      * from its last stream, not its last frame (its protocol says). */
     int64_t deadline = exchange_idle_deadline(
         c, c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms);
-    if (idle_until(s, c, deadline) < 0)
+    if ((c->tls ? tls_idle_until(s, c, deadline) : idle_until(s, c, deadline)) < 0)
         server_conn_close(s, c);
 }
 

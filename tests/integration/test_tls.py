@@ -369,6 +369,52 @@ def test_idle_keepalive_then_more(tls, certs):  # noqa: F811
     c.close()
 
 
+@pytest.mark.parametrize("count,pad", [(1, 40000), (400, 100), (40, 3000)])
+def test_pipelined_requests_in_one_write_all_answered(tls, certs, count, pad):  # noqa: F811
+    """Requests sent in one go (one large head, many small ones, a few of
+    3 KB: several full TLS records in the socket at once) are all answered.
+    After a read the driver looks again only when OpenSSL holds bytes or its
+    socket reads may have stopped at a full record buffer: a wrong guess
+    that the socket is drained leaves the rest unanswered (no edge comes)."""
+    srv = tls("--keepalive-timeout", "5", "--max-head-size", "65536")
+    s = connect(srv.port, certs.context(), timeout=10)
+    one = b"GET / HTTP/1.1\r\nHost: x\r\nX-Pad: " + b"a" * pad + b"\r\n\r\n"
+    s.sendall(one * count)
+    got, deadline = b"", time.monotonic() + 10
+    while got.count(b"Hello world!") < count and time.monotonic() < deadline:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    assert got.count(b"Hello world!") == count
+    s.close()
+
+
+def test_keepalive_timeout_still_closes_after_the_buffers_go(tls, certs):  # noqa: F811
+    """A quiet TLS keep-alive connection's idle timer stops twice (its
+    record buffers go after 100 ms, then the keep-alive time runs out): the
+    connection is still closed at --keepalive-timeout, not later or never,
+    and one that asks again within the 100 ms is served."""
+    srv = tls("--keepalive-timeout", "1")
+    s = connect(srv.port, certs.context(), timeout=10)
+    for _ in range(3):  # back to back: the buffers kept between requests
+        s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        got = b""
+        while b"Hello world!" not in got:
+            chunk = s.recv(4096)
+            assert chunk, "closed while a request was answered"
+            got += chunk
+    t0 = time.monotonic()
+    try:
+        rest = s.recv(4096)
+    except (ssl.SSLError, ConnectionResetError):
+        rest = b""
+    waited = time.monotonic() - t0
+    assert rest == b""
+    assert 0.7 < waited < 3.0, "closed after %.2f s of a 1 s keep-alive" % waited
+    s.close()
+
+
 def test_idle_tls_connections_hold_no_buffers(tls, certs):  # noqa: F811
     """An idle keep-alive TLS connection keeps OpenSSL's state (~14 KB) but
     no coroutine, no read buffer and no record buffers (their touched pages

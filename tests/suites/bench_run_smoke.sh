@@ -72,6 +72,11 @@ for r in runs:
     if wl == "tls" and r["variant"].endswith(" idle"):
         if int(r["held_open"]) != int(r["connections"]) or not float(r["bytes_per_connection"]) > 0:
             problems.append("tls/%s/%s held %s of %s" % (r["variant"], srv, r["held_open"], r["connections"]))
+    elif wl == "tls" and "strace" in r["variant"]:
+        # keep-alive over TLS: a write and a read or two per request (the
+        # smoke's fixed count), whichever server
+        if not (float(r["requests"]) == 2000 and 1.5 <= float(r["syscalls_per_request"] or 0) <= 6):
+            problems.append("tls/%s/%s: %s" % (r["variant"], srv, r["syscalls"]))
     elif wl == "tls" and "callgrind" in r["variant"]:
         if not float(r["instructions_per_request"]) > 100:
             problems.append("tls/%s/%s: %s" % (r["variant"], srv, r["instructions_per_request"]))
@@ -110,14 +115,15 @@ if len([r for r in runs if r["workload"] == "parked"]) != 2:
 tls = {(r["server"], r["variant"].split(" c=")[0].split(" (")[0]) for r in runs if r["workload"] == "tls"}
 for srv in ("spindle-c", "nginx"):
     for v in ("keep-alive", "full handshake", "full handshake, sequential", "resumed handshake, sequential",
-              "100 idle", "1MiB static", "keep-alive, instructions"):
+              "100 idle", "1MiB static", "keep-alive, syscalls", "keep-alive, instructions"):
         if (srv, v) not in tls and (srv, v) != ("nginx", "keep-alive, instructions"):  # smoke: spindle-c only
             problems.append("tls: no %s run on %s" % (v, srv))
 if {r["variant"] for r in runs if r["workload"] == "sessions"} != {"hello", "memory store", "sqlite store",
                                                                   "memory store, ab -c 1000"}:
     problems.append("sessions variants: %s" % sorted({r["variant"] for r in runs if r["workload"] == "sessions"}))
 for s in summ:
-    idle = s["workload"] == "tls" and (s["variant"].endswith(" idle") or "callgrind" in s["variant"])
+    idle = s["workload"] == "tls" and (s["variant"].endswith(" idle") or "callgrind" in s["variant"]
+                                       or "strace" in s["variant"])
     if s["workload"] not in ("memory", "instructions", "parked", "h2memory") and not idle and not float(s["rps_median"]) > 0:
         problems.append("summary %s/%s/%s has no median" % (s["workload"], s["variant"], s["server"]))
 if not any(s["workload"] == "wsgi" and s["variant"] == "hello" for s in summ):
