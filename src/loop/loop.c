@@ -56,10 +56,12 @@ void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable) 
     t->trimmable = (uint8_t)(trimmable != 0);
 }
 
-void loop_long_wait_begin(loop *l) {
+int loop_long_wait_begin(loop *l) {
     task *t = l->current;
-    if (t && t->park_hook)
-        t->park_hook(t->park_arg, 1);
+    if (!t || !t->park_hook)
+        return 0;
+    t->park_hook(t->park_arg, 1);
+    return 1;
 }
 
 void loop_trim_when_parked(loop *l) {

@@ -125,7 +125,8 @@ typedef void (*loop_park_hook)(void *arg, int parking);
  * live while it waits (plain C frames; not a stack that greenlets copy
  * slices of), so its stack may be trimmed. */
 void loop_task_set_park(task *t, loop_park_hook hook, void *arg, int trimmable);
-void loop_long_wait_begin(loop *l);
+/* 1 when the task has a park hook (it ran), else 0. */
+int loop_long_wait_begin(loop *l);
 void loop_long_wait_end(loop *l);
 void loop_trim_when_parked(loop *l);
 

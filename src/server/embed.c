@@ -51,6 +51,20 @@ void req_get_info(const sp_req *r, req_info *out) {
     req_get_conn(r, &out->conn);
 }
 
+sp_str req_get_query(const sp_req *r) {
+    uint8_t sliced = r->sliced;
+    sp_str q = sp_req_query(r);
+    ((sp_req *)r)->sliced = sliced; /* bookkeeping, as request.c's */
+    return q;
+}
+
+sp_str req_get_host(const sp_req *r) {
+    uint8_t sliced = r->sliced;
+    sp_str h = sp_req_host(r);
+    ((sp_req *)r)->sliced = sliced;
+    return h;
+}
+
 int req_get_tls(const sp_req *r) {
     return r->c->tls != NULL;
 }

@@ -91,6 +91,11 @@ typedef struct req_info {
 void req_get_info(const sp_req *r, req_info *out);
 /* Whether the request's connection is TLS (without the rest of the copy). */
 int req_get_tls(const sp_req *r);
+/* sp_req_query and sp_req_host for a binding that copies what they give at
+ * once (the environ, the scope): no slice is kept, so a long wait may still
+ * move the buffer's bytes (req_park.c: a parked WebSocket's whole buffer). */
+sp_str req_get_query(const sp_req *r);
+sp_str req_get_host(const sp_req *r);
 /* Asks the socket whether the client has left (EOF or a reset seen by a
  * peek), latching it as the loop would: for a call that blocked the loop a
  * while. 1 if it left, else 0. HTTP/1 only (0 for an HTTP/2 stream). */

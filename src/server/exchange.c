@@ -50,12 +50,14 @@ void exchange_main(void *arg) {
     task *me = loop_task(s->l);
     loop_task_set_hup_watch(me, &c->w);
     /* A long wait in a handler gives back the read buffer (req_park.c, the
-     * request the driver names in parked) and the stack below it (loop.h);
-     * not under a binding that drives the loop (greenlets keep slices of
-     * other stacks below, its environ points into the buffer). */
+     * request the driver names in parked) and the stack below it (loop.h).
+     * Under a binding that drives the loop too: the coroutine runs C only
+     * (the binding's Python and its greenlets live on the main stack), so
+     * nothing lives below its stack pointer while it waits, and the binding
+     * reads the head through the request (req_get_info: rebased with it) or
+     * copies it (the environ, the scope), never keeping a slice. */
     sp_req *parked = NULL;
-    if (!s->drive)
-        loop_task_set_park(me, req_park_hook, &parked, 1);
+    loop_task_set_park(me, req_park_hook, &parked, 1);
     /* A TLS connection's first coroutine shakes hands, before it holds a
      * buffer: a client stalling there costs a stack, for a bounded time. */
     int h2 = 0;

@@ -148,8 +148,9 @@ static ssize_t read_buffered(sp_req *r, void *buf, size_t len) {
 }
 
 static ssize_t h1_read(sp_req *r, void *buf, size_t len, int wait) {
-    if (!wait)
-        return read_buffered(r, buf, len);
+    if (!wait) /* a binding's read while the coroutine is in a long wait: the
+                * buffer is away (req_park.c), its bytes come back with it */
+        return r->c->buf ? read_buffered(r, buf, len) : -EAGAIN;
     if (r->expect_pending) {
         static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
         r->expect_pending = 0;

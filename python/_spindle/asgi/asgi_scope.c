@@ -363,7 +363,7 @@ static PyObject *scope_template(int ws) {
 PyObject *asgi_scope(acycle *c) {
     const sp_req *r = c->req;
     const http_request *h = req_get_head(r);
-    sp_str query = sp_req_query(r);
+    sp_str query = req_get_query(r); /* copied below: no slice kept */
     ahub *a = &the_ahub;
     PyObject *tmpl = scope_template(c->is_ws);
     PyObject *s = tmpl ? PyDict_Copy(tmpl) : NULL;

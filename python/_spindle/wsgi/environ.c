@@ -314,7 +314,7 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
     if (!env)
         return NULL;
     const http_request *hd = req_get_head(r);
-    sp_str query = sp_req_query(r);
+    sp_str query = req_get_query(r); /* copied below: no slice kept */
     const char *proto = req_get_protocol_label(r);
     if (set_new(env, k_method, method_str(hd)) < 0 || set_new(env, k_path, path_info(h, r)) < 0 ||
         set_new(env, k_query, latin1(query.ptr, query.len)) < 0 ||
@@ -339,7 +339,8 @@ static PyObject *environ_base(hub *h, const sp_req *r) {
         if (add_header(env, &hd->fields[i]) < 0)
             goto fail;
     if (hd->host_from_target) { /* RFC 9112 §3.2.2: the target's authority, not Host */
-        PyObject *ah = latin1(sp_req_host(r).ptr, sp_req_host(r).len);
+        sp_str host = req_get_host(r);
+        PyObject *ah = latin1(host.ptr, host.len);
         int rc = ah ? PyDict_SetItemString(env, "HTTP_HOST", ah) : -1;
         Py_XDECREF(ah);
         if (rc < 0)

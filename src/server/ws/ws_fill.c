@@ -1,7 +1,9 @@
 /* ws_fill.c — a WebSocket's reads into its connection's buffer (ws_fill),
  * above the request's head (ws->floor), and the long wait: while the
- * handler waits in sp_ws_recv with nothing to read, the buffer's unused
- * pages go back to the kernel, the buffer and its bytes staying put. */
+ * handler waits in sp_ws_recv with nothing to read, the request's park
+ * hook gives the buffer back (req_park.c: to the pool, its bytes in a
+ * block of their own, when the handler took no slice into it; else only
+ * its unused pages, the buffer and its bytes staying put). */
 #include "net/net.h"
 #include "server/conn_io.h"
 #include "server/ws/ws_int.h"
@@ -9,20 +11,26 @@
 #include <errno.h>
 #include <string.h>
 
-/* Waits until the socket is readable; a long wait (trim) first gives the
- * kernel back the buffer's pages past the bytes it holds (the request's
- * head below ws->floor, at most a partial frame head above) and the stack
- * below. The buffer stays the connection's, so nothing the handler points
- * into moves or reaches another connection. 0 when readable, or -errno. */
+/* Waits until the socket is readable; a long wait (trim) first gives back
+ * the buffer (the park hook: the request's head below ws->floor and at most
+ * a partial frame head above move to a block of their size, and come back
+ * at the same offsets when the wait ends; a handler's slices keep the
+ * buffer where it is, only its pages past the bytes go) and the stack
+ * below. 0 when readable, or -errno (-ENOMEM: no buffer came back). */
 static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
     conn *c = ws->c;
     ws->recv_task = loop_task(ws->l);
     if (trim) {
-        server_buf_shed(ws->s, c->buf, c->buf_len);
+        if (!loop_long_wait_begin(ws->l))
+            server_buf_shed(ws->s, c->buf, c->buf_len); /* a task without the hook */
         loop_trim_when_parked(ws->l);
     }
     int rc = loop_wait_fd(ws->l, &c->w, LOOP_READ, deadline);
+    if (trim)
+        loop_long_wait_end(ws->l);
     ws->recv_task = NULL;
+    if (!c->buf)
+        return -ENOMEM; /* the connection is shut (req_park.c) */
     return rc < 0 ? rc : 0;
 }
 

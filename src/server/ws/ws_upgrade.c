@@ -95,6 +95,11 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         return upgrade_fail(EALREADY);
     void *tx;
     const exchange_tunnel *tun = req_tunnel(req, &tx);
+    /* The upgrade's own reads of the head (the key, the version, the offer)
+     * end with it: they leave the request as unsliced as they found it, so
+     * a handler that took no slice gives its whole buffer back while the
+     * WebSocket waits (ws_fill.c, req_park.c). */
+    uint8_t sliced = req->sliced;
     sp_str ver = sp_req_header(req, "Sec-WebSocket-Version");
     sp_str key = sp_req_header(req, "Sec-WebSocket-Key");
     if (!handshake_ok(req, tun, key))
@@ -146,6 +151,7 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         res_take_over(res, ws_release, ws);
         ws->reg = reg;
         ws_registry_add(reg, &ws->reg_node);
+        req->sliced = sliced;
         return ws;
     }
 
@@ -184,5 +190,6 @@ sp_ws *sp_ws_upgrade(sp_req *req, sp_res *res, const sp_ws_options *opt) {
         ws->state = WS_DONE; /* freed by ws_release when the handler returns */
         return upgrade_fail((int)-w);
     }
+    req->sliced = sliced;
     return ws;
 }
