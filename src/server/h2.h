@@ -130,9 +130,16 @@ void h2_stream_wake(h2_stream *st, int result);
  * follow), the handler parked for the driver, room in the output buffer
  * (see there) and bytes put in it queued for nghttp2. */
 int h2_stream_gone(const h2_stream *st);
+/* Up to len of the DATA st holds into buf, the stream's window reopened by
+ * as much: the count (st->in_len > 0). A handler's body read and the
+ * tunnel's read (h2_tunnel.c) take the same way. */
+size_t h2_stream_take_in(h2_stream *st, void *buf, size_t len);
 void h2_stream_reset(h2_stream *st, uint32_t code);
 int h2_stream_submit_head(h2_stream *st, sp_res *res, int body);
 int h2_stream_wait(h2_stream *st, int64_t deadline);
+/* h2_stream_out.c: the response buffer held (delta bytes more or less),
+ * counted per connection and per worker. */
+void h2_stream_out_held(h2_stream *st, ssize_t delta);
 char *h2_stream_out_room(h2_stream *st, size_t want, size_t *room, int *rc, int64_t deadline);
 void h2_stream_out_queued(h2_stream *st, size_t n);
 /* h2_tunnel.c: a stream as a byte stream both ways (a WebSocket). */

@@ -22,17 +22,8 @@ static ssize_t tunnel_read(void *x, void *buf, size_t len, int64_t deadline) {
     h2_stream *st = x;
     h2_conn *hc = st->hc;
     for (;;) {
-        if (st->in_len) {
-            size_t n = len < st->in_len ? len : st->in_len;
-            memcpy(buf, st->in, n);
-            st->in_len -= n;
-            memmove(st->in, st->in + n, st->in_len);
-            if (!h2_stream_gone(st)) {
-                nghttp2_session_consume(hc->ng, st->id, n);
-                h2_kick(hc);
-            }
-            return (ssize_t)n;
-        }
+        if (st->in_len)
+            return (ssize_t)h2_stream_take_in(st, buf, len);
         if (st->in_eof)
             return 0;
         if (h2_stream_gone(st))

@@ -15,14 +15,6 @@
 
 /* ---- the body in (exchange_ops.read) ----------------------------------- */
 
-/* Records a body failure: every later read repeats it, and the connection
- * closes after the response (its framing is lost). */
-static ssize_t body_fail(sp_req *r, int err, int status) {
-    r->body_errno = err;
-    r->body_error = status;
-    return err;
-}
-
 /* Reads body bytes from the socket; a client that closes or stalls mid-body
  * (req_body_deadline) is a body error (400, 408). A drain also ends at its
  * deadline, whatever the rate. */
@@ -35,9 +27,9 @@ static ssize_t socket_read(sp_req *r, void *dst, size_t len) {
     ssize_t n = conn_read(s->l, r->c, dst, len, deadline);
     req_body_charge(r, now, n > 0 ? (size_t)n : 0);
     if (n == 0)
-        return body_fail(r, -ECONNRESET, 400);
+        return req_body_fail(r, -ECONNRESET, 400);
     if (n < 0)
-        return body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
+        return req_body_fail(r, (int)n, n == -ETIMEDOUT ? 408 : 400);
     return n;
 }
 
@@ -50,7 +42,7 @@ static ssize_t decode_step(sp_req *r) {
     long used = http_chunked_decode(&r->chunked, c->buf + c->buf_off, c->buf_len - c->buf_off,
                                     &data, &dlen);
     if (used < 0)
-        return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
+        return req_body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
     c->buf_off += (uint32_t)used;
     if (dlen) {
         r->pend = data;
@@ -96,7 +88,7 @@ static ssize_t copy_buffered(sp_req *r, char *buf, size_t len) {
         long used = http_chunked_decode_copy(&r->chunked, c->buf + c->buf_off,
                                              c->buf_len - c->buf_off, buf + got, len - got, &more);
         if (used < 0)
-            return body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
+            return req_body_fail(r, used == -413 ? -EFBIG : -EBADMSG, (int)-used);
         c->buf_off += (uint32_t)used;
         got += more;
     }
@@ -157,7 +149,7 @@ static ssize_t h1_read(sp_req *r, void *buf, size_t len, int wait) {
         ssize_t n = conn_write(r->srv->l, r->c, cont, sizeof cont - 1,
                                server_deadline(r->srv, r->srv->opt.send_timeout_ms));
         if (n < 0)
-            return body_fail(r, (int)n, 400);
+            return req_body_fail(r, (int)n, 400);
     }
     ssize_t n =
         r->head.framing == HTTP_BODY_CHUNKED ? read_chunked(r, buf, len) : read_length(r, buf, len);

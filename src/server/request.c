@@ -212,6 +212,12 @@ void req_body_charge(sp_req *r, int64_t since, size_t n) {
         r->body_credit_us = cap;
 }
 
+ssize_t req_body_fail(sp_req *r, int err, int status) {
+    r->body_errno = err;
+    r->body_error = status;
+    return err;
+}
+
 /* The same for every protocol, so asked before the protocol is: a failed
  * body repeats its error, and past its end nothing more comes (the read
  * that finds the end costs no call through the table). */

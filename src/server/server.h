@@ -236,6 +236,9 @@ int req_drain(sp_req *r, uint64_t max);
  * since then and the n bytes it brought, charged to the request. */
 int64_t req_body_deadline(const sp_req *r, int64_t now);
 void req_body_charge(sp_req *r, int64_t since, size_t n);
+/* Records a body failure (the protocols' reads): every later read repeats
+ * err, and the response ends the connection (its framing is lost). err. */
+ssize_t req_body_fail(sp_req *r, int err, int status);
 
 /* req_park.c: the park hook (loop.h) of a request's task, arg a pointer to
  * the sp_req being served (NULL between requests): a long wait gives back
