@@ -135,7 +135,16 @@ def hold_websockets(port, count, timeout=60):
 
 
 def idle_websockets(srv, count):
-    time.sleep(0.5)
+    """RSS per idle WebSocket: a few opened and closed first, so every
+    server's caches and lazily made objects are there once (a server that
+    has served nothing is not what a user runs), then COUNT held open. Few:
+    spindle keeps a closed connection's coroutine stack in its pool with the
+    pages it touched, and each one the COUNT reuse gives pages back when it
+    parks, which would hide that many WebSockets' stacks from the figure."""
+    warm, _ = hold_websockets(srv.port, max(1, min(10, count // 5)))
+    for s in warm:
+        s.close()
+    time.sleep(1.0)
     before = procs.tree_memory_kb(srv.pid)
     socks, opened = hold_websockets(srv.port, count)
     time.sleep(1.0)

@@ -120,7 +120,8 @@ def draw(outdir, summary, rows, machine):
              "bytes per connection", False),
             ("instructions", "instructions_per_request", "User-space instructions per keep-alive request (callgrind)",
              "instructions/request (log)", True)):
-        measured = sorted((r for r in rows if r["workload"] == wl and num(r.get(key))), key=lambda r: num(r[key]))
+        measured = sorted((r for r in rows if r["workload"] == wl and num(r.get(key))
+                           and (wl != "instructions" or r["variant"] == "keep-alive")), key=lambda r: num(r[key]))
         if measured:
             m = {r["server"]: r for r in measured}
             out[wl] = [_grouped(os.path.join(outdir, wl + ".png"), title + sub, [r["server"] for r in measured],

@@ -183,16 +183,19 @@ def memory_table(rows_all, wl="memory"):
 
 
 def instructions_table(rows_all):
-    lines = ["| server | requests between runs | Ir (short run) | Ir (long run) | instructions/request | ÷ spindle-c |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = ["| server | what | requests between runs | Ir (short run) | Ir (long run) | instructions/request "
+             "| ÷ spindle-c |", "|---|---|---:|---:|---:|---:|---:|"]
     rows = sorted((r for r in rows_all if r["workload"] == "instructions"),
-                  key=lambda r: num(r.get("instructions_per_request")) or 1e12)
-    ref = next((r for r in rows if r["server"] == "spindle-c"), None)
+                  key=lambda r: (r["variant"] != "keep-alive", num(r.get("instructions_per_request")) or 1e12))
+    ref = next((r for r in rows if r["server"] == "spindle-c" and r["variant"] == "keep-alive"), None)
     for r in rows:
-        lines.append("| %s | %s | %s | %s | %s | %s |" % (
-            r["server"], fmt(r.get("requests")), fmt(r.get("ir_n1")), fmt(r.get("ir_n2")),
-            fmt(r.get("instructions_per_request"), 1),
-            ratio(r.get("instructions_per_request"), ref.get("instructions_per_request")) if ref else "–"))
+        # The parser's row (parse_ir.py) counts parses, not requests served:
+        # no ratio to a server's whole request.
+        whole = r["variant"] == "keep-alive"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["server"], "hello, ab -k -c 10" if whole else r["variant"], fmt(r.get("requests")),
+            fmt(r.get("ir_n1")), fmt(r.get("ir_n2")), fmt(r.get("instructions_per_request"), 1),
+            ratio(r.get("instructions_per_request"), ref.get("instructions_per_request")) if ref and whole else "–"))
     return lines
 
 
@@ -230,11 +233,12 @@ def parked_table(rows_all):
     for r in rows_all:
         if r["workload"] != "parked":
             continue
-        lines.append("| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s | %s of %s | %s (%s) | %s | %s |" % (
+        to_all = "%s of %s" % (r.get("delivered_to_all"), r.get("broadcasts")) if r.get("broadcasts") != "" else "–"
+        lines.append("| %s | %s | %s | %s → %s | %s → %s | %s | %s | %s | %s | %s | %s (%s) | %s | %s |" % (
             r["variant"], fmt(r.get("held_open")), r.get("client_errors"), fmt(r.get("rss_kb_before")),
             fmt(r.get("rss_kb_after")), fmt(r.get("pss_kb_before")), fmt(r.get("pss_kb_after")),
             fmt(r.get("in_handlers")), fmt(r.get("bytes_per_connection")), fmt(r.get("pss_bytes_per_connection")),
-            fmt(r.get("mappings")), r.get("delivered_to_all"), r.get("broadcasts"), fmt(r.get("delivery_ms_median"), 1),
+            fmt(r.get("mappings")), to_all, fmt(r.get("delivery_ms_median"), 1),
             fmt(r.get("delivery_ms_worst"), 1), fmt(r.get("client_p50_ms"), 1), fmt(r.get("ws_fanout_ms"), 1)))
     return lines
 
@@ -326,7 +330,10 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "WebSocket (worst seen). Memory is sampled while the clients are parked, keeping the sample "
                     "with the most connections in handlers. The uvicorn rows: the same API as an ASGI app "
                     "(bench/peers/uvicorn_parked.py) on uvicorn with httptools, uvloop and websockets, one process, "
-                    "each broadcast sent to every WebSocket in turn and answering every parked poll.", ""]
+                    "each broadcast sent to every WebSocket in turn and answering every parked poll. The `WSGI "
+                    "spindle.websocket` row: bench/wsgi_apps/parked_py.py (python -m spindle, one worker, 10 warm-up "
+                    "WebSockets first, then every handler parked in `receive`), the worker's RSS per WebSocket, no "
+                    "broadcasts.", ""]
             out += parked_table(ctx.rows)
         elif wl == "tls":
             from .tlsbench import section
@@ -336,7 +343,8 @@ def markdown(path, ctx, summary, charts, targets=None):
             out += ["Raw ASGI hello world (`bench/asgi_apps/hello.py`) and a FastAPI JSON endpoint "
                     "(`fastapi_json.py`): wrk -t1 keep-alive; WebSocket echo: `build/bench/ws_echo` (C, epoll, one "
                     "message out per client at a time, %d-byte text frames) on the load generator's CPU; idle "
-                    "WebSockets: opened after a handshake each and left idle, RSS of the server's tree; instructions: "
+                    "WebSockets: 10 opened and closed first (caches filled once), then opened after a handshake each and left "
+                    "idle, RSS of the server's tree; instructions: "
                     "callgrind as for the instructions workload (ab -k -c 10 on the raw hello)." % 12, ""]
             out += section(ctx, summary)
         elif wl in ("keepalive", "close"):

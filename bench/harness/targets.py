@@ -1,4 +1,5 @@
-"""The performance targets of issues 6–9, 17 (ASGI), 20 (TLS) and 21 (HTTP/2), judged on a bench/run's results.
+"""The performance targets of issues 6–9, 17 (ASGI), 20 (TLS), 21 (HTTP/2), 23 and 34, judged on a bench/run's
+results.
 The single-purpose scripts that used to judge them (vs-nginx.sh, static.sh,
 idle.sh, instructions.sh, wsgi.sh, sessions.sh) are now thin calls of
 bench/run, so the judging lives here: one row per target in targets.csv and
@@ -46,6 +47,82 @@ def _ratio_target(out, ctx, summary, name, issue, wl, variant, server, versus, m
     out.append(row)
 
 
+def _idle_rss(ctx, issue, mb):
+    """10,000 idle keep-alive connections on spindle-c in ≤ MB (RSS of the whole tree, with them)."""
+    o = ctx.opts
+    mem = next((r for r in ctx.rows if r["workload"] == "memory" and r["server"] == "spindle-c"), None)
+    row = {"target": "10,000 idle keep-alive connections in ≤ %s MB (RSS, whole tree)" % mb, "issue": issue,
+           "workload": "memory", "variant": mem["variant"] if mem else "", "server": "spindle-c", "versus": "",
+           "metric": "RSS MB with the connections", "want": "≤ %s" % mb, "value": "", "paired": ""}
+    if not mem or num(mem.get("rss_kb_after")) is None:
+        row["verdict"] = "not run"
+    else:
+        row["value"] = round(num(mem["rss_kb_after"]) / 1024, 1)
+        if int(mem.get("connections") or 0) != 10000 and not o.smoke:
+            row["verdict"] = "not judged (%s connections, not 10,000)" % mem.get("connections")
+        elif int(mem.get("held_open") or 0) != int(mem.get("connections") or 0) and not o.smoke:
+            row["verdict"] = "NOT met (%s of %s held open)" % (mem.get("held_open"), mem.get("connections"))
+        else:
+            row["verdict"] = _verdict(ctx, row["value"], "≤", mb)
+    return row
+
+
+def _figure_target(out, ctx, summary, name, issue, wl, variant, server, key, metric, op, want, versus=()):
+    """A figure of one server's summary (not a ratio) against WANT, and,
+    for each server of VERSUS in the run, below that server's figure too."""
+    a = _summary(summary, wl, variant, server)
+    row = {"target": name, "issue": issue, "workload": wl, "variant": variant, "server": server,
+           "versus": " ".join(versus), "metric": metric, "want": "%s %s" % (op, want), "value": "", "paired": ""}
+    v = num(a.get(key)) if a else None
+    if v is None:
+        row["verdict"] = "not run"
+        out.append(row)
+        return
+    row["value"] = round(v) if v >= 100 else round(v, 1)
+    row["verdict"] = _verdict(ctx, v, op, want)
+    for peer in versus:
+        b = _summary(summary, wl, variant, peer)
+        vb = num(b.get(key)) if b else None
+        if vb is None:
+            row["verdict"] += "; %s not run" % peer
+        elif row["verdict"] == "met" and not v < vb:
+            row["verdict"] = "NOT met (%s has %s)" % (peer, round(vb))
+    out.append(row)
+
+
+def _round3(out, ctx, summary):
+    """Issue 34: ahead of granian, Python's memory per parked or idle
+    WebSocket, TLS and the default backend below nginx, the parser, idle
+    keep-alive memory (its ASGI hello CPU/req ≤ 0.4× uvicorn is issue 17's
+    row, and keep-alive CPU/req ≤ 0.8× nginx on the default is issue 23's)."""
+    o = ctx.opts
+    c = "c=%d" % o.connections[0]
+    for name, wl, variant, metric, op, want in (
+            ("ASGI hello req/s ≥ 1.5× granian", "asgi", "hello " + c, "req/s", "≥", 1.5),
+            ("ASGI hello CPU/req ≤ 0.6× granian", "asgi", "hello " + c, "CPU/req", "≤", 0.6),
+            ("FastAPI JSON req/s ≥ 1.3× granian", "asgi", "fastapi " + c, "req/s", "≥", 1.3),
+            ("WSGI hello req/s ≥ 1.5× granian", "wsgi", "hello", "req/s", "≥", 1.5),
+            ("WSGI hello CPU/req ≤ 0.6× granian", "wsgi", "hello", "CPU/req", "≤", 0.6)):
+        _ratio_target(out, ctx, summary, name, 34, wl, variant, "spindle", "granian", metric, op, want)
+    parked = next((r["variant"] for r in ctx.rows if r["workload"] == "parked" and r["server"] == "spindle"), "")
+    _figure_target(out, ctx, summary, "a parked WSGI spindle.websocket ≤ 12 KB (worker RSS)", 34, "parked", parked,
+                   "spindle", "bytes_per_connection", "bytes/WebSocket", "≤", 12000)
+    _figure_target(out, ctx, summary, "an idle ASGI WebSocket ≤ 12 KB, below uvicorn's and granian's", 34, "asgi",
+                   "%d idle WebSockets" % getattr(o, "asgi_idle_websockets", 1000), "spindle", "bytes_per_connection",
+                   "bytes/WebSocket", "≤", 12000, versus=("uvicorn", "granian"))
+    from .tlsbench import variants
+    _ratio_target(out, ctx, summary, "TLS keep-alive CPU/req ≤ 0.8× nginx", 34, "tls",
+                  variants(o.connections[0])["keepalive"], "spindle-c", "nginx", "CPU/req", "≤", 0.8)
+    for conns in o.connections:
+        for variant in ("c=%d" % conns, "wrk c=%d" % conns):
+            _ratio_target(out, ctx, summary, "no keep-alive%s %s CPU/req ≤ 0.85× nginx, default backend" % (
+                " (wrk, Connection: close)" if variant.startswith("wrk") else " (ab)", "c=%d" % conns),
+                34, "close", variant, "spindle-c", "nginx", "CPU/req", "≤", 0.85)
+    _figure_target(out, ctx, summary, "the 15-field request's parse < 1,000 instructions", 34, "instructions",
+                   "parse: 15-field request", "spindle-c", "instructions_per_request", "instructions", "≤", 999)
+    out.append(_idle_rss(ctx, 34, 6))
+
+
 def _verdict(ctx, value, op, want):
     if ctx.opts.smoke:
         return "not judged"
@@ -66,21 +143,7 @@ def judge(ctx, summary):
                       "CPU/req", "≤", 1.0)
     _ratio_target(out, ctx, summary, "instructions/request ≤ 0.5× nginx", 6, "instructions", "keep-alive",
                   "spindle-c", "nginx", "instructions/req", "≤", 0.5)
-    mem = next((r for r in ctx.rows if r["workload"] == "memory" and r["server"] == "spindle-c"), None)
-    row = {"target": "10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)", "issue": 6,
-           "workload": "memory", "variant": mem["variant"] if mem else "", "server": "spindle-c", "versus": "",
-           "metric": "RSS MB with the connections", "want": "≤ 40", "value": "", "paired": ""}
-    if not mem or num(mem.get("rss_kb_after")) is None:
-        row["verdict"] = "not run"
-    else:
-        row["value"] = round(num(mem["rss_kb_after"]) / 1024, 1)
-        if int(mem.get("connections") or 0) != 10000 and not o.smoke:
-            row["verdict"] = "not judged (%s connections, not 10,000)" % mem.get("connections")
-        elif int(mem.get("held_open") or 0) != int(mem.get("connections") or 0) and not o.smoke:
-            row["verdict"] = "NOT met (%s of %s held open)" % (mem.get("held_open"), mem.get("connections"))
-        else:
-            row["verdict"] = _verdict(ctx, row["value"], "≤", 40)
-    out.append(row)
+    out.append(_idle_rss(ctx, 6, 40))
     # Issue 7: static files (bench/static.sh).
     for v in ("1KiB", "1MiB"):
         _ratio_target(out, ctx, summary, "static %s req/s ≥ 1.0× nginx" % v, 7, "static", v, "spindle-c", "nginx",
@@ -103,7 +166,8 @@ def judge(ctx, summary):
             ("WebSocket echo round trips/s ≥ 2× uvicorn", "ws echo, %d clients" % getattr(o, "asgi_ws_clients", 100),
              "req/s", "≥", 2)]
     for name, variant, metric, op, want in asgi:
-        _ratio_target(out, ctx, summary, name, 17, "asgi", variant, "spindle", "uvicorn", metric, op, want)
+        _ratio_target(out, ctx, summary, name, "17, 34" if "CPU" in name else 17, "asgi", variant, "spindle",
+                      "uvicorn", metric, op, want)
     # Issue 21: HTTP/2, h2load -c100 -m10 hello world, over h2c and TLS (the h2 workload).
     for v in ("h2c", "h2 TLS"):
         variant = "%s c=100 m=10" % v
@@ -111,6 +175,7 @@ def judge(ctx, summary):
                       "req/s", "≥", 1.0)
         _ratio_target(out, ctx, summary, "%s CPU/req ≤ 0.9× nginx" % v, 21, "h2", variant, "spindle-c", "nginx",
                       "CPU/req", "≤", 0.9)
+    _round3(out, ctx, summary)
     return out
 
 
@@ -126,7 +191,8 @@ def _round2(out, ctx, summary):
                     " (ab)" if wl == "close" else "")
                 _ratio_target(out, ctx, summary, "%s%s %s CPU/req ≤ %s× nginx, %s" % (how, tool, variant.split()[-1],
                                                                                     want, srv),
-                              23, wl, variant, srv, "nginx", "CPU/req", "≤", want)
+                              "23, 34" if (wl, srv) == ("keepalive", "spindle-c") else 23, wl, variant, srv,
+                              "nginx", "CPU/req", "≤", want)
     _ratio_target(out, ctx, summary, "static 1MiB CPU/req ≤ 1.0× nginx", 23, "static", "1MiB", "spindle-c", "nginx",
                   "CPU/req", "≤", 1.0)
     ins = _summary(summary, "instructions", "keep-alive", "spindle")
@@ -197,7 +263,8 @@ def _sessions(ctx, summary):
 def table(rows):
     lines = ["| issue | target | figure | paired per round | verdict |", "|---:|---|---:|---:|---|"]
     for r in rows:
-        unit = " MB" if "MB" in r["metric"] else ("×" if "ratio" in r["metric"] else "")
+        unit = " MB" if "MB" in r["metric"] else ("×" if "ratio" in r["metric"] else (
+            " B" if r["metric"].startswith("bytes/") else ""))
         fig = "–" if r["value"] == "" else ("%s" % r["value"]) + unit
         paired = "–" if r["paired"] == "" else "%s×" % r["paired"]
         verdict = "**NOT met**" if r["verdict"].startswith("NOT") else r["verdict"]

@@ -6,7 +6,7 @@ import os
 import time
 import urllib.request
 
-from . import databases, h2bench, load, parked_run, peers, procs, progress
+from . import databases, h2bench, load, parked_run, parse_ir, peers, procs, progress, py_parked
 
 
 T0 = time.monotonic()
@@ -89,7 +89,7 @@ def record(ctx, base, result):
 def _log_row(row):
     note = ("  [" + row["note"] + "]") if row.get("note") else ""
     head = "%-12s %-10s %-16s r%s: " % (row["workload"], row["variant"], row["server"], row.get("round", ""))
-    if row["workload"] in ("memory", "h2memory"):
+    if row["workload"] in ("memory", "h2memory", "parked"):
         log(head + "%s of %s held open, RSS %s -> %s KiB, %s bytes/connection%s" % (
             row.get("held_open"), row.get("connections"), row.get("rss_kb_before"), row.get("rss_kb_after"),
             row.get("bytes_per_connection", "-"), note))
@@ -303,6 +303,10 @@ def instructions(ctx):
                 f.write("%s\t%s\t%s\n" % (ir, share, fn))
         record(ctx, {"workload": "instructions", "variant": "keep-alive", "app": "hello", "server": p.name,
                      "workers": 1, "connections": 10, "round": 1}, res)
+    if "spindle-c" in opts.servers:
+        parse = parse_ir.row(ctx)  # the head parser alone (issue 34: < 1,000)
+        if parse:
+            record(ctx, {}, parse)
 
 
 def _session_servers(ctx):
@@ -443,6 +447,12 @@ def parked(ctx):
     Smoke runs only the mixed phase."""
     import resource
     opts = ctx.opts
+    if "spindle" in opts.servers:
+        # A WSGI handler parked in spindle.websocket's receive (issue 34: ≤ 12 KB each).
+        log("parked: %d WebSockets in a WSGI handler (bench/wsgi_apps/parked_py.py)" % min(opts.parked_clients, 1000))
+        py = py_parked.row(ctx, min(opts.parked_clients, 1000))
+        if py:
+            record(ctx, {}, py)
     if "spindle-c" not in opts.servers:
         return  # likewise
     if not ctx.chat_bin:

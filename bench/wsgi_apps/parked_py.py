@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """What a parked Python handler costs: one worker serving
-bench/wsgi_apps/parked_app.py, N clients parked on /ws (WebSockets) or
+bench/wsgi_apps/parked_app.py (10 warm-up clients first), N clients parked on /ws (WebSockets) or
 /poll (long polls); the worker's RSS before and with them, per client and
 per kind of mapping (/proc/PID/smaps: the 64 KiB mappings are coroutine
 stacks, the ~1 MiB ones pymalloc's arenas). The Python memory they hold
@@ -8,8 +8,11 @@ stacks, the ~1 MiB ones pymalloc's arenas). The Python memory they hold
 Long polls never read their socket, so closed clients' handlers stay
 parked until the stop's --graceful-timeout (2 s here) ends them.
 
-usage: bench/wsgi_apps/parked_py.py [N=2000] [ws|poll]"""
+usage: bench/wsgi_apps/parked_py.py [N=2000] [ws|poll] [--json]
+(--json: one more line, a JSON object, for bench/run's parked workload;
+SPINDLE_PY= names the binding's directory, build/python by default)"""
 import base64
+import json
 import os
 import resource
 import signal
@@ -62,15 +65,17 @@ def wait_hello(c):
 
 
 def main():
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
-    path = "/" + (sys.argv[2] if len(sys.argv) > 2 else "ws")
+    as_json = "--json" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--json"]
+    n = int(args[0]) if args else 2000
+    path = "/" + (args[1] if len(args) > 1 else "ws")
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "build", "python"))
+    env = dict(os.environ, PYTHONPATH=os.environ.get("SPINDLE_PY") or os.path.join(ROOT, "build", "python"))
     server = subprocess.Popen([sys.executable, "-m", "spindle", "parked_app:application", "--chdir", HERE,
                                "--bind", "127.0.0.1:%d" % port, "--workers", "1", "--log-level", "warning",
                                "--max-connections", str(n + 200), "--graceful-timeout", "2"], env=env)
@@ -86,7 +91,10 @@ def main():
                 time.sleep(0.1)
         time.sleep(0.5)
         worker = int(subprocess.run(["pgrep", "-P", str(server.pid)], stdout=subprocess.PIPE).stdout.split()[0])
-        warm = [park(port, path) for _ in range(50)]  # pools and caches filled once
+        # Caches filled once; few, since each closed one leaves a coroutine
+        # stack in the pool with its touched pages, which a new parked
+        # connection reusing it gives back (bench/harness/asgi.py says more).
+        warm = [park(port, path) for _ in range(10)]
         for c in warm:
             wait_hello(c)
             c.close()
@@ -100,6 +108,9 @@ def main():
         print("%d parked on %s: RSS %d -> %d, %.0f bytes each" % (n, path, r0, r1, (r1 - r0) / n))
         for k in sorted(m1, key=lambda k: m0.get(k, 0) - m1[k])[:5]:
             print("  %-28s %+8.0f bytes each" % (k, (m1[k] - m0.get(k, 0)) / n))
+        if as_json:
+            print(json.dumps({"parked": n, "path": path, "rss_before": r0, "rss_after": r1,
+                              "bytes_each": (r1 - r0) / n}))
         for c in clients:
             c.close()
     finally:
