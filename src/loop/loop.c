@@ -277,6 +277,14 @@ static void dispatch(loop *l, loop_watch *w, uint32_t ev) {
         w->cb(l, w, rest);
 }
 
+void loop_watch_init_virtual(loop_watch *w) {
+    *w = (loop_watch){.fd = -1};
+}
+
+void loop_watch_hang_up(loop *l, loop_watch *w) {
+    dispatch(l, w, LOOP_HUP);
+}
+
 /* ---- the loop ---------------------------------------------------------- */
 
 static int has_work(const loop *l) {

@@ -104,8 +104,16 @@ int loop_park(loop *l, int64_t deadline_ms, loop_watch *hup);
 void loop_wake(loop *l, task *t, int result);
 
 /* Names the watch whose hang-up interrupts this task's sleeps and parks
- * (the connection it serves), or NULL. */
+ * (the connection it serves, or its HTTP/2 stream's), or NULL. */
 void loop_task_set_hup_watch(task *t, loop_watch *w);
+/* A watch no fd backs, for loop_task_set_hup_watch: an HTTP/2 stream's,
+ * which loop_watch_hang_up hangs up when the client resets the stream or
+ * the connection ends. Many streams share one connection, and a watch
+ * tells one parked task of its hang-up: each stream needs its own. */
+void loop_watch_init_virtual(loop_watch *w);
+/* Latches a hang-up on w and wakes whoever waits on it, as the backend's
+ * report of one would (the task parked elsewhere with -ECONNRESET). */
+void loop_watch_hang_up(loop *l, loop_watch *w);
 /* That watch, or NULL (t may be NULL). */
 loop_watch *loop_task_hup_watch(const task *t);
 

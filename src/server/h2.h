@@ -37,6 +37,10 @@ typedef struct h2_stream {
     int32_t id;
     task *waiter;  /* its handler, parked for body bytes or output room */
     task *rwaiter; /* a tunnel's reader, parked for DATA (h2_tunnel.c) */
+    /* Its handler's hang-up watch (loop_task_set_hup_watch): a reset of the
+     * stream or the connection's end wakes a handler parked anywhere (a
+     * sleep, a channel, the bus), not only in the stream's own waits. */
+    loop_watch gone;
     /* the request head as decoded: fields and their bytes follow the struct */
     http_request head;
     h2_head hh;
@@ -125,6 +129,9 @@ void h2_stream_spares_free(h2_conn *hc);
 int h2_stream_start(h2_stream *st);
 /* Wakes the stream's handler if it waits (body bytes, room, a reset). */
 void h2_stream_wake(h2_stream *st, int result);
+/* The stream is over for its handler (reset by the client, or the
+ * connection ended): marked closed, its waits and its hang-up watch woken. */
+void h2_stream_hang_up(h2_stream *st);
 /* What h2_tunnel.c shares with the response path: the stream gone (reset,
  * or its connection), a reset sent, the head submitted (body: DATA
  * follow), the handler parked for the driver, room in the output buffer

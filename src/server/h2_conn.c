@@ -268,8 +268,15 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void 
     h2_stream *st = stream_of(ng, id);
     if (!st)
         return 0;
-    st->closed = 1;
-    h2_stream_wake(st, -ECONNRESET);
+    /* A stream that ended both ways (NO_ERROR) leaves a handler still at
+     * work after its answer alone, as a kept-alive HTTP/1.1 connection
+     * does; a reset hangs up on it. */
+    if (code == NGHTTP2_NO_ERROR) {
+        st->closed = 1;
+        h2_stream_wake(st, -ECONNRESET);
+    } else {
+        h2_stream_hang_up(st);
+    }
     if (!st->running)
         h2_stream_free(st);
     return 0;
@@ -471,9 +478,7 @@ static void teardown(h2_conn *hc) {
     sp_server *s = hc->s;
     hc->dead = 1;
     for (list_node *n = hc->streams.head; n; n = n->next) {
-        h2_stream *st = container_of(n, h2_stream, node);
-        st->closed = 1;
-        h2_stream_wake(st, -ECONNRESET);
+        h2_stream_hang_up(container_of(n, h2_stream, node));
     }
     hc->reader = loop_task(s->l);
     while (hc->nlive > 0)

@@ -45,6 +45,7 @@ h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     st->hc = hc;
     h2_stream_out_held(st, (ssize_t)out_cap);
     st->id = id;
+    loop_watch_init_virtual(&st->gone);
     st->hcap = o->head_max;
     st->head.fields = (http_field *)(st + 1);
     st->head.fields_cap = fcap;
@@ -99,11 +100,17 @@ void h2_stream_wake(h2_stream *st, int result) {
         loop_wake(st->hc->s->l, st->rwaiter, result);
 }
 
+void h2_stream_hang_up(h2_stream *st) {
+    st->closed = 1;
+    h2_stream_wake(st, -ECONNRESET);
+    loop_watch_hang_up(st->hc->s->l, &st->gone);
+}
+
 /* Parks the handler until the driver wakes it or the deadline passes. */
 int h2_stream_wait(h2_stream *st, int64_t deadline) {
     sp_server *s = st->hc->s;
     st->waiter = loop_task(s->l);
-    int rc = loop_park(s->l, deadline, &st->hc->c->w);
+    int rc = loop_park(s->l, deadline, &st->gone);
     st->waiter = NULL;
     return rc;
 }
@@ -454,7 +461,7 @@ static void stream_main(void *arg) {
     h2_stream *st = arg;
     h2_conn *hc = st->hc;
     sp_server *s = hc->s;
-    loop_task_set_hup_watch(loop_task(s->l), &hc->c->w);
+    loop_task_set_hup_watch(loop_task(s->l), &st->gone);
     if (!h2_stream_gone(st))
         serve_stream(st);
     if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {

@@ -8,6 +8,7 @@ to HTTP/2 heads, the HTTP/1.1 clocks applied to streams (--header-timeout
 across CONTINUATIONs, --body-min-rate per stream, --keepalive-timeout
 counting streams, not PINGs), and --http2 off.
 """
+import pathlib
 import socket
 import time
 
@@ -17,6 +18,10 @@ from hyperframe.frame import DataFrame, GoAwayFrame, HeadersFrame, RstStreamFram
 from lib.h2util import (CANCEL, CONTINUATION, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM, HEADERS,
                     NO_ERROR, PING, PREFACE, REFUSED_STREAM, RST_STREAM, SETTINGS, Raw,
                     ended_despite_pings, h2_get, raw_frame, start)
+from lib.server import BIN
+
+
+APP_EDGE = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_http_edge.so")
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +85,35 @@ class TestRapidReset:
         assert calmed(r)
         assert served(port)
 
-    def test_reset_streams_still_count_while_their_handlers_run(self, port):
+    def test_reset_streams_still_count_while_their_handlers_run(self, tmp_path_factory):
         # HEADERS then RST at once: the stream is closed for nghttp2, but its
-        # handler sleeps on; the fifth such stream is refused.
+        # handler works on (app_http_edge's /stubborn, on the blocking pool);
+        # the fifth such stream is refused.
+        srv, stop = start(tmp_path_factory, "--app", APP_EDGE, "--http2-max-streams", "4")
+        try:
+            r = Raw(srv.port)
+            for i in range(4):
+                sid = r.headers(path="/stubborn?ms=1500")
+                time.sleep(0.05)  # its handler is at work when the reset comes
+                r.send(raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08"))
+            sid = r.headers(path="/status/200")
+            assert r.reset_code(sid) == REFUSED_STREAM
+        finally:
+            stop()
+
+    def test_a_reset_ends_a_sleeping_handler_and_frees_its_stream(self, port):
+        # The demo's /sleep stops when its client leaves: a reset stream's
+        # sleep is interrupted (its own hang-up watch), so four resets leave
+        # room for a fifth stream at once, not after the sleeps.
         r = Raw(port)
         for i in range(4):
-            sid = r.headers(path="/sleep?ms=800")
+            sid = r.headers(path="/sleep?ms=5000")
             time.sleep(0.05)  # its handler is asleep when the reset comes
             r.send(raw_frame(RST_STREAM, 0, sid, b"\0\0\0\x08"))
-        sid = r.headers(path="/")
-        assert r.reset_code(sid) == REFUSED_STREAM
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        h, body, _ = r.response(r.headers())
+        assert body == b"Hello world!" and time.monotonic() - t0 < 2
 
 
 class TestContinuationFlood:

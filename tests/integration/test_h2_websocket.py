@@ -355,6 +355,46 @@ def test_a_dropped_connection_ends_its_websockets(spindle, tmp_path):
     assert echo_transcript(srv.port, "/ws")[-1] == (1000, "end")
 
 
+def _sleep_ends(srv, count, within):
+    """Waits up to WITHIN s for COUNT "sleep ended with -104" lines (app_ws's
+    sleep command, interrupted by -ECONNRESET) in the server's stderr."""
+    t0 = time.monotonic()
+    while srv.stderr().count("sleep ended with -104") < count and time.monotonic() - t0 < within:
+        time.sleep(0.05)
+    return srv.stderr().count("sleep ended with -104")
+
+
+def test_a_dropped_connection_wakes_every_handler_parked_in_a_sleep(spindle):
+    # Every stream's handler has its own hang-up watch: with one shared by
+    # the connection, only the last handler to park heard of the hang-up
+    # and the others slept their 10 s out, holding the connection.
+    srv = spindle("--app", APP_WS)
+    conn = H2(srv.port)
+    socks = [WS(conn) for _ in range(3)]
+    for ws in socks:
+        ws.send("sleep")
+    time.sleep(0.5)  # all three parked in sp_sleep
+    conn.s.shutdown(socket.SHUT_RDWR)
+    conn.close()
+    assert _sleep_ends(srv, 3, 3) == 3, srv.stderr()
+    assert echo_transcript(srv.port, "/ws")[-1] == (1000, "end")
+
+
+def test_a_reset_stream_wakes_its_handler_parked_in_a_sleep(spindle):
+    srv = spindle("--app", APP_WS)
+    conn = H2(srv.port)
+    sleeper, other = WS(conn), WS(conn)
+    sleeper.send("sleep")
+    time.sleep(0.3)
+    conn.c.reset_stream(sleeper.sid, CANCEL)
+    conn.flush()
+    assert _sleep_ends(srv, 1, 3) == 1, srv.stderr()
+    other.send("still here")  # the connection and the other stream go on
+    assert other.recv() == "still here"
+    assert other.close() == (1000, True)
+    conn.close()
+
+
 def test_a_client_that_stops_reading_loses_only_its_stream(spindle):
     srv = spindle("--app", APP_WS, "--send-timeout", "1")
     conn = H2(srv.port)

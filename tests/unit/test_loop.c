@@ -242,6 +242,45 @@ TEST(hang_up_interrupts_sleep_of_connection_task) {
     sp_loop_free(l);
 }
 
+/* Two tasks, each with its own virtual watch (an HTTP/2 stream's): a
+ * hang-up of one wakes its sleeper at once and leaves the other asleep. */
+typedef struct {
+    loop_watch w;
+    int result, done;
+} vsleeper;
+
+static void sleeper_on_virtual(void *arg) {
+    vsleeper *v = arg;
+    loop_task_set_hup_watch(loop_task(loop_current()), &v->w);
+    v->result = sp_sleep(5000);
+    v->done = 1;
+}
+
+TEST(virtual_watch_hang_up_wakes_only_its_own_sleeper) {
+    sp_loop *l = new_loop();
+    vsleeper a = {0}, b = {0};
+    loop_watch_init_virtual(&a.w);
+    loop_watch_init_virtual(&b.w);
+    CHECK_EQ(a.w.fd, -1);
+    CHECK_EQ(sp_spawn(sleeper_on_virtual, &a), 0);
+    CHECK_EQ(sp_spawn(sleeper_on_virtual, &b), 0);
+    CHECK(sp_poll(0) >= 0); /* both park */
+    loop_watch_hang_up(loop_current(), &a.w);
+    int64_t t0 = loop_clock_ms();
+    while (!a.done)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK(loop_clock_ms() - t0 < 1000);
+    CHECK_EQ(a.result, -ECONNRESET);
+    CHECK_EQ(b.done, 0);
+    /* latched: a later sleep on a's watch ends at once */
+    CHECK(a.w.hup & LOOP_HUP);
+    loop_watch_hang_up(loop_current(), &b.w);
+    while (!b.done)
+        CHECK(sp_poll(-1) >= 0);
+    CHECK_EQ(b.result, -ECONNRESET);
+    sp_loop_free(l);
+}
+
 TEST(watch_removal_cancels_parked_task) {
     sp_loop *l = new_loop();
     pair p = {0};
