@@ -127,6 +127,7 @@ sp_str sp_req_header(const sp_req *r, const char *name) {
 int sp_req_header_at(const sp_req *r, size_t i, sp_str *name, sp_str *value) {
     if (i >= r->head.nfields)
         return 0;
+    sliced(r); /* slices of the buffer, as sp_req_header's: kept through a long wait */
     const http_field *f = &r->head.fields[i];
     *name = (sp_str){f->name, f->name_len};
     *value = (sp_str){f->value, f->value_len};
