@@ -116,8 +116,15 @@ for s in tests/suites/*.sh; do
   [ -x "$s" ] || continue
   suite "$(basename "$s" .sh)" "$s"
 done
+# The two long pytest passes run on two pytest-xdist workers, a test file
+# per worker at a time (--dist loadfile: a file's module fixtures stay in one
+# process); each worker takes its servers' ports from a range of its own
+# (tests/integration/lib/ports.py). Most of their time is spent waiting on
+# servers and clocks, so two at once halve it on two cores.
+# SPINDLE_TEST_WORKERS=0 runs them in one process.
+XDIST=(-n "${SPINDLE_TEST_WORKERS:-2}" --dist loadfile)
 if ls tests/integration/test_*.py >/dev/null 2>&1; then
-  suite integration "$PY" -m pytest -q -p no:cacheprovider tests/integration
+  suite integration "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" tests/integration
   # The core suites once more on the io_uring backend (SPINDLE_IO_BACKEND
   # reaches every server the fixtures start): HTTP/1.1, keep-alive,
   # pipelining, limits, static, WebSocket, workers and reload, TLS, HTTP/2,
@@ -126,9 +133,9 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
   # apps (slow clients, floods, fd and memory faults, the inline WSGI call
   # and its body reads). Not the WSGI suites of Python's own semantics
   # (errors, late headers, environ reuse, edges, the stall watchdog): they
-  # do no I/O of their own. About 2 minutes.
+  # do no I/O of their own. About 1.5 minutes.
   if "$PY" -c 'import ctypes,os,sys; fd=ctypes.CDLL(None).syscall(425,4,ctypes.create_string_buffer(120)); sys.exit(fd<0 or os.close(fd))'; then
-    SPINDLE_IO_BACKEND=uring suite integration-uring "$PY" -m pytest -q -p no:cacheprovider \
+    SPINDLE_IO_BACKEND=uring suite integration-uring "$PY" -m pytest -q -p no:cacheprovider "${XDIST[@]}" \
       tests/integration/test_keepalive.py tests/integration/test_rejections.py \
       tests/integration/test_bodies.py tests/integration/test_http_edge.py \
       tests/integration/test_static.py tests/integration/test_websocket.py \

@@ -145,6 +145,34 @@ def test_redis_restart_publisher_errors_subscriber_loses_nothing(bus_spindle, re
     assert "is back" in b.stderr()
 
 
+def test_redis_still_loading_after_a_restart_is_waited_for(bus_spindle, redis):
+    """A restarted Redis answers LOADING until it has read its data set
+    back: the reader waits for it (no "refused XREAD" error in the log) and
+    its subscriber gets what is published once Redis has loaded."""
+    srv = bus_spindle(workers="1")
+    t = topic()
+    st, start = pub(srv, t, "start")
+    assert st == 200
+    # Enough data that loading it back, 1 ms a key, takes about 3 s, with
+    # clients answered (LOADING) every 1024 keys meanwhile.
+    redis.command("EVAL", "for i=1,3000 do redis.call('SET', 'k'..i, 'x') end return 1", "0")
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        waiting = ex.submit(sub, srv, t, start, 1, 20000)
+        time.sleep(0.3)
+        redis.stop()
+        redis.start(["--key-load-delay", "1000", "--loading-process-events-interval-bytes", "1024"],
+                    ready=b"-LOADING")
+        deadline = time.monotonic() + 10
+        while redis.command("PING").startswith(b"-LOADING") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert pub(srv, t, "after")[0] == 200
+        lines, _ = waiting.result()
+    assert [d for _, d in lines] == ["after"]
+    err = srv.stderr()
+    assert "lost Redis at 127.0.0.1:%d" % redis.port in err, err
+    assert "refused XREAD" not in err, err
+
+
 def test_slow_subscriber_is_cut_with_a_log_line(bus_spindle):
     a = bus_spindle("?queue=5", workers="1")
     t = topic()

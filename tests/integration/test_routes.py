@@ -156,13 +156,3 @@ def test_unix_listener_and_tcp_together(spindle, tmp_path):
     p = _curl("http://127.0.0.1:%d/" % tport)
     assert p.stdout == HELLO
     assert srv.alive()
-
-
-def _free_port6():
-    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as s:
-        s.bind(("::1", 0))
-        return s.getsockname()[1]
-
-
-def _free_port4():
-    return free_port()

@@ -205,7 +205,12 @@ static int read_once(bus *b, rd_state *st) {
         st->in_block = 1;
         rc = rconn_call(&st->rd, &r, BLOCK_MS + CMD_TIMEOUT_MS, (int)argc, argv, lens);
         st->in_block = 0;
-        if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
+        if (rc == 0 && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0) {
+            /* Restarted and still reading its data set back: not a
+             * refusal; the reader asks again after its backoff. */
+            freeReplyObject(r);
+            rc = -EAGAIN;
+        } else if (rc == 0 && r->type == REDIS_REPLY_ERROR) {
             log_msg(LOG_ERROR, "bus: Redis at %s:%d refused XREAD: %s", b->url.host, b->url.port,
                     r->str);
             rc = -EIO;

@@ -17,13 +17,14 @@ import socket
 import subprocess
 import time
 
+from . import ports
+
 
 def free_port(host="127.0.0.1"):
-    """A TCP port free on host (127.0.0.1, or an IPv6 address such as ::1) now."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+    """A TCP port free on host (127.0.0.1, or an IPv6 address such as ::1)
+    now, from this process's own range (lib/ports.py: one per xdist worker,
+    below the ephemeral ports, handed out in turn)."""
+    return ports.next_port(host)
 
 
 def connect_bind(bind, timeout):

@@ -72,7 +72,9 @@ class Redis(ServerProcess):
         self.certs, self.cert, self.password = certs, cert, password  # certs: TLS only
         self.start()
 
-    def start(self):
+    def start(self, extra=(), ready=b"+PONG\r\n"):
+        """extra: more redis-server flags; ready: PING's reply to wait for
+        (b"-LOADING": up, but still reading its data set back)."""
         aof = ["--appendonly", "yes", "--appendfsync", "always"] if self.appendonly else ["--appendonly", "no"]
         if self.certs:
             c = self.certs
@@ -82,11 +84,11 @@ class Redis(ServerProcess):
         if self.password:
             aof += ["--requirepass", self.password]
         self.launch([REDIS, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""] + aof +
-                    ["--daemonize", "no", "--dir", str(self.dir)],
+                    ["--daemonize", "no", "--dir", str(self.dir)] + list(extra),
                     stdout_path=self.dir / "redis.log", merge_stderr=True, cwd=str(self.dir),
                     new_session=False)
         try:
-            self.wait_until(lambda: self.command("PING") == b"+PONG\r\n", 5, step=0.05)
+            self.wait_until(lambda: self.command("PING").startswith(ready), 5, step=0.05)
         except RuntimeError:
             self.stop()
             raise RuntimeError("redis-server did not start: %s" %

@@ -13,7 +13,8 @@
 #                            that cannot run at all)
 #   finish                   print "N passed, N failed" (", N skipped" if any)
 #                            and exit 1 if anything failed, else 0
-#   free_port                a free 127.0.0.1 TCP port (tests/integration/lib/proctools.py)
+#   free_port                a free 127.0.0.1 TCP port, a new one on each call
+#                            (tests/integration/lib/ports.py, through proctools.py)
 #   $PY                      the tests' Python: build/venv/bin/python (scripts/deps.sh
 #                            makes it), or $SPINDLE_TEST_PYTHON
 #   need_corpus              0 if $CORPUS (the request corpus in tests/corpus, or
