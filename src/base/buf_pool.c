@@ -29,12 +29,24 @@ typedef struct slab {
     size_t len;
 } slab;
 
+#define FRONT_ALIGN 64
+
 static size_t stride(const buf_pool *p) {
-    return (p->size + PAGE - 1) / PAGE * PAGE;
+    return (p->front + p->size + PAGE - 1) / PAGE * PAGE;
 }
 
-void buf_pool_init(buf_pool *p, size_t size, size_t max_free) {
-    *p = (buf_pool){.size = size < sizeof(void *) ? sizeof(void *) : size, .max_free = max_free};
+void buf_pool_init(buf_pool *p, size_t size, size_t front, size_t max_free) {
+    *p = (buf_pool){.size = size < sizeof(void *) ? sizeof(void *) : size,
+                    .front = (front + FRONT_ALIGN - 1) / FRONT_ALIGN * FRONT_ALIGN,
+                    .max_free = max_free};
+}
+
+/* The whole pages of [from, to) go back to the kernel. */
+static void give_pages(const char *from, const char *to) {
+    uintptr_t lo = ((uintptr_t)from + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+    uintptr_t hi = (uintptr_t)to & ~(uintptr_t)(PAGE - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* best effort */
 }
 
 /* Maps PER_SLAB more buffers onto the free list. 0, or -1 (no memory). */
@@ -43,6 +55,7 @@ static int grow(buf_pool *p) {
     char *one = aligned_alloc(PAGE, stride(p));
     if (!one)
         return -1;
+    one += p->front;
     *(void **)one = p->free_list;
     p->free_list = one;
     p->nfree++;
@@ -59,7 +72,7 @@ static int grow(buf_pool *p) {
     *s = (slab){p->slabs, mem, len};
     p->slabs = s;
     for (size_t i = PER_SLAB; i-- > 0;) { /* the first buffer ends up first */
-        char *b = (char *)mem + i * stride(p);
+        char *b = (char *)mem + i * stride(p) + p->front;
         *(void **)b = p->free_list;
         p->free_list = b;
         p->nfree++;
@@ -81,14 +94,14 @@ void buf_pool_put(buf_pool *p, char *b) {
     p->out--;
 #ifdef BUF_POOL_MALLOC
     if (p->nfree >= p->max_free) {
-        free(b);
+        free(b - p->front);
         return;
     }
 #endif
     if (p->nfree >= p->max_free) {
         /* Past the high-water mark: the pages go back now, the link in
          * the first word makes the first one again when it is reused. */
-        buf_pool_shed(p, b, 0);
+        give_pages(b - p->front, b - p->front + stride(p));
         p->released++;
     }
     *(void **)b = p->free_list;
@@ -97,10 +110,7 @@ void buf_pool_put(buf_pool *p, char *b) {
 }
 
 void buf_pool_shed(const buf_pool *p, char *b, size_t used) {
-    uintptr_t from = ((uintptr_t)b + used + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
-    uintptr_t to = ((uintptr_t)b + p->size) & ~(uintptr_t)(PAGE - 1);
-    if (to > from)
-        (void)madvise((void *)from, to - from, MADV_DONTNEED); /* best effort */
+    give_pages(b + used, b + p->size);
 }
 
 void buf_pool_trim(buf_pool *p, int64_t now) {
@@ -115,7 +125,7 @@ void buf_pool_destroy(buf_pool *p) {
 #ifdef BUF_POOL_MALLOC
     while (p->free_list) {
         void *next = *(void **)p->free_list;
-        free(p->free_list);
+        free((char *)p->free_list - p->front);
         p->free_list = next;
     }
 #endif

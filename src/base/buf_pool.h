@@ -13,19 +13,28 @@ typedef struct buf_pool {
     void *free_list; /* each free buffer's first bytes link to the next */
     struct slab *slabs;
     size_t nfree, max_free, size;
+    size_t front;    /* the bytes before each buffer its holder keeps state in */
     size_t out;      /* buffers in use */
     size_t released; /* freed since the last trim */
     int64_t last_trim;
 } buf_pool;
 
-void buf_pool_init(buf_pool *p, size_t size, size_t max_free);
-/* A buffer of p->size bytes, or NULL (ENOMEM). */
+/* Buffers of size bytes, each just after a front of at least front bytes
+ * (aligned for any object; 0: none) that its holder keeps other state in,
+ * in the buffer's first page: a connection's buffer carries its request's
+ * header fields there (http_conn.c), beside the head's first bytes. */
+void buf_pool_init(buf_pool *p, size_t size, size_t front, size_t max_free);
+/* A buffer of p->size bytes (after its front), or NULL (ENOMEM). */
 char *buf_pool_get(buf_pool *p);
+/* Where b's front starts. */
+static inline void *buf_pool_front(const buf_pool *p, char *b) {
+    return b - p->front;
+}
 void buf_pool_put(buf_pool *p, char *b);
 /* Gives the kernel back the whole pages of b (in use) past its first used
  * bytes, keeping b where it is, its bytes and every pointer into them
  * valid: the pages come back zeroed when next written. For a connection
- * that waits long (a long poll, a WebSocket): one madvise. */
+ * that waits long (a long poll, a WebSocket): one madvise. The front stays. */
 void buf_pool_shed(const buf_pool *p, char *b, size_t used);
 /* Kept for the callers' rhythm (once a second): the pages of buffers past
  * the mark already went back in buf_pool_put. */

@@ -65,6 +65,10 @@ sp_str req_get_host(const sp_req *r) {
     return h;
 }
 
+sp_str req_get_path(const sp_req *r) {
+    return r->path; /* copied at once: no slice is kept (path_taken stays) */
+}
+
 int req_get_tls(const sp_req *r) {
     return r->c->tls != NULL;
 }

@@ -96,6 +96,8 @@ int req_get_tls(const sp_req *r);
  * move the buffer's bytes (req_park.c: a parked WebSocket's whole buffer). */
 sp_str req_get_query(const sp_req *r);
 sp_str req_get_host(const sp_req *r);
+/* sp_req_path, likewise (the path moves with the fields at a long wait). */
+sp_str req_get_path(const sp_req *r);
 /* Asks the socket whether the client has left (EOF or a reset seen by a
  * peek), latching it as the loop would: for a call that blocked the loop a
  * while. 1 if it left, else 0. HTTP/1 only (0 for an HTTP/2 stream). */

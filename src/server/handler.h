@@ -20,7 +20,12 @@
 
 #define RES_MAX_FIELDS  64
 #define RES_FIELD_BYTES 8192
-#define REQ_MAX_DEFER   4
+/* What a response holds in itself: past these, its fields and their bytes
+ * move to a block of RES_MAX_FIELDS and RES_FIELD_BYTES (response.c), so
+ * the response is small on the stack of a handler that parks. */
+#define RES_INLINE_FIELDS 12
+#define RES_INLINE_BYTES  512
+#define REQ_MAX_DEFER     4
 
 /* ---- the request and response, on the serving coroutine's stack ------- */
 
@@ -108,18 +113,17 @@ struct sp_req {
         void *arg;
     } defer[REQ_MAX_DEFER];
     int ndefer;
-    char *head_copy; /* the head's bytes while the buffer went back (req_park.c) */
+    char *head_copy; /* the head's bytes (fields, path) while the buffer went back (req_park.c) */
     char *park_copy; /* the buffer's bytes during a long wait */
     uint8_t sliced;  /* a slice into the buffer went to the handler (request.c) */
+    uint8_t path_taken; /* a slice of the path did (sp_req_path, sp_req_param) */
 };
 
-/* Laid out for a handler that parks (a long poll): the store first, filled
- * from its top end (add_field), then the small members, then the fields
- * from the bottom of their array. In serve_one the store's untouched part
- * meets the request fields' untouched tail below it, so a parked handler's
- * stack is touched only at the bottom (the request) and the top (this). */
+/* Small (a parked handler's frames and its request and response fit the
+ * stack's top page, http_conn.c): the fields start in fields_in, their
+ * bytes in store_in filled from its top end (add_field), and move to a
+ * malloc'ed block when they outgrow them. */
 struct sp_res {
-    char store[RES_FIELD_BYTES]; /* the last field_bytes bytes are in use */
     sp_req *req;
     conn *c;
     int status;
@@ -134,7 +138,10 @@ struct sp_res {
     void (*release)(void *arg);
     void *release_arg;
     http_out out;
-    http_field fields[RES_MAX_FIELDS];
+    http_field *fields; /* fields_in, or the block's RES_MAX_FIELDS */
+    char *store_end;    /* the last field_bytes bytes before it are in use */
+    http_field fields_in[RES_INLINE_FIELDS];
+    char store_in[RES_INLINE_BYTES];
 };
 
 /* ---- the server, as a feature sees it (server.c) ------------------------ */

@@ -23,11 +23,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define FIELDS_CAP 1000 /* sp_server_new clamps fields_max to this */
-/* Fields on the stack: the default --max-header-count exactly (more is
- * malloc'ed), not a rounder 128: the 900 bytes saved lift a parked
- * handler's deepest frames into the page its request is in. */
-#define FIELDS_STACK     HTTP_FIELDS_MAX_DEFAULT
 #define LINGER_MAX_BYTES (1u << 20)
 
 void http_conn_linger_close(sp_server *s, conn *c) {
@@ -277,20 +272,17 @@ static int end_exchange(sp_server *s, conn *c, sp_req *req, sp_res *res, int rc,
  * to keep the connection, 0 when it has been closed after a request, -1
  * when no request came (the connection went back to idle, or closed). */
 static int serve_one(sp_server *s, conn *c, sp_req **parked) {
-    /* One object, so that the order is ours: the request, its fields (used
-     * from the bottom, the path just after them), the response (its store
-     * fills from the top end). A handler that parks has touched only the
-     * two ends; the untouched middle costs no memory (sp_res, handler.h). */
-    struct {
-        sp_req req;
-        http_field fields[FIELDS_STACK];
-        sp_res res;
-    } x;
-    sp_req *const reqp = &x.req;
-    sp_res *const resp = &x.res;
-    http_field *fields = x.fields;
+    /* The request and response are small (the response's fields start in
+     * a store of their own, handler.h), and the request's fields and path
+     * are in the buffer's front (CONN_FIELDS, server.h): a handler that
+     * parks keeps the stack's top page only, its frames and these. */
+    sp_req x_req;
+    sp_res x_res;
+    sp_req *const reqp = &x_req;
+    sp_res *const resp = &x_res;
+    http_field *const fields = conn_fields(s, c);
     http_field *fv = fields;
-    size_t fcap = sizeof x.fields / sizeof x.fields[0];
+    size_t fcap = CONN_FIELDS;
     if (s->opt.fields_max > fcap) {
         fcap = s->opt.fields_max;
         fv = malloc(fcap * sizeof *fv);
@@ -332,7 +324,7 @@ static int serve_one(sp_server *s, conn *c, sp_req **parked) {
     uint32_t head_len = (uint32_t)rc;
     uint64_t t0 = s->timed ? stats_clock_ns() : 0;
     /* The path goes just after the fields the head used, not in a 4 KiB
-     * array of its own: its bytes sit with the request's (see x). */
+     * array of its own: its bytes sit with the request's fields. */
     size_t room = (fcap - req.head.nfields) * sizeof *fv;
     if (req.head.target_len < room) {
         pb = (char *)(fv + req.head.nfields);

@@ -34,6 +34,7 @@ void req_init(sp_req *r, sp_server *s, conn *c, const exchange_ops *ops, void *c
     r->body_credit_us = (int64_t)s->opt.body_timeout_ms * 1000;
     r->drain_deadline = 0;
     r->sliced = 0;
+    r->path_taken = 0;
     r->head_copy = r->park_copy = NULL;
     r->peer_text[0] = '\0';
     r->client_text[0] = '\0';
@@ -56,7 +57,14 @@ sp_str sp_req_target(const sp_req *r) {
     return (sp_str){r->head.target, r->head.target_len};
 }
 
+/* The path is in the buffer's front (http_conn.c): a long wait keeps the
+ * buffer where it is once the handler holds a slice of it (req_park.c). */
+static inline void path_taken(const sp_req *r) {
+    ((sp_req *)r)->path_taken = 1;
+}
+
 sp_str sp_req_path(const sp_req *r) {
+    path_taken(r);
     return r->path;
 }
 
@@ -81,6 +89,7 @@ int64_t sp_req_content_length(const sp_req *r) {
 }
 
 sp_str sp_req_param(const sp_req *r, const char *name) {
+    path_taken(r); /* the parameters are slices of the path */
     if (r->match) {
         size_t n = strlen(name);
         for (size_t i = 0; i < r->match->nparams; i++) {

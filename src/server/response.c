@@ -23,6 +23,8 @@ void res_clear_head(sp_res *res) {
 void res_init(sp_res *res, sp_req *req, conn *c) {
     res->req = req;
     res->c = c;
+    res->fields = res->fields_in;
+    res->store_end = res->store_in + RES_INLINE_BYTES;
     res->status = 200;
     res_clear_head(res);
     res->written = 0;
@@ -107,6 +109,30 @@ static int owned_by_server(const char *name, size_t n) {
            http_ieq(name, n, "date", 4) || http_ieq(name, n, "connection", 10);
 }
 
+/* The response outgrew its own store (RES_INLINE_*): its fields and their
+ * bytes move to a block of the whole caps, freed when the request is over.
+ * 0, -ENOMEM, or -ENOSPC (no room to register the free). */
+__attribute__((noinline)) static int grow(sp_res *r) {
+    char *b = malloc(RES_MAX_FIELDS * sizeof(http_field) + RES_FIELD_BYTES);
+    if (!b)
+        return -ENOMEM;
+    if (req_defer(r->req, free, b) < 0) {
+        free(b);
+        return -ENOSPC;
+    }
+    http_field *f = (http_field *)(void *)b;
+    char *end = b + RES_MAX_FIELDS * sizeof(http_field) + RES_FIELD_BYTES;
+    memcpy(end - r->field_bytes, r->store_end - r->field_bytes, r->field_bytes);
+    for (size_t i = 0; i < r->nfields; i++) {
+        const http_field *o = &r->fields[i];
+        f[i] = (http_field){end - (r->store_end - o->name), o->name_len,
+                            end - (r->store_end - o->value), o->value_len};
+    }
+    r->fields = f;
+    r->store_end = end;
+    return 0;
+}
+
 /* Checks the value and stores name: value (name already checked). */
 static int add_field(sp_res *r, const char *name, size_t nl, const char *value) {
     if (r->head_sent)
@@ -118,11 +144,14 @@ static int add_field(sp_res *r, const char *name, size_t nl, const char *value) 
     if (vl &&
         (value[0] == ' ' || value[0] == '\t' || value[vl - 1] == ' ' || value[vl - 1] == '\t'))
         return -EINVAL;
-    if (r->nfields == RES_MAX_FIELDS || r->field_bytes + nl + vl > RES_FIELD_BYTES)
-        return -ENOSPC;
-    /* From the top end down: next to the frames above, where a parked
-     * handler's stack is touched anyway (handler.h). */
-    char *p = r->store + RES_FIELD_BYTES - r->field_bytes - (nl + vl);
+    int inline_ = r->fields == r->fields_in;
+    if (r->nfields == (inline_ ? RES_INLINE_FIELDS : RES_MAX_FIELDS) ||
+        r->field_bytes + nl + vl > (inline_ ? RES_INLINE_BYTES : RES_FIELD_BYTES)) {
+        int rc = inline_ && r->field_bytes + nl + vl <= RES_FIELD_BYTES ? grow(r) : -ENOSPC;
+        if (rc < 0)
+            return rc;
+    }
+    char *p = r->store_end - r->field_bytes - (nl + vl);
     memcpy(p, name, nl);
     memcpy(p + nl, value, vl);
     r->fields[r->nfields++] = (http_field){p, nl, p + nl, vl};

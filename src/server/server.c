@@ -471,7 +471,7 @@ int server_start(sp_server *s, loop *l) {
                 s->opt.max_connections, s->nconns_cap, fit);
         s->opt.max_connections = fit;
     }
-    buf_pool_init(&s->bufs, s->buf_size, 1024);
+    buf_pool_init(&s->bufs, s->buf_size, CONN_FRONT_BYTES, 1024);
     s->stopping = 0;
     for (int i = 0; i < s->nlisteners; i++)
         s->listeners[i].paused = 1;

@@ -23,6 +23,14 @@
 #define SERVER_MAX_LISTENERS       16
 #define SERVER_ACCEPT_BATCH        64
 #define SERVER_ACCEPT_BATCH_SHARED 4
+/* A connection's read buffer carries, in its pool front (in the page of the
+ * head's first bytes), room for this many header fields of its request (the
+ * default --max-header-count; more are malloc'ed) and the normalized path
+ * after them: off the coroutine's stack, so a handler that parks keeps its
+ * frames in the stack's top page, and given back with the buffer at a long
+ * wait (req_park.c). */
+#define CONN_FIELDS      HTTP_FIELDS_MAX_DEFAULT
+#define CONN_FRONT_BYTES (CONN_FIELDS * 32) /* a multiple of the pool's 64 */
 
 typedef struct listener {
     loop_watch w;
@@ -64,7 +72,7 @@ typedef struct server_observer {
 struct sp_server {
     /* options and routes (server.c, router.c, forwarded.c) */
     sp_server_options opt;
-    size_t buf_size;
+    size_t buf_size; /* a read buffer's bytes (its front before them: CONN_FIELDS) */
     router routes;
     fwd_nets fwd; /* forwarded_allow_ips and forwarded_header, parsed */
     /* listening and accepting (server.c) */
@@ -124,6 +132,14 @@ struct sp_server {
         void (*free_fn)(void *data);
     } ext[SERVER_MAX_EXT];
 };
+
+/* Where c's request fields go: its buffer's front (c->buf not NULL). */
+static inline http_field *conn_fields(const sp_server *s, const conn *c) {
+    _Static_assert(CONN_FRONT_BYTES == CONN_FIELDS * sizeof(http_field) &&
+                       CONN_FRONT_BYTES % 64 == 0,
+                   "the buffer's front holds CONN_FIELDS fields, aligned as buf_pool_front");
+    return (http_field *)(void *)(c->buf - CONN_FRONT_BYTES); /* buf_pool_front, a constant */
+}
 
 /* ---- setters for the process layer and the command line (server.c) ---- */
 

@@ -17,13 +17,15 @@ from lib.chatutil import CHAT_BIN, ROOT, ChatServer
 from lib.client import read_until_close
 
 N = 1000
-# Measured 12.6 KB (long poll) and 13.2 KB (WebSocket) per connection with
-# 1,000 parked: the page of the read buffer that holds the request's head
+# Measured 8.8 KB (long poll) and 9.2 KB (WebSocket) per connection with
+# 1,000 parked: the stack keeps one page (its frames, the request and a
+# small response; the request's fields are in the buffer's front), and the
+# page of the read buffer that holds the request's head (and those fields)
 # stays (4 KB), because the chat's handlers keep slices of their request
-# across the wait (test_slices_survive_waits.py); a handler that takes none
-# gives the whole buffer back (8.6 KB). 29 KB before the buffer's pages went
-# back while waiting and the parked stack was cut to its two touched pages.
-PER_CONN = 14 * 1024
+# across the wait (test_slices_survive_waits.py). 12.6 and 13.2 KB while
+# the stack kept two pages; 29 KB before the buffer's pages went back while
+# waiting and the parked stack was cut to its two touched pages.
+PER_CONN = 10.5 * 1024
 
 
 def rss_kb(pid):

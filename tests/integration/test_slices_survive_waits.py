@@ -61,6 +61,34 @@ def test_a_slice_keeps_its_bytes_across_a_long_wait(spindle, path):
         s.close()
 
 
+@pytest.mark.parametrize("route", ["late", "held"])
+def test_the_path_and_fields_come_back_after_a_long_wait(spindle, route):
+    # The request's fields and its path live in the buffer's front: a long
+    # wait moves them with the buffer's bytes (late: nothing taken before)
+    # or keeps the buffer (held: the path and a parameter taken before);
+    # either way they read the same after it, whatever others sent
+    # meanwhile, and a response outgrowing its own store is whole.
+    srv = spindle("--app", APP, "--workers", "1")
+    path = "/%s/%s" % (route, "n" * 40)
+    waiting = open_request(srv.port, path + "?q=" + "z" * 300, SECRET)
+    time.sleep(0.3)  # it waits (a long wait from 25 ms on)
+    others = crowd(srv.port, "/%s/%s" % (route, "o" * 40))
+    data = b""
+    while b"\n" not in data.partition(b"\r\n\r\n")[2]:
+        chunk = waiting.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    before = "%s %s" % (path, "n" * 40) if route == "held" else "- -"
+    assert body.decode().strip() == "before=%s after=%s %s %s (%s)" % (
+        before, path, "n" * 40, SECRET, before), body
+    assert head.count(b"X-Many-") == 20, head
+    assert b"X-Many-19: a value long enough to outgrow the store\r\n" in head, head
+    for s in others:
+        s.close()
+
+
 def test_a_websocket_handler_keeps_its_request_slices(spindle):
     srv = spindle("--app", APP, "--workers", "1")
     key = base64.b64encode(os.urandom(16)).decode()

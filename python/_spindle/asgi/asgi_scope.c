@@ -141,7 +141,7 @@ static int path_of(const sp_req *r, PyObject **path, PyObject **raw) {
         if (q)
             n = (size_t)(q - t);
     } else {
-        sp_str p = sp_req_path(r);
+        sp_str p = req_get_path(r); /* copied below: no slice kept */
         t = p.ptr;
         n = p.len;
     }

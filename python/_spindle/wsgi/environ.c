@@ -167,7 +167,7 @@ static PyObject *method_str(const http_request *h) {
  * SCRIPT_NAME when the path starts with it. The same split as the router's
  * and QUERY_STRING's, so "http://h?/admin" is "/" with the query "/admin". */
 static PyObject *path_info(hub *h, const sp_req *r) {
-    sp_str path = sp_req_path(r);
+    sp_str path = req_get_path(r); /* copied below: no slice kept */
     const char *t = path.ptr;
     size_t n = path.len;
     char stack[1024];
