@@ -49,12 +49,12 @@ def read_answer(s):
     return data.partition(b"\r\n\r\n")[2].decode(errors="replace").strip()
 
 
-@pytest.mark.parametrize("path", ["/cond", "/bus"])
+@pytest.mark.parametrize("path", ["/cond", "/bus", "/at"])
 def test_a_slice_keeps_its_bytes_across_a_long_wait(spindle, path):
     srv = spindle("--app", APP, "--workers", "1")
     waiting = open_request(srv.port, path, SECRET)
     time.sleep(0.3)  # it waits (a long wait from 25 ms on)
-    others = crowd(srv.port, "/cond" if path == "/cond" else "/bus")
+    others = crowd(srv.port, "/bus" if path == "/bus" else "/cond")
     body = read_answer(waiting)
     assert body == "before=%s after=%s" % (SECRET, SECRET), body
     for s in others:
