@@ -256,7 +256,8 @@ class Nginx(Peer):
         listen = "listen 127.0.0.1:%(port)d" + (" ssl; " + nginx_tls(tls) if tls else ";")
         if root:
             body = ("server { %s root %s; "
-                    "location / { types { text/plain txt; application/octet-stream bin; } } }" % (listen, root))
+                    "location / { types { text/plain txt; application/octet-stream bin; text/html html; "
+                    "application/javascript js; image/png png; } } }" % (listen, root))
         else:
             body = ('server { %s default_type text/plain; '
                     'location / { return 200 "Hello world!"; } }' % listen)

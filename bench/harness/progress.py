@@ -59,6 +59,8 @@ def plan(o, n_cpus):
         out.append(("wsgi", len(wsgi) * len(apps) * r, d + 2))
     if "static" in wl:
         out.append(("static", 2 * len([x for x in o.servers if x in ("spindle-c", "nginx")]) * r, d + 1))
+    if "page" in wl:  # a load is well under a second; the browser's start and the first loads
+        out.append(("page", 2 * o.page_loads, 1))
     if "scaling" in wl:
         out.append(("scaling", min(n_cpus, o.max_workers) * len(o.scaling_servers) * r, d + 2))
     if "instructions" in wl:

@@ -278,6 +278,11 @@ def nginx_table(runs, summary, prov):
         pair("static %s file, keep-alive: server CPU per request" % v.replace("KiB", " KiB").replace("MiB", " MiB"),
              "static", v, "cpu_us_median", 1, " µs")
         used += ["static"] if len(out) > n else []
+    for v in _variants(summary, "page"):
+        n = len(out)
+        pair("a page of 101 files in headless Chromium (HTTP/1.1, cache off): load time", "page", v,
+             "load_ms_median", 0, " ms")
+        used += ["page"] if len(out) > n else []
     for v in _variants(summary, "tls"):
         n = len(out)
         pair("TLS 1.3, %s: requests/s" % v, "tls", v, "rps_median")

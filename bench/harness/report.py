@@ -14,14 +14,15 @@ COLUMNS = ["workload", "variant", "app", "server", "workers", "connections", "ro
            "rss_kb_before", "rss_kb_after", "pss_kb_before", "pss_kb_after", "bytes_per_connection",
            "pss_bytes_per_connection", "ir_n1", "ir_n2", "instructions_per_request", "client_errors", "mappings",
            "in_handlers", "broadcasts", "delivered_to_all", "delivery_ms_median", "delivery_ms_worst", "client_p50_ms",
-           "ws_fanout_ms", "connect_s", "syscalls_per_request", "syscalls", "note"]
+           "ws_fanout_ms", "connect_s", "syscalls_per_request", "syscalls", "load_ms", "note"]
 SUMMARY = ["workload", "variant", "server", "runs", "rps_median", "rps_min", "rps_max", "cpu_us_median",
            "cpu_us_min", "cpu_us_max", "errors", "non2xx", "loadgen_cpu_pct_median", "saturated_runs",
            "server_cpus_other_pct_median",
            "p50_ms", "p99_ms", "p999_ms", "max_ms", "bytes_per_connection", "pss_bytes_per_connection",
-           "held_open", "instructions_per_request", "notes"]
+           "held_open", "instructions_per_request", "load_ms_median", "load_ms_min", "load_ms_max",
+           "connections_median", "notes"]
 ORDER = ["keepalive", "close", "latency", "memory", "wsgi", "static", "scaling", "instructions", "syscalls", "sessions",
-         "parked", "tls", "asgi", "h2", "h2memory"]
+         "parked", "tls", "asgi", "h2", "h2memory", "page"]
 TITLES = {
     "keepalive": "Hello world, keep-alive (wrk -t1)",
     "close": "Hello world without keep-alive (ab, a connection per request)",
@@ -37,6 +38,7 @@ TITLES = {
     "h2memory": "Memory per idle HTTP/2 connection (h2c, one request answered on each)",
     "parked": "Parked clients: long polls and WebSockets on one chat process, a broadcast every second",
     "tls": "TLS 1.3 (ECDSA P-256, X25519, AES-128-GCM): keep-alive, handshakes, idle connections, a 1 MiB file",
+    "page": "A browser's page over HTTP/1.1 (headless Chromium, cache off)",
     "asgi": "ASGI: spindle beside granian, uvicorn, hypercorn and daphne (one worker each)",
 }
 HOT_PATH_ROWS = 10
@@ -70,7 +72,7 @@ def summarize(rows):
             v = col(k)
             return statistics.median(v) if v else ""
 
-        rps, cpu = col("requests_per_s"), col("server_cpu_us_per_request")
+        rps, cpu, page = col("requests_per_s"), col("server_cpu_us_per_request"), col("load_ms")
         notes = sorted({r["note"] for r in rs if r.get("note")})
         out.append({
             "workload": wl, "variant": variant, "server": server, "runs": len(rs),
@@ -83,7 +85,10 @@ def summarize(rows):
             "p50_ms": med("p50_ms"), "p99_ms": med("p99_ms"), "p999_ms": med("p999_ms"), "max_ms": med("max_ms"),
             "bytes_per_connection": med("bytes_per_connection"),
             "pss_bytes_per_connection": med("pss_bytes_per_connection"), "held_open": med("held_open"),
-            "instructions_per_request": med("instructions_per_request"), "notes": "; ".join(notes),
+            "instructions_per_request": med("instructions_per_request"),
+            "load_ms_median": med("load_ms"), "load_ms_min": min(page) if page else "",
+            "load_ms_max": max(page) if page else "", "connections_median": med("connections") if page else "",
+            "notes": "; ".join(notes),
         })
     return out
 
@@ -243,6 +248,20 @@ def parked_table(rows_all):
     return lines
 
 
+def page_table(summary, rows_all):
+    lines = ["| server | loads | load ms median (min–max) | ÷ nginx | connections used | responses per load "
+             "| errors / non-2xx | notes |", "|---|---:|---:|---:|---:|---:|---:|---|"]
+    rows = [s for s in summary if s["workload"] == "page"]
+    ref = next((s for s in rows if s["server"] == "nginx"), None)
+    for s in sorted(rows, key=lambda s: num(s["load_ms_median"]) or 1e9):
+        got = [num(r.get("requests")) for r in rows_all if r["workload"] == "page" and r["server"] == s["server"]]
+        lines.append("| %s | %s | %s (%s–%s) | %s | %s | %s | %s / %s | %s |" % (
+            s["server"], s["runs"], fmt(s["load_ms_median"], 1), fmt(s["load_ms_min"], 1), fmt(s["load_ms_max"], 1),
+            ratio(s["load_ms_median"], ref["load_ms_median"]) if ref else "–", fmt(s["connections_median"]),
+            fmt(statistics.median(got) if got else None), s["errors"], s["non2xx"], s["notes"]))
+    return lines
+
+
 def hot_path_table(row, top=HOT_PATH_ROWS):
     lines = ["| instructions/request | share | function |", "|---:|---:|---|"]
     for ir, share, fn in (row.get("functions") or [])[:top]:
@@ -347,6 +366,10 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "idle, RSS of the server's tree; instructions: "
                     "callgrind as for the instructions workload (ab -k -c 10 on the raw hello)." % 12, ""]
             out += section(ctx, summary)
+        elif wl == "page":
+            from .page import METHOD
+            out += [METHOD, ""]
+            out += page_table(summary, ctx.rows)
         elif wl in ("keepalive", "close"):
             out += throughput_table(summary, wl, syscalls_of(ctx.rows, wl))
         else:

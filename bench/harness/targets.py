@@ -33,7 +33,8 @@ def _paired(rows, wl, variant, server, versus, key):
 
 def _ratio_target(out, ctx, summary, name, issue, wl, variant, server, versus, metric, op, want):
     key = {"req/s": ("rps_median", "requests_per_s"), "CPU/req": ("cpu_us_median", "server_cpu_us_per_request"),
-           "instructions/req": ("instructions_per_request", "instructions_per_request")}[metric]
+           "instructions/req": ("instructions_per_request", "instructions_per_request"),
+           "load time": ("load_ms_median", "load_ms")}[metric]
     a, b = _summary(summary, wl, variant, server), _summary(summary, wl, variant, versus)
     row = {"target": name, "issue": issue, "workload": wl, "variant": variant, "server": server, "versus": versus,
            "metric": metric + " ratio", "want": "%s %s" % (op, want), "value": "", "paired": ""}
@@ -176,6 +177,10 @@ def judge(ctx, summary):
         _ratio_target(out, ctx, summary, "%s CPU/req ≤ 0.9× nginx" % v, 21, "h2", variant, "spindle-c", "nginx",
                       "CPU/req", "≤", 0.9)
     _round3(out, ctx, summary)
+    # Issue 34, item 5: a browser's page over HTTP/1.1 (the page workload).
+    from .page import VARIANT
+    _ratio_target(out, ctx, summary, "page load ≤ 1.0× nginx", 34, "page", VARIANT, "spindle-c", "nginx",
+                  "load time", "≤", 1.0)
     return out
 
 

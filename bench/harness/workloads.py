@@ -94,6 +94,10 @@ def _log_row(row):
             row.get("held_open"), row.get("connections"), row.get("rss_kb_before"), row.get("rss_kb_after"),
             row.get("bytes_per_connection", "-"), note))
         return
+    if row["workload"] == "page":
+        log(head + "loaded in %s ms over %s connections, %s responses, errors %s, non-2xx %s%s" % (
+            row.get("load_ms"), row.get("connections"), row.get("requests"), row.get("errors"), row.get("non2xx"), note))
+        return
     if row["workload"] == "instructions":
         log(head + "%s instructions/request (Ir %s and %s)%s" % (
             row.get("instructions_per_request"), row.get("ir_n1"), row.get("ir_n2"), note))

@@ -484,20 +484,20 @@ def test_asgi_websocket_scope_over_h2(asgi):  # noqa: F811
 
 
 @pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="Debian's chromium is not installed")
-def test_chromium_opens_its_websocket_on_the_h2_connection(spindle, certs, tmp_path, monkeypatch):  # noqa: F811
+def test_chromium_opens_its_websocket_on_the_h2_connection(spindle, certs, tmp_path):  # noqa: F811
     """A browser, not a library: headless Chromium loads a page over TLS with
     ALPN h2, then `new WebSocket("wss://…")` on the same origin; it takes the
     stream (the access log says HTTP/2.0 for /ws, a 200, not a 101), echoes
     and negotiates permessage-deflate on it."""
-    from lib import chat_browser as cb
+    from lib import chromium as cb
     root = tmp_path / "www"
     root.mkdir()
     (root / "index.html").write_text("<html><body>ready</body></html>")
     log = tmp_path / "access.log"
     srv = spindle(*(certs.flags("localhost") + ["--app", APP_WS, "--root", str(root), "--access-log",
                                                 str(log), "--access-log-format", "%m %U %H %s"]))
-    monkeypatch.setattr(cb, "FLAGS", cb.FLAGS + ["--ignore-certificate-errors"])  # the test CA
-    proc, blog, cdp = cb._start(str(tmp_path / "chromium"), time.monotonic() + 30)
+    proc, blog, cdp = cb.start(str(tmp_path / "chromium"), time.monotonic() + 30,
+                               flags=["--ignore-certificate-errors"])  # the test CA
     try:
         page = cdp.page("https://localhost:%d/index.html" % srv.port)
         cdp.wait(page, "document.readyState === 'complete' && document.body.textContent === 'ready'",
@@ -509,7 +509,7 @@ def test_chromium_opens_its_websocket_on_the_h2_connection(spindle, certs, tmp_p
             w.onmessage = e => { ok([e.data, w.extensions]); w.close(1000); };
             w.onerror = () => bad('error'); setTimeout(() => bad('timeout'), 5000); })""" % srv.port)
     finally:
-        cb._stop(proc, blog)
+        cb.stop(proc, blog)
     assert proto == "h2", proto
     assert got[0] == "over a stream" and got[1].startswith("permessage-deflate"), got
     t0 = time.monotonic()

@@ -23,6 +23,7 @@ MTIME = 1_600_000_000  # Sun, 13 Sep 2020 12:26:40 GMT: long past, so dates are 
 SMALL = b"hello static\n"
 JS = b"function f() { return 42; }\n" * 200
 PAGE = b"<!doctype html><title>t</title>\n"
+SVG = b'<svg xmlns="http://www.w3.org/2000/svg"><rect width="9" height="9"/></svg>\n' * 20
 
 
 @pytest.fixture(scope="module")
@@ -55,6 +56,11 @@ def static_root(tmp_path_factory):
         p.write_bytes(data)
     (root / "emptydir").mkdir()
     (root / "app.js.gz").write_bytes(gzip.compress(JS, mtime=0))
+    # An image's .gz is never looked for (test_no_gz_of_compressed_types);
+    # an SVG, text, still has its .gz served.
+    (root / "img.png.gz").write_bytes(gzip.compress(files["img.png"], mtime=0))
+    (root / "icon.svg").write_bytes(SVG)
+    (root / "icon.svg.gz").write_bytes(gzip.compress(SVG, mtime=0))
     os.symlink("/etc", root / "etc")
     os.symlink(str(base / "outside_secret"), root / "outside")
     os.symlink("../outside_secret", root / "outside_rel")
@@ -316,6 +322,19 @@ def test_gzip_negotiation(static_server):
     # No .gz beside it: identity even when gzip is welcome.
     r = req(static_server, "/small.txt", headers=[("Accept-Encoding", "gzip")])
     assert r.body == SMALL and r.header("Content-Encoding") is None
+
+
+def test_no_gz_of_compressed_types(static_server, static_root):
+    """A PNG goes out as it is even with a .gz beside it and gzip welcome
+    (a browser asks for every image with Accept-Encoding: gzip): its bytes
+    are compressed already, and looking for the .gz was a failed open per
+    image of a page. An SVG is text: its .gz is still served."""
+    png = static_root[1]["img.png"]
+    r = req(static_server, "/img.png", headers=[("Accept-Encoding", "gzip, deflate, br")])
+    assert r.status == 200 and r.body == png and r.header("Content-Encoding") is None
+    assert r.header("Vary") is None and r.header("Content-Type") == "image/png"
+    r = req(static_server, "/icon.svg", headers=[("Accept-Encoding", "gzip, deflate, br")])
+    assert r.status == 200 and r.header("Content-Encoding") == "gzip" and gzip.decompress(r.body) == SVG
 
 
 def test_gzip_conditional(static_server):

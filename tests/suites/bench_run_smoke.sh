@@ -11,7 +11,8 @@
 # mode), the instructions hot path is listed per function, bench.md has a
 # table per workload and the servers table, every chart is a PNG. Then the
 # asgi workload on spindle and uvicorn (every variant measured, issue 17's
-# targets with figures, bench.md's ASGI section and chart). Then runs
+# targets with figures, bench.md's ASGI section and chart), and the page
+# workload on spindle-c and nginx (headless Chromium, when installed). Then runs
 # one of the thin wrapper scripts (bench/idle.sh --smoke) and checks it
 # reached bench/run with its options, and that bad options are refused.
 # Needs build/spindle, the binding, build/examples/sessions and chat (make),
@@ -264,6 +265,45 @@ for p in problems:
     print(p)
 sys.exit(1 if problems else 0)
 PYEOF
+
+# The page workload (issue 34, item 5): headless Chromium loads the page of
+# 101 files from spindle-c and nginx, two loads each, over HTTP/1.1 with
+# the cache off; every load saw all 101 responses, no error, and used at
+# least one and at most Chromium's 6 connections; the target has a figure.
+RP=$log/page
+if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
+  start=$SECONDS
+  if timeout 120 "$PY" bench/run --smoke --workloads page --servers spindle-c,nginx --out "$RP" >"$log/page.out" 2>&1; then
+    ok "bench/run --smoke --workloads page ran ($((SECONDS - start)) s)"
+  else
+    bad "bench/run --smoke --workloads page exited non-zero ($((SECONDS - start)) s)"
+    tail -20 "$log/page.out"
+  fi
+  if "$PY" - "$RP" <<'PYEOF'; then ok "page: two loads each of spindle-c and nginx, 101 responses over 1-6 connections, the target with a figure"; else bad "page checks (above)"; fi
+import csv, sys
+R = sys.argv[1]
+runs = [r for r in csv.DictReader(open(R + "/runs.csv")) if r["workload"] == "page"]
+problems = []
+for srv in ("spindle-c", "nginx"):
+    rs = [r for r in runs if r["server"] == srv]
+    if len(rs) != 2:
+        problems.append("page on %s: %d loads, want 2" % (srv, len(rs)))
+    for r in rs:
+        if not (float(r["load_ms"]) > 0 and r["requests"] == "101" and 1 <= int(r["connections"]) <= 6
+                and r["errors"] == "0" and r["non2xx"] == "0" and not r["note"]):
+            problems.append("page load on %s: %s" % (srv, r))
+t = [r for r in csv.DictReader(open(R + "/targets.csv")) if r["target"] == "page load ≤ 1.0× nginx"]
+if not (t and float(t[0]["value"] or 0) > 0 and t[0]["verdict"] == "not judged"):
+    problems.append("target page load: %s" % t)
+if "## A browser's page over HTTP/1.1" not in open(R + "/bench.md").read():
+    problems.append("bench.md has no page section")
+for p in problems:
+    print(p)
+sys.exit(1 if problems else 0)
+PYEOF
+else
+  skip 2 "page workload: no Chromium (Debian: chromium)"
+fi
 
 # A wrapper: bench/idle.sh reaches bench/run with its workload, servers and
 # connection count.

@@ -74,6 +74,22 @@ TEST(mime_file_overrides) {
     static_mime_free(&m);
 }
 
+TEST(mime_compressed_types) {
+    static_mime m;
+    CHECK_EQ(static_mime_init(&m, NULL), 0);
+    CHECK(static_mime_compressed(look(&m, "a.png")));
+    CHECK(static_mime_compressed(look(&m, "a.JPG")));
+    CHECK(static_mime_compressed(look(&m, "a.woff2")));
+    CHECK(static_mime_compressed(look(&m, "a.tar.gz")));
+    /* Text, SVG and the unknown still get their .gz looked for. */
+    CHECK(!static_mime_compressed(look(&m, "a.js")));
+    CHECK(!static_mime_compressed(look(&m, "a.svg")));
+    CHECK(!static_mime_compressed(look(&m, "a.html")));
+    CHECK(!static_mime_compressed(look(&m, "noext")));
+    CHECK(!static_mime_compressed("image/png; x")); /* the whole type, not a prefix */
+    static_mime_free(&m);
+}
+
 TEST(mime_missing_file) {
     static_mime m;
     CHECK_EQ(static_mime_init(&m, "/nonexistent/mime.types"), 0);

@@ -1,7 +1,8 @@
 /* static.c — sp_static: a directory mounted under a path prefix, served for
  * GET and HEAD with sendfile, single byte ranges (RFC 9110 §14), validators
  * and conditional requests (§8.8, §13), index.html, and precompressed .gz
- * variants. Files are opened beneath the root fd only (static_open.c).
+ * variants (not looked for beside images and other compressed types).
+ * Files are opened beneath the root fd only (static_open.c).
  * static_mount_exclusive (--static-map) answers every other method too. */
 #include "server/static/static.h"
 
@@ -298,7 +299,10 @@ static int static_handler(sp_req *req, sp_res *res, void *ud) {
     gather(req, &f);
     const char *type = static_mime_lookup(&m->mime, name, name_len);
     int gz = 0, vary = 0;
-    if (f.n_accept_encoding && static_accepts_gzip(f.accept_encoding, f.n_accept_encoding) &&
+    /* No .gz of an image or a font: it would not be smaller, and the
+     * failed open cost a syscall on every image of a page. */
+    if (f.n_accept_encoding && !static_mime_compressed(type) &&
+        static_accepts_gzip(f.accept_encoding, f.n_accept_encoding) &&
         join(alt, rel, (size_t)rl, ".gz") == 0) {
         struct stat gst;
         int gfd = open_regular(m, alt, &gst);

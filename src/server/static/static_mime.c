@@ -251,6 +251,27 @@ const char *static_mime_lookup(const static_mime *m, const char *name, size_t le
     return STATIC_MIME_DEFAULT;
 }
 
+int static_mime_compressed(const char *type) {
+    static const char *const packed[] = {
+        "image/png",           "image/jpeg",
+        "image/gif",           "image/webp",
+        "image/avif",          "image/heic",
+        "font/woff",           "font/woff2",
+        "application/zip",     "application/gzip",
+        "application/zstd",    "application/x-xz",
+        "application/x-bzip2", "application/x-7z-compressed",
+        "application/vnd.rar", "video/mp4",
+        "video/webm",          "video/ogg",
+        "audio/mpeg",          "audio/ogg",
+        "audio/webm",          "audio/aac",
+        "audio/mp4",           "audio/flac",
+    };
+    for (size_t i = 0; i < sizeof packed / sizeof packed[0]; i++)
+        if (strcmp(type, packed[i]) == 0)
+            return 1;
+    return 0;
+}
+
 void static_mime_free(static_mime *m) {
     free(m->v);
     free(m->pool);

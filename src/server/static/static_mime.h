@@ -30,6 +30,12 @@ int static_mime_init(static_mime *m, const char *path);
  * case), or STATIC_MIME_DEFAULT. The result lives as long as m. */
 const char *static_mime_lookup(const static_mime *m, const char *name, size_t len);
 
+/* 1 if a body of this type is already compressed (PNG, JPEG, WebP, WOFF2,
+ * zip, MP4...): gzip would not make it smaller, so no .gz variant is looked
+ * for — a browser's page asks for dozens of images, each with
+ * "Accept-Encoding: gzip", and the probe was a failed open per image. */
+int static_mime_compressed(const char *type);
+
 void static_mime_free(static_mime *m);
 
 #endif

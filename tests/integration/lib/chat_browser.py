@@ -1,6 +1,5 @@
-"""chat_browser.py — drives Debian's headless Chromium through the DevTools
-protocol (standard library only: chatutil's WebSocket client) against the
-chat example: two pages in separate browser contexts (two visitors, two
+"""chat_browser.py — drives Debian's headless Chromium (lib/chromium.py,
+the DevTools protocol) against the chat example: two pages in separate browser contexts (two visitors, two
 cookie jars), one on WebSockets and one on long polling, each must see
 what the other sends; and run_two, two browsers (separate user-data dirs)
 on two instances of the scaled chat, one posting, the other showing it.
@@ -10,71 +9,12 @@ import json
 import os
 import pathlib
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/integration, for lib
-from lib.chatutil import WS  # noqa: E402
-
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run",
-         "--disable-dev-shm-usage", "--remote-debugging-address=127.0.0.1",
-         "--remote-debugging-port=0"]
-
-
-class CDP:
-    """The browser's DevTools endpoint; commands to pages go with a sessionId."""
-
-    def __init__(self, ws_url, deadline):
-        u = urllib.parse.urlparse(ws_url)
-        self.ws = WS(u.hostname, u.port, u.path, timeout=10)
-        self.deadline = deadline
-        self.next_id = 0
-
-    def call(self, method, session=None, **params):
-        self.next_id += 1
-        msg = {"id": self.next_id, "method": method, "params": params}
-        if session:
-            msg["sessionId"] = session
-        self.ws.send_text(json.dumps(msg))
-        while True:
-            left = self.deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError("DevTools: no answer to " + method)
-            op, data = self.ws.recv(left)
-            r = json.loads(data)
-            if r.get("id") == self.next_id:
-                if "error" in r:
-                    raise RuntimeError("%s: %s" % (method, r["error"]))
-                return r.get("result", {})
-
-    def eval(self, session, expr):
-        r = self.call("Runtime.evaluate", session, expression=expr, returnByValue=True,
-                      awaitPromise=True)
-        if "exceptionDetails" in r:
-            raise RuntimeError("%s: %s" % (expr, r["exceptionDetails"]))
-        return r["result"].get("value")
-
-    def wait(self, session, expr, what):
-        while time.monotonic() < self.deadline:
-            try:
-                v = self.eval(session, expr)
-            except RuntimeError:
-                v = None  # the page is still loading
-            if v:
-                return v
-            time.sleep(0.05)
-        raise TimeoutError("waiting for " + what)
-
-    def page(self, url):
-        ctx = self.call("Target.createBrowserContext")["browserContextId"]
-        tid = self.call("Target.createTarget", url=url, browserContextId=ctx)["targetId"]
-        return self.call("Target.attachToTarget", targetId=tid, flatten=True)["sessionId"]
+from lib.chromium import start as _start, stop as _stop  # noqa: E402
 
 
 def _js(s):
@@ -101,42 +41,6 @@ def sees(cdp, page, nick, text, what):
 def on_mode(cdp, page, mode, what):
     """Until the page's chat is ready on that transport ('ws' or 'poll')."""
     cdp.wait(page, "window.chat && window.chat.ready && window.chat.mode === %s" % _js(mode), what)
-
-
-def _start(profile_dir, deadline):
-    """A headless Chromium on its own user-data dir: (process, log, CDP)."""
-    os.makedirs(profile_dir, exist_ok=True)
-    log = open(os.path.join(profile_dir, "chromium.log"), "wb")
-    proc = subprocess.Popen([CHROMIUM] + FLAGS + ["--user-data-dir=" + profile_dir, "about:blank"],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                            start_new_session=True)
-    port_file = pathlib.Path(profile_dir) / "DevToolsActivePort"
-    while not (port_file.exists() and len(port_file.read_text().split()) >= 2):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            _stop(proc, log)
-            raise RuntimeError("chromium did not start its DevTools endpoint")
-        time.sleep(0.05)
-    port, path = port_file.read_text().split()[:2]
-    try:
-        return proc, log, CDP("ws://127.0.0.1:%s%s" % (port, path), deadline)
-    except BaseException:
-        _stop(proc, log)
-        raise
-
-
-def _stop(proc, log):
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(3)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(3)
-    try:  # its helpers (zygote, renderers) are in its own session
-        os.killpg(proc.pid, signal.SIGKILL)
-    except OSError:
-        pass
-    log.close()
 
 
 def run_two(url_a, url_b, profile_dir, timeout=35.0):
