@@ -129,9 +129,10 @@ void h2_stream_spares_free(h2_conn *hc);
 int h2_stream_start(h2_stream *st);
 /* Wakes the stream's handler if it waits (body bytes, room, a reset). */
 void h2_stream_wake(h2_stream *st, int result);
-/* The stream is over for its handler (reset by the client, or the
- * connection ended): marked closed, its waits and its hang-up watch woken. */
-void h2_stream_hang_up(h2_stream *st);
+/* The stream is closed: marked so, its own waits woken (-ECONNRESET), and
+ * with hang_up (a reset, or the connection's end) its hang-up watch too, so
+ * a handler parked anywhere else hears of it. */
+void h2_stream_closed(h2_stream *st, int hang_up);
 /* What h2_tunnel.c shares with the response path: the stream gone (reset,
  * or its connection), a reset sent, the head submitted (body: DATA
  * follow), the handler parked for the driver, room in the output buffer

@@ -271,12 +271,7 @@ static int on_stream_close(nghttp2_session *ng, int32_t id, uint32_t code, void 
     /* A stream that ended both ways (NO_ERROR) leaves a handler still at
      * work after its answer alone, as a kept-alive HTTP/1.1 connection
      * does; a reset hangs up on it. */
-    if (code == NGHTTP2_NO_ERROR) {
-        st->closed = 1;
-        h2_stream_wake(st, -ECONNRESET);
-    } else {
-        h2_stream_hang_up(st);
-    }
+    h2_stream_closed(st, code != NGHTTP2_NO_ERROR);
     if (!st->running)
         h2_stream_free(st);
     return 0;
@@ -477,9 +472,8 @@ static void conn_free(h2_conn *hc) {
 static void teardown(h2_conn *hc) {
     sp_server *s = hc->s;
     hc->dead = 1;
-    for (list_node *n = hc->streams.head; n; n = n->next) {
-        h2_stream_hang_up(container_of(n, h2_stream, node));
-    }
+    for (list_node *n = hc->streams.head; n; n = n->next)
+        h2_stream_closed(container_of(n, h2_stream, node), 1);
     hc->reader = loop_task(s->l);
     while (hc->nlive > 0)
         loop_park(s->l, LOOP_NO_DEADLINE, NULL);

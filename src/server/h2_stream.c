@@ -100,10 +100,11 @@ void h2_stream_wake(h2_stream *st, int result) {
         loop_wake(st->hc->s->l, st->rwaiter, result);
 }
 
-void h2_stream_hang_up(h2_stream *st) {
+void h2_stream_closed(h2_stream *st, int hang_up) {
     st->closed = 1;
     h2_stream_wake(st, -ECONNRESET);
-    loop_watch_hang_up(st->hc->s->l, &st->gone);
+    if (hang_up)
+        loop_watch_hang_up(st->hc->s->l, &st->gone);
 }
 
 /* Parks the handler until the driver wakes it or the deadline passes. */
