@@ -26,10 +26,6 @@ typedef struct buf_pool {
 void buf_pool_init(buf_pool *p, size_t size, size_t front, size_t max_free);
 /* A buffer of p->size bytes (after its front), or NULL (ENOMEM). */
 char *buf_pool_get(buf_pool *p);
-/* Where b's front starts. */
-static inline void *buf_pool_front(const buf_pool *p, char *b) {
-    return b - p->front;
-}
 void buf_pool_put(buf_pool *p, char *b);
 /* Gives the kernel back the whole pages of b (in use) past its first used
  * bytes, keeping b where it is, its bytes and every pointer into them

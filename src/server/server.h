@@ -137,8 +137,8 @@ struct sp_server {
 static inline http_field *conn_fields(const sp_server *s, const conn *c) {
     _Static_assert(CONN_FRONT_BYTES == CONN_FIELDS * sizeof(http_field) &&
                        CONN_FRONT_BYTES % 64 == 0,
-                   "the buffer's front holds CONN_FIELDS fields, aligned as buf_pool_front");
-    return (http_field *)(void *)(c->buf - CONN_FRONT_BYTES); /* buf_pool_front, a constant */
+                   "the buffer's front holds CONN_FIELDS fields, aligned as the pool aligns it");
+    return (http_field *)(void *)(c->buf - CONN_FRONT_BYTES); /* the pool's front: a constant */
 }
 
 /* ---- setters for the process layer and the command line (server.c) ---- */
