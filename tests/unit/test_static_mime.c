@@ -87,6 +87,10 @@ TEST(mime_compressed_types) {
     CHECK(!static_mime_compressed(look(&m, "a.html")));
     CHECK(!static_mime_compressed(look(&m, "noext")));
     CHECK(!static_mime_compressed("image/png; x")); /* the whole type, not a prefix */
+    /* The table's entries carry the answer, decided when it was built. */
+    CHECK(static_mime_find(&m, "a.png", 5) && static_mime_find(&m, "a.png", 5)->compressed);
+    CHECK(static_mime_find(&m, "a.js", 4) && !static_mime_find(&m, "a.js", 4)->compressed);
+    CHECK(static_mime_find(&m, "noext", 5) == NULL);
     static_mime_free(&m);
 }
 

@@ -297,11 +297,12 @@ static int static_handler(sp_req *req, sp_res *res, void *ud) {
 
     static_fields f;
     gather(req, &f);
-    const char *type = static_mime_lookup(&m->mime, name, name_len);
+    const static_mime_entry *me = static_mime_find(&m->mime, name, name_len);
+    const char *type = me ? me->type : STATIC_MIME_DEFAULT;
     int gz = 0, vary = 0;
     /* No .gz of an image or a font: it would not be smaller, and the
      * failed open cost a syscall on every image of a page. */
-    if (f.n_accept_encoding && !static_mime_compressed(type) &&
+    if (f.n_accept_encoding && !(me && me->compressed) &&
         static_accepts_gzip(f.accept_encoding, f.n_accept_encoding) &&
         join(alt, rel, (size_t)rl, ".gz") == 0) {
         struct stat gst;

@@ -14,7 +14,12 @@
 #define EXT_MAX       32
 #define MIME_FILE_MAX (4u << 20) /* a mime.types larger than this is not read */
 
-static const static_mime_entry builtin[] = {
+/* ext, type: the table's entries before their compressed bit is decided. */
+typedef struct mime_pair {
+    const char *ext, *type;
+} mime_pair;
+
+static const mime_pair builtin[] = {
     {"7z", "application/x-7z-compressed"},
     {"aac", "audio/aac"},
     {"avif", "image/avif"},
@@ -87,7 +92,7 @@ static const static_mime_entry builtin[] = {
 
 /* An entry while building: its position breaks ties so the last wins. */
 typedef struct pending {
-    static_mime_entry e;
+    mime_pair e;
     size_t order;
 } pending;
 
@@ -218,7 +223,8 @@ int static_mime_init(static_mime *m, const char *path) {
     for (size_t i = 0; i < n; i++) {
         if (i + 1 < n && strcmp(v[i].e.ext, v[i + 1].e.ext) == 0)
             continue; /* a later line for the same extension wins */
-        out[k++] = v[i].e;
+        out[k++] =
+            (static_mime_entry){v[i].e.ext, v[i].e.type, static_mime_compressed(v[i].e.type)};
     }
     free(v);
     m->v = out;
@@ -227,12 +233,12 @@ int static_mime_init(static_mime *m, const char *path) {
     return 0;
 }
 
-const char *static_mime_lookup(const static_mime *m, const char *name, size_t len) {
+const static_mime_entry *static_mime_find(const static_mime *m, const char *name, size_t len) {
     size_t dot = len;
     while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/')
         dot--;
     if (dot == 0 || name[dot - 1] != '.' || len - dot == 0 || len - dot > EXT_MAX)
-        return STATIC_MIME_DEFAULT;
+        return NULL;
     char ext[EXT_MAX + 1];
     for (size_t i = dot; i < len; i++)
         ext[i - dot] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] + 32 : name[i]);
@@ -242,13 +248,18 @@ const char *static_mime_lookup(const static_mime *m, const char *name, size_t le
         size_t mid = lo + (hi - lo) / 2;
         int c = strcmp(ext, m->v[mid].ext);
         if (c == 0)
-            return m->v[mid].type;
+            return &m->v[mid];
         if (c < 0)
             hi = mid;
         else
             lo = mid + 1;
     }
-    return STATIC_MIME_DEFAULT;
+    return NULL;
+}
+
+const char *static_mime_lookup(const static_mime *m, const char *name, size_t len) {
+    const static_mime_entry *e = static_mime_find(m, name, len);
+    return e ? e->type : STATIC_MIME_DEFAULT;
 }
 
 int static_mime_compressed(const char *type) {
