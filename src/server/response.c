@@ -147,7 +147,9 @@ static int add_field(sp_res *r, const char *name, size_t nl, const char *value) 
     int inline_ = r->fields == r->fields_in;
     if (r->nfields == (inline_ ? RES_INLINE_FIELDS : RES_MAX_FIELDS) ||
         r->field_bytes + nl + vl > (inline_ ? RES_INLINE_BYTES : RES_FIELD_BYTES)) {
-        int rc = inline_ && r->field_bytes + nl + vl <= RES_FIELD_BYTES ? grow(r) : -ENOSPC;
+        if (!inline_ || r->field_bytes + nl + vl > RES_FIELD_BYTES)
+            return -ENOSPC; /* past the whole caps */
+        int rc = grow(r);
         if (rc < 0)
             return rc;
     }
