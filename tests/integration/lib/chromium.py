@@ -15,6 +15,7 @@ import urllib.parse
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # tests/integration, for lib
 from lib.chatutil import WS  # noqa: E402
+from lib.proctools import stop_process  # noqa: E402
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -119,13 +120,7 @@ def start(profile_dir, deadline, flags=(), prefix=()):
 
 
 def stop(proc, log):
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(3)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(3)
+    stop_process(proc, grace=3, after_kill=3)
     try:  # its helpers (zygote, renderers) are in its own session
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
