@@ -39,14 +39,20 @@ def crowd(port, path):
     return done + held
 
 
-def read_answer(s):
+def read_reply(s):
+    """(head, body) bytes of one answer: up to its body's first line."""
     data = b""
     while b"\n" not in data.partition(b"\r\n\r\n")[2]:
         chunk = s.recv(65536)
         if not chunk:
             break
         data += chunk
-    return data.partition(b"\r\n\r\n")[2].decode(errors="replace").strip()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return head, body
+
+
+def read_answer(s):
+    return read_reply(s)[1].decode(errors="replace").strip()
 
 
 @pytest.mark.parametrize("path", ["/cond", "/bus", "/at"])
@@ -73,13 +79,7 @@ def test_the_path_and_fields_come_back_after_a_long_wait(spindle, route):
     waiting = open_request(srv.port, path + "?q=" + "z" * 300, SECRET)
     time.sleep(0.3)  # it waits (a long wait from 25 ms on)
     others = crowd(srv.port, "/%s/%s" % (route, "o" * 40))
-    data = b""
-    while b"\n" not in data.partition(b"\r\n\r\n")[2]:
-        chunk = waiting.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
+    head, body = read_reply(waiting)
     before = "%s %s" % (path, "n" * 40) if route == "held" else "- -"
     assert body.decode().strip() == "before=%s after=%s %s %s (%s)" % (
         before, path, "n" * 40, SECRET, before), body
