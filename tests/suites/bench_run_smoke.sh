@@ -35,16 +35,23 @@ R=bench/results/smoke
 log=$work
 rm -rf "$R"
 
-start=$SECONDS
+# smoke_run LABEL SECS OUT LINES ARGS...: bench/run --smoke ARGS, bounded by
+# SECS, its output in OUT; ok, or bad with OUT's last LINES lines.
+smoke_run() {
+  local label=$1 secs=$2 out=$3 lines=$4 t0=$SECONDS
+  shift 4
+  if timeout "$secs" "$PY" bench/run --smoke "$@" >"$out" 2>&1; then
+    ok "bench/run --smoke${label} ran ($((SECONDS - t0)) s)"
+  else
+    bad "bench/run --smoke${label} exited non-zero ($((SECONDS - t0)) s)"
+    tail -"$lines" "$out"
+  fi
+}
+
 # Bounded: smoke runs take about a minute; 600 s means it hung.
-if timeout 600 "$PY" bench/run --smoke --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
+smoke_run "" 600 "$log/out" 40 --servers spindle-c,spindle,nginx --apps hello,ip,mako,sqlite,pg,mako-pg,flask \
   --workloads keepalive,close,latency,memory,wsgi,static,scaling,instructions,syscalls,sessions,parked,tls,h2 \
-  --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c >"$log/out" 2>&1; then
-  ok "bench/run --smoke ran ($((SECONDS - start)) s)"
-else
-  bad "bench/run --smoke exited non-zero ($((SECONDS - start)) s)"
-  tail -40 "$log/out"
-fi
+  --scaling-servers spindle-c,nginx --max-workers 1 --syscall-servers spindle-c
 grep '^# NOTE' "$log/out" | sed 's/^# NOTE: /note: /'
 
 # The files, checked by Python's csv module.
@@ -226,14 +233,8 @@ done
 # callgrind (its pipeline is the instructions workload's, run above; a
 # Python server under callgrind would add half a minute).
 RA=$log/asgi
-start=$SECONDS
-if timeout 300 "$PY" bench/run --smoke --workloads asgi --asgi-servers spindle,uvicorn \
-  --asgi-instruction-servers none --out "$RA" >"$log/asgi.out" 2>&1; then
-  ok "bench/run --smoke --workloads asgi ran ($((SECONDS - start)) s)"
-else
-  bad "bench/run --smoke --workloads asgi exited non-zero ($((SECONDS - start)) s)"
-  tail -30 "$log/asgi.out"
-fi
+smoke_run " --workloads asgi" 300 "$log/asgi.out" 30 --workloads asgi --asgi-servers spindle,uvicorn \
+  --asgi-instruction-servers none --out "$RA"
 if "$PY" - "$RA" <<'PYEOF'; then ok "asgi: every variant measured on spindle and uvicorn, targets with figures"; else bad "asgi checks (above)"; fi
 import csv, sys
 R = sys.argv[1]
@@ -272,13 +273,7 @@ PYEOF
 # least one and at most Chromium's 6 connections; the target has a figure.
 RP=$log/page
 if [ -x "${CHROMIUM:-/usr/bin/chromium}" ]; then
-  start=$SECONDS
-  if timeout 120 "$PY" bench/run --smoke --workloads page --servers spindle-c,nginx --out "$RP" >"$log/page.out" 2>&1; then
-    ok "bench/run --smoke --workloads page ran ($((SECONDS - start)) s)"
-  else
-    bad "bench/run --smoke --workloads page exited non-zero ($((SECONDS - start)) s)"
-    tail -20 "$log/page.out"
-  fi
+  smoke_run " --workloads page" 120 "$log/page.out" 20 --workloads page --servers spindle-c,nginx --out "$RP"
   if "$PY" - "$RP" <<'PYEOF'; then ok "page: two loads each of spindle-c and nginx, 101 responses over 1-6 connections, the target with a figure"; else bad "page checks (above)"; fi
 import csv, sys
 R = sys.argv[1]
