@@ -117,20 +117,10 @@ def run(ctx):
     root = os.path.join(ctx.tmp, "page")
     make_site(root)
     ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
-    up = []
-    for p in ps:
-        srv = workloads.make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "page", root=root)
-        srv.start()
-        ctx.servers.append(srv)
-        try:
-            srv.wait_listening()
-            status, body = workloads.fetch(srv.port, "/index.html")
-            if status != 200 or b"/js/s49.js" not in body:
-                raise RuntimeError("GET /index.html answered %d %r" % (status, body[:80]))
-            up.append((p.name, srv))
-        except (RuntimeError, OSError) as e:
-            ctx.problem("page: %s did not come up: %s" % (p.name, e))
-            srv.stop()
+    entries = [(p.name, workloads.make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "page", root=root),
+                "hello") for p in ps]
+    up = [(label, srv) for label, srv, _ in workloads.start_checked(
+        ctx, entries, path="/index.html", check=lambda app, body: b"/js/s49.js" in body)]
     if not up:
         return
     deadline = time.monotonic() + 60 + 10 * opts.page_loads * len(up)

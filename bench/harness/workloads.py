@@ -21,10 +21,12 @@ def fetch(port, path="/"):
         return r.status, r.read()
 
 
-def start_checked(ctx, entries, timeout=30):
+def start_checked(ctx, entries, timeout=30, path="/", check=None):
     """ENTRIES: [(label, Server, app)]. Starts them all, then waits until each
-    answers GET / with 200 and its app's body. A server that fails is
-    dropped with a note rather than ending the whole run."""
+    answers GET PATH with 200 and a body CHECK(app, body) accepts (default:
+    its app's body). A server that fails is dropped with a note rather than
+    ending the whole run."""
+    check = check or peers.check_body
     ok = []
     for label, srv, app in entries:
         srv.start()
@@ -35,14 +37,14 @@ def start_checked(ctx, entries, timeout=30):
             deadline = time.monotonic() + timeout
             while True:
                 try:
-                    status, body = fetch(srv.port)
-                    if status == 200 and peers.check_body(app, body):
+                    status, body = fetch(srv.port, path)
+                    if status == 200 and check(app, body):
                         break
                     err = "answered %d %r" % (status, body[:80])
                 except OSError as e:
                     err = str(e)
                 if time.monotonic() > deadline or not srv.alive():
-                    raise RuntimeError("GET / on %s: %s\n%s" % (label, err, srv.log_tail()))
+                    raise RuntimeError("GET %s on %s: %s\n%s" % (path, label, err, srv.log_tail()))
                 time.sleep(0.2)
             ok.append((label, srv, app))
         except RuntimeError as e:
