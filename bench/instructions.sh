@@ -14,7 +14,8 @@
 #
 # usage: bench/instructions.sh [--smoke] [--n1 N] [--n2 N] [other bench/run options]
 #   env: N1, N2, SMOKE=1, SERVERS ("spindle nginx"; spindle is the C server;
-#        also spindle-c, and any bench/run server), SPINDLE, NGINX, OUT, PY
+#        also spindle-c, and any bench/run server), SPINDLE, NGINX, OUT, PY,
+#        PRINT=1 (print the bench/run command instead of running it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 smoke=${SMOKE:-0}
@@ -31,9 +32,19 @@ while [ $# -gt 0 ]; do
   shift
 done
 if [ "$smoke" = 1 ]; then n1=${n1:-200} n2=${n2:-1200}; else n1=${n1:-2000} n2=${n2:-12000}; fi
-servers=$(echo "${SERVERS:-spindle nginx}" | sed 's/\bspindle\b/spindle-c/g; s/ \+/,/g')
+# The word "spindle" alone means the C server; every other name (spindle-c,
+# spindle-c-uring, ...) is passed as it is, not rewritten inside.
+servers=
+for s in ${SERVERS:-spindle nginx}; do
+  [ "$s" = spindle ] && s=spindle-c
+  servers=${servers:+$servers,}$s
+done
 args=(--no-install --servers "$servers" --instruction-servers "$servers" --workloads instructions
   --instruction-requests "$n1,$n2")
 [ "$smoke" = 1 ] && args+=(--smoke)
 args+=(--out "${OUT:-bench/results/instructions$([ "$smoke" = 1 ] && echo -smoke)}")
+if [ "${PRINT:-0}" = 1 ]; then
+  echo bench/run "${args[@]}" "${rest[@]}"
+  exit 0
+fi
 exec "${PY:-build/venv/bin/python}" bench/run "${args[@]}" "${rest[@]}"

@@ -14,7 +14,8 @@
 # targets with figures, bench.md's ASGI section and chart), and the page
 # workload on spindle-c and nginx (headless Chromium, when installed). Then runs
 # one of the thin wrapper scripts (bench/idle.sh --smoke) and checks it
-# reached bench/run with its options, and that bad options are refused.
+# reached bench/run with its options, that bench/instructions.sh passes its
+# SERVERS through word by word, and that bad options are refused.
 # Needs build/spindle, the binding, build/examples/sessions and chat (make),
 # wrk, ab, taskset, valgrind, nginx and the Python modules below. Ends with
 # "N passed, N failed".
@@ -315,6 +316,15 @@ PYEOF
 else
   bad "bench/idle.sh --smoke ($((SECONDS - start)) s)"
   tail -20 "$log/idle.out"
+fi
+
+# bench/instructions.sh's SERVERS: "spindle" alone is the C server; other
+# names pass unchanged (its sed once made spindle-c into spindle-c-c).
+out=$(PRINT=1 SERVERS="spindle spindle-c-uring nginx" bench/instructions.sh --smoke 2>&1)
+if echo "$out" | grep -q -- '--servers spindle-c,spindle-c-uring,nginx --instruction-servers spindle-c,spindle-c-uring,nginx '; then
+  ok "bench/instructions.sh maps SERVERS word by word (spindle → spindle-c, spindle-c-uring as it is)"
+else
+  bad "bench/instructions.sh SERVERS mapping: $out"
 fi
 
 # Bad options: refused with a message naming the choices, exit status 2.
