@@ -65,6 +65,11 @@ def _idle_rss(ctx, issue, mb):
             row["verdict"] = "NOT met (%s of %s held open)" % (mem.get("held_open"), mem.get("connections"))
         else:
             row["verdict"] = _verdict(ctx, row["value"], "≤", mb)
+            pss = num(mem.get("pss_kb_after"))
+            if row["verdict"].startswith("NOT") and pss is not None:
+                # RSS summed over the tree counts the pages the master and the
+                # worker share (libc, libcrypto) twice; PSS splits them.
+                row["verdict"] += " (PSS of the tree %.1f MB)" % (pss / 1024)
     return row
 
 

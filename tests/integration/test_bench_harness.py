@@ -142,6 +142,11 @@ def test_memory_target_is_judged_only_at_10000_connections():
     mem.update(connections=10000, held_open=10000, variant="10000 idle")
     t = {r["target"]: r for r in targets.judge(FakeCtx([mem]), [])}
     assert t["10,000 idle keep-alive connections in ≤ 40 MB (RSS, whole tree)"]["verdict"] == "met"
+    # Not met in RSS: the verdict also gives the tree's PSS (shared pages counted once).
+    mem.update(pss_kb_after=3900)
+    t = {r["target"]: r for r in targets.judge(FakeCtx([mem]), [])}
+    assert t["10,000 idle keep-alive connections in ≤ 6 MB (RSS, whole tree)"]["verdict"] == \
+        "NOT met (PSS of the tree 3.8 MB)"
 
 
 def test_listening_sees_a_listener_and_not_a_closed_port():
