@@ -103,6 +103,16 @@ http_method http_method_of(const char *m, size_t n) {
     return method_id(m, n);
 }
 
+void http_request_rebase(http_request *h, const char *old, size_t len, const char *nb) {
+    http_slice_rebase(&h->method, old, len, nb);
+    http_slice_rebase(&h->target, old, len, nb);
+    http_slice_rebase(&h->host, old, len, nb);
+    for (size_t i = 0; i < h->nfields; i++) {
+        http_slice_rebase(&h->fields[i].name, old, len, nb);
+        http_slice_rebase(&h->fields[i].value, old, len, nb);
+    }
+}
+
 /* RFC 9112 §3.2: origin-form ("/..."), absolute-form (scheme ":" ...),
  * authority-form only for CONNECT (§3.2.3: host ":" port, no userinfo) and
  * asterisk-form only for OPTIONS (§3.2.4). The octets were already checked.

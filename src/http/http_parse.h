@@ -124,4 +124,15 @@ int http_parse_set_avx2(int on);
  * head that came another way (an HTTP/2 stream's :method). */
 http_method http_method_of(const char *m, size_t n);
 
+/* A slice into [old, old + len] moves to the same offset in nb, where
+ * those bytes were copied (a NULL or a slice elsewhere stays). */
+static inline void http_slice_rebase(const char **p, const char *old, size_t len, const char *nb) {
+    if (*p && *p >= old && *p <= old + len)
+        *p = nb + (*p - old);
+}
+
+/* The same for every slice of the head: method, target, host and each
+ * field's name and value (the fields array itself stays where it is). */
+void http_request_rebase(http_request *h, const char *old, size_t len, const char *nb);
+
 #endif

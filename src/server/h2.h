@@ -41,12 +41,16 @@ typedef struct h2_stream {
      * stream or the connection's end wakes a handler parked anywhere (a
      * sleep, a channel, the bus), not only in the stream's own waits. */
     loop_watch gone;
-    /* the request head as decoded: fields and their bytes follow the struct */
+    /* The request head: decoded into the connection's scratch (hc->hscratch,
+     * one header block at a time, RFC 9113 §6.10), then its fields and bytes
+     * moved to a block of their size (hkept), so a stream that lives long (a
+     * WebSocket, a long poll) holds only what its head used. */
     http_request head;
     h2_head hh;
     char *hbuf;
-    size_t hcap; /* hbuf's size: --max-head-size when it was made */
+    size_t hcap; /* hbuf's size: --max-head-size when the block began */
     size_t hlen, head_bytes;
+    void *hkept;
     int refuse; /* a status to answer instead of running the handler */
     /* the body in: at most a window's worth, consumed as the handler reads */
     char *in;
@@ -78,6 +82,8 @@ struct h2_conn {
     char *wb;                 /* frames gathered for one write (flush), while active */
     struct h2_stream *spares; /* freed streams kept for the next ones, while active */
     int nspares;
+    char *hscratch;      /* a header block's fields, then its bytes (h2_stream.c), while active */
+    size_t hscratch_len; /* its size: (--max-header-count + 1) fields and --max-head-size */
     uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
     uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
     uint8_t dead;         /* tearing down: handlers' calls fail */
@@ -123,8 +129,12 @@ int64_t h2_idle_deadline(const h2_conn *hc);
 /* h2_stream.c */
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id);
 void h2_stream_free(h2_stream *st);
-/* Frees the streams kept for reuse (the connection goes idle or ends). */
+/* Frees what the connection keeps for its next streams, the freed streams
+ * and the head scratch (the connection goes idle or ends). */
 void h2_stream_spares_free(h2_conn *hc);
+/* The head is whole: its fields and bytes leave the connection's scratch for
+ * a block of their own, for the next header block. 0 or -ENOMEM. */
+int h2_stream_keep_head(h2_stream *st);
 /* Starts the stream's handler coroutine once its head is whole. */
 int h2_stream_start(h2_stream *st);
 /* Wakes the stream's handler if it waits (body bytes, room, a reset). */

@@ -200,7 +200,7 @@ static void on_request_head(h2_conn *hc, h2_stream *st, const nghttp2_frame *f) 
             st->refuse = -rc;
     }
     h2_event(hc, SERVER_H2_STREAM);
-    if (h2_stream_start(st) < 0)
+    if (h2_stream_keep_head(st) < 0 || h2_stream_start(st) < 0)
         nghttp2_submit_rst_stream(hc->ng, NGHTTP2_FLAG_NONE, st->id, NGHTTP2_REFUSED_STREAM);
 }
 

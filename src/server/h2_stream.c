@@ -24,20 +24,24 @@
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
     size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
+    size_t scratch = fcap * sizeof(http_field) + o->head_max; /* (a reload may change them) */
+    if (hc->hscratch_len != scratch) {
+        /* Only written before it is read: a head is up to --max-head-size. */
+        free(hc->hscratch);
+        hc->hscratch_len = (hc->hscratch = malloc(scratch)) ? scratch : 0;
+        if (!hc->hscratch)
+            return NULL;
+    }
     h2_stream *st = hc->spares;
     char *out = NULL;
     size_t out_cap = 0;
-    if (st && st->head.fields_cap == fcap && st->hcap == o->head_max) {
-        hc->spares = st->spare_next; /* one of this connection's, same limits */
+    if (st) {
+        hc->spares = st->spare_next; /* one of this connection's */
         hc->nspares--;
         out = st->out;
         out_cap = st->out_cap;
-    } else {
-        /* Only the struct is cleared: the fields and their bytes are written
-         * before they are read (a head is up to --max-head-size). */
-        st = malloc(sizeof *st + fcap * sizeof(http_field) + o->head_max);
-        if (!st)
-            return NULL;
+    } else if (!(st = malloc(sizeof *st))) {
+        return NULL;
     }
     memset(st, 0, sizeof *st);
     st->out = out;
@@ -47,14 +51,34 @@ h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     st->id = id;
     loop_watch_init_virtual(&st->gone);
     st->hcap = o->head_max;
-    st->head.fields = (http_field *)(st + 1);
+    st->head.fields = (http_field *)(void *)hc->hscratch;
     st->head.fields_cap = fcap;
-    st->hbuf = (char *)(st->head.fields + fcap);
+    st->hbuf = hc->hscratch + fcap * sizeof(http_field);
     h2_head_init(&st->hh, &st->head, o->target_max);
     st->hh.chars_checked = 1; /* nghttp2 checked names and values (its HTTP messaging) */
     list_push_back(&hc->streams, &st->node);
     hc->nstreams++;
     return st;
+}
+
+int h2_stream_keep_head(h2_stream *st) {
+    http_request *h = &st->head;
+    size_t fb = h->nfields * sizeof(http_field);
+    char *b = malloc(fb + st->hlen + 1);
+    if (!b)
+        return -ENOMEM;
+    http_field *f = (http_field *)(void *)b;
+    char *bytes = b + fb;
+    memcpy(bytes, st->hbuf, st->hlen);
+    memcpy(f, h->fields, fb);
+    h->fields = f;
+    h->fields_cap = h->nfields;
+    /* (an extended CONNECT's method, "GET", is no slice: it stays) */
+    http_request_rebase(h, st->hbuf, st->hlen, bytes);
+    st->hbuf = bytes;
+    st->hcap = st->hlen;
+    st->hkept = b;
+    return 0;
 }
 
 void h2_stream_free(h2_stream *st) {
@@ -68,6 +92,8 @@ void h2_stream_free(h2_stream *st) {
     st->in = NULL;
     free(st->trailers); /* a stream reset before its last DATA went out */
     st->trailers = NULL;
+    free(st->hkept);
+    st->hkept = NULL;
     if (hc->nspares < SPARES_KEPT && !hc->dead) {
         if (st->out_cap > 4096) { /* a small response buffer is kept, not a big one */
             free(st->out);
@@ -91,6 +117,9 @@ void h2_stream_spares_free(h2_conn *hc) {
         free(st);
     }
     hc->nspares = 0;
+    free(hc->hscratch);
+    hc->hscratch = NULL;
+    hc->hscratch_len = 0;
 }
 
 void h2_stream_wake(h2_stream *st, int result) {
@@ -463,6 +492,10 @@ static void stream_main(void *arg) {
     h2_conn *hc = st->hc;
     sp_server *s = hc->s;
     loop_task_set_hup_watch(loop_task(s->l), &st->gone);
+    /* Its stack may be trimmed in a long wait (a WebSocket, a long poll):
+     * plain C frames, as the connection's coroutine's (exchange.c); no park
+     * hook, the stream's buffers being its own (h2_tunnel.c). */
+    loop_task_set_park(loop_task(s->l), NULL, NULL, 1);
     if (!h2_stream_gone(st))
         serve_stream(st);
     if (s->max_requests && ++s->served == s->max_requests && !s->stopping) {

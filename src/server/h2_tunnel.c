@@ -6,6 +6,7 @@
 #include "server/h2.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int tunnel_open(sp_res *res) {
@@ -18,22 +19,47 @@ static int tunnel_open(sp_res *res) {
     return h2_stream_submit_head(st, res, 1);
 }
 
-static ssize_t tunnel_read(void *x, void *buf, size_t len, int64_t deadline) {
-    h2_stream *st = x;
+/* Parks the reader until the stream has bytes in, its end, or is gone. */
+static int until_readable(h2_stream *st, int64_t deadline) {
     h2_conn *hc = st->hc;
-    for (;;) {
-        if (st->in_len)
-            return (ssize_t)h2_stream_take_in(st, buf, len);
-        if (st->in_eof)
-            return 0;
-        if (h2_stream_gone(st))
-            return -ECONNRESET;
+    while (!st->in_len && !st->in_eof && !h2_stream_gone(st)) {
         st->rwaiter = loop_task(hc->s->l);
         int rc = loop_park(hc->s->l, deadline, &hc->c->w);
         st->rwaiter = NULL;
         if (rc < 0)
             return rc;
     }
+    return 0;
+}
+
+static ssize_t tunnel_read(void *x, void *buf, size_t len, int64_t deadline) {
+    h2_stream *st = x;
+    int rc = until_readable(st, deadline);
+    if (rc < 0)
+        return rc;
+    if (st->in_len)
+        return (ssize_t)h2_stream_take_in(st, buf, len);
+    return st->in_eof ? 0 : -ECONNRESET;
+}
+
+/* A long wait: the stream's window buffer (H2_STREAM_WINDOW octets,
+ * h2_conn.c makes it at the first DATA) goes while it is empty, and its
+ * response buffer once nghttp2 has taken all of it (a sender makes
+ * another, h2_stream_out.c), so an idle WebSocket on a stream holds
+ * neither, and the next DATA reuse what idle streams freed. */
+static int tunnel_wait(void *x, int64_t deadline) {
+    h2_stream *st = x;
+    if (!st->in_len) {
+        free(st->in);
+        st->in = NULL;
+    }
+    if (st->out && !st->out_len && !st->eof_wait) {
+        h2_stream_out_held(st, -(ssize_t)st->out_cap);
+        free(st->out);
+        st->out = NULL;
+        st->out_cap = st->out_off = 0;
+    }
+    return until_readable(st, deadline);
 }
 
 static ssize_t tunnel_writev(void *x, const struct iovec *iov, int n, int64_t deadline) {
@@ -76,5 +102,9 @@ static void tunnel_close(void *x, int abort) {
         h2_stream_out_queued(st, 0); /* END_STREAM after what is queued */
 }
 
-const exchange_tunnel h2_tunnel = {tunnel_open, tunnel_read, tunnel_writev, tunnel_wake_writer,
-                                   tunnel_close};
+const exchange_tunnel h2_tunnel = {.open = tunnel_open,
+                                   .read = tunnel_read,
+                                   .wait = tunnel_wait,
+                                   .writev = tunnel_writev,
+                                   .wake_writer = tunnel_wake_writer,
+                                   .close = tunnel_close};

@@ -39,6 +39,11 @@ typedef struct exchange_tunnel {
      * -ECONNRESET when it is reset or gone, -ETIMEDOUT, or the result a
      * loop_wake on the reading task gave. Read bytes reopen the window. */
     ssize_t (*read)(void *x, void *buf, size_t len, int64_t deadline);
+    /* A long wait, after read timed out once: by deadline until read would
+     * not wait (bytes in, the peer's end, a reset), 0, -ETIMEDOUT or the
+     * result a loop_wake gave. With no bytes in, the stream's own buffer
+     * for them gives its pages back meanwhile (the reader's has gone). */
+    int (*wait)(void *x, int64_t deadline);
     /* All of iov queued by deadline (each piece waiting for the peer's
      * window): the byte count, or -EPIPE (gone), -ETIMEDOUT (the stream is
      * reset then), or the result a wake_writer gave. */

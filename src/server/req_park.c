@@ -18,24 +18,11 @@
 #include <string.h>
 #include <sys/socket.h>
 
-/* A slice into [old, old + len] moves to the same offset in nb. */
-static void rebase(const char **p, const char *old, size_t len, const char *nb) {
-    if (*p && *p >= old && *p <= old + len)
-        *p = nb + (*p - old);
-}
-
 static void rebase_request(sp_req *r, const char *old, size_t len, const char *nb) {
-    http_request *h = &r->head;
-    rebase(&h->method, old, len, nb);
-    rebase(&h->target, old, len, nb);
-    rebase(&h->host, old, len, nb);
-    for (size_t i = 0; i < h->nfields; i++) {
-        rebase(&h->fields[i].name, old, len, nb);
-        rebase(&h->fields[i].value, old, len, nb);
-    }
-    rebase(&r->path.ptr, old, len, nb);
-    rebase(&r->query.ptr, old, len, nb);
-    rebase(&r->pend, old, len, nb);
+    http_request_rebase(&r->head, old, len, nb);
+    http_slice_rebase(&r->path.ptr, old, len, nb);
+    http_slice_rebase(&r->query.ptr, old, len, nb);
+    http_slice_rebase(&r->pend, old, len, nb);
 }
 
 /* Whether p is in the buffer's front, where the request's fields and path
@@ -82,7 +69,7 @@ static void give_back(sp_req *r) {
                 const char *p = r->path.ptr;
                 route_match *m = (route_match *)r->match; /* the driver's, on its stack */
                 for (size_t i = 0; m && i < m->nparams; i++)
-                    rebase(&m->params[i].value, p, r->path.len, b + at + (p - front));
+                    http_slice_rebase(&m->params[i].value, p, r->path.len, b + at + (p - front));
                 r->path.ptr = b + at + (p - front);
             }
         }

@@ -410,6 +410,49 @@ def test_a_client_that_stops_reading_loses_only_its_stream(spindle):
     conn.close()
 
 
+# Measured 15.1 KB per idle WebSocket on a stream (its stack's page or two,
+# the pool buffer it gave back, the stream, its head and the WebSocket), 50.2
+# KB before a long wait gave back the WebSocket's read buffer, the stream's
+# window and response buffers, the last message's buffer and the stack below,
+# and before the stream's head moved out of its 12 KB decoding block.
+IDLE_WS_PER_STREAM = 20 * 1024
+
+
+def test_idle_websockets_on_streams_give_their_buffers_back(ws_server):
+    """An idle WebSocket on an HTTP/2 stream, after one 3 KB message each way,
+    costs at most IDLE_WS_PER_STREAM of the worker's RSS: 300 more on four
+    more connections, once 300 others are idle (what those gave back serves
+    these), as one on a connection of its own gives its buffer back
+    (test_parked_memory.py); and each still echoes after."""
+    conns = []
+    msg = "m" * 3000
+
+    def open_some(n):
+        mine = [H2(ws_server.port) for _ in range(4)]
+        conns.extend(mine)
+        out = [WS(mine[i % len(mine)]) for i in range(n)]
+        for ws in out:
+            ws.send(msg)
+        for ws in out:
+            assert ws.recv() == msg
+        return out
+
+    try:
+        first = open_some(300)
+        time.sleep(0.3)  # past LOOP_LONG_WAIT_MS (25 ms): every one in its long wait
+        before = ws_server.rss_kb()
+        idle = open_some(300)
+        time.sleep(0.3)
+        per = (ws_server.rss_kb() - before) * 1024 / len(idle)
+        assert per <= IDLE_WS_PER_STREAM, "%.0f bytes of RSS per idle WebSocket on a stream" % per
+        for ws in first[::30] + idle[::30]:  # their buffers come back with the next DATA
+            ws.send("again " + msg)
+            assert ws.recv() == "again " + msg
+    finally:
+        for c in conns:
+            c.close()
+
+
 def test_server_stop_closes_with_1001(ws_server):
     # frames by hand: python3-h2 takes nothing after the GOAWAY that comes first
     r = Raw(ws_server.port)

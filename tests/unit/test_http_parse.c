@@ -509,6 +509,34 @@ TEST(browser_request) {
     CHECK_EQ(verdict(s), strlen(s));
 }
 
+/* http_request_rebase: every slice of a head whose bytes were copied
+ * elsewhere follows them (req_park.c, h2_stream.c); a slice outside the
+ * old bytes (NULL, a literal) stays. */
+TEST(rebase_moves_every_slice_and_only_those) {
+    char s[] = "GET /a?b HTTP/1.1\r\nHost: h.example\r\nX-One: 1\r\n\r\n";
+    size_t n = strlen(s);
+    http_request r;
+    r.fields = fields;
+    r.fields_cap = 128;
+    CHECK_EQ(http_parse_request(s, n, 0, &r, NULL), n);
+    char copy[sizeof s];
+    memcpy(copy, s, sizeof s);
+    memset(s, 'z', n); /* the old bytes gone: only rebased slices read right */
+    const char *lit = "GET";
+    const char *host = r.host;
+    http_request_rebase(&r, s, n, copy);
+    CHECK(r.method == copy && r.target == copy + 4 && r.host == copy + (host - s));
+    CHECK_MEM(r.target, r.target_len, "/a?b");
+    CHECK_MEM(r.host, r.host_len, "h.example");
+    CHECK_EQ(r.nfields, 2);
+    CHECK_MEM(r.fields[1].name, r.fields[1].name_len, "X-One");
+    CHECK_MEM(r.fields[1].value, r.fields[1].value_len, "1");
+    r.method = lit;
+    r.host = NULL;
+    http_request_rebase(&r, copy, n, s);
+    CHECK(r.method == lit && r.host == NULL && r.target == s + 4);
+}
+
 #ifndef HTTP_PARSE_TEST_BASELINE
 #define HTTP_PARSE_TEST_BASELINE 0
 #endif

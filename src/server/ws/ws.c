@@ -510,7 +510,8 @@ void ws_release(void *arg) {
         /* The stream ends as the TCP connection would: END_STREAM after
          * a closing handshake, a reset when it was lost (RFC 8441 §5). */
         ws->tun->close(ws->tx, ws->close_code == WS_CLOSE_ABNORMAL || !ws->close_code);
-        server_buf_put(ws->s, ws->c->buf);
+        if (ws->c->buf) /* none when it failed to come back after a long wait */
+            server_buf_put(ws->s, ws->c->buf);
     }
     reg_remove(ws);
     ws_deflate_free(ws->dfl);

@@ -9,7 +9,20 @@
 #include "server/ws/ws_int.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* A long wait between messages: the last message's buffer (valid only
+ * until this receive, sp_ws_recv) goes, for the next message to make
+ * another: what an idle WebSocket holds is then the same whatever it was
+ * last sent. Kept while a fragmented message is being put together. */
+static void drop_message_buffer(sp_ws *ws) {
+    if (ws->msg_len)
+        return;
+    free(ws->msg);
+    ws->msg = NULL;
+    ws->msg_cap = 0;
+}
 
 /* Waits until the socket is readable; a long wait (trim) first gives back
  * the buffer (the park hook: the request's head below ws->floor and at most
@@ -21,6 +34,7 @@ static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
     conn *c = ws->c;
     ws->recv_task = loop_task(ws->l);
     if (trim) {
+        drop_message_buffer(ws);
         if (!loop_long_wait_begin(ws->l))
             server_buf_shed(ws->s, c->buf, c->buf_len); /* a task without the hook */
         loop_trim_when_parked(ws->l);
@@ -32,6 +46,41 @@ static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
     if (!c->buf)
         return -ENOMEM; /* the connection is shut (req_park.c) */
     return rc < 0 ? rc : 0;
+}
+
+/* An HTTP/2 stream's DATA into the buffer (h2_tunnel.c), as the socket's
+ * above: silent for LOOP_LONG_WAIT_MS, the rest is a long wait, in which
+ * the buffer goes back to the pool (with no partial frame in it; else only
+ * its pages past the bytes), so does the last message's, the stream frees
+ * its own buffers (h2_tunnel.c) and the stack below is trimmed; each
+ * comes back when DATA do. */
+static ssize_t tunnel_fill(sp_ws *ws, int64_t deadline) {
+    conn *c = ws->c;
+    int64_t soon = loop_clock_ms() + LOOP_LONG_WAIT_MS;
+    int can_be_long = deadline > soon;
+    ws->recv_task = loop_task(ws->l);
+    ssize_t n = ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
+                              can_be_long ? soon : deadline);
+    if (n == -ETIMEDOUT && can_be_long) {
+        (void)loop_long_wait_begin(ws->l); /* a stream's task has no park hook */
+        drop_message_buffer(ws);
+        if (c->buf_len) {
+            server_buf_shed(ws->s, c->buf, c->buf_len);
+        } else {
+            server_buf_put(ws->s, c->buf);
+            c->buf = NULL;
+        }
+        loop_trim_when_parked(ws->l);
+        int rc = ws->tun->wait(ws->tx, deadline);
+        loop_long_wait_end(ws->l);
+        if (!c->buf && !(c->buf = server_buf_get(ws->s)))
+            rc = -ENOMEM;
+        n = rc < 0 ? rc
+                   : ws->tun->read(ws->tx, c->buf + c->buf_len,
+                                   server_buf_size(ws->s) - c->buf_len, deadline);
+    }
+    ws->recv_task = NULL;
+    return n;
 }
 
 ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
@@ -51,10 +100,7 @@ ssize_t ws_fill(sp_ws *ws, int64_t deadline) {
     int hups = 0, waited = 0;
     for (;;) {
         if (ws->tun) { /* an HTTP/2 stream: its DATA, waited for there */
-            ws->recv_task = loop_task(ws->l);
-            n = ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
-                              deadline);
-            ws->recv_task = NULL;
+            n = tunnel_fill(ws, deadline);
             break;
         }
         if (c->tls) {
