@@ -6,8 +6,9 @@ import csv
 import os
 import re
 import shutil
+import types
 
-from . import readme_tables, report
+from . import readme_tables, report, targets
 
 def from_bench_md(path, workloads):
     """Provenance of an older bench/latest without provenance.csv: its
@@ -30,6 +31,12 @@ def write_csv(path, columns, rows):
         w.writeheader()
         for r in rows:
             w.writerow(r)
+
+
+def judge_merged(runs, summary, opts):
+    """The targets judged on bench/latest's merged rows (CSV strings, which
+    the judge reads as numbers)."""
+    return targets.judge(types.SimpleNamespace(rows=runs, opts=opts), summary)
 
 
 def publish(dest, out, ctx, charts, readme):
@@ -72,6 +79,10 @@ def publish(dest, out, ctx, charts, readme):
             os.unlink(os.path.join(dest, f))
     for f in mine:
         shutil.copy2(os.path.join(out, f), dest)
+    # Every target judged on the merged rows, not only this run's: a run of
+    # two workloads leaves the others' verdicts standing (their rows came
+    # from the runs provenance.csv names).
+    report.write_targets(os.path.join(dest, "targets.csv"), judge_merged(runs, summary, ctx.opts))
     write_csv(os.path.join(dest, "runs.csv"), report.COLUMNS, runs)
     write_csv(os.path.join(dest, "summary.csv"), report.SUMMARY, summary)
     write_csv(os.path.join(dest, "provenance.csv"), readme_tables.PROVENANCE,

@@ -10,7 +10,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
-from harness import load, procs, report, targets, tlsbench  # noqa: E402
+from harness import load, procs, publish, report, targets, tlsbench  # noqa: E402
 
 AB_REPORT = """This is ApacheBench, Version 2.3 <$Revision: 1903618 $>
 
@@ -147,6 +147,22 @@ def test_memory_target_is_judged_only_at_10000_connections():
     t = {r["target"]: r for r in targets.judge(FakeCtx([mem]), [])}
     assert t["10,000 idle keep-alive connections in ≤ 6 MB (RSS, whole tree)"]["verdict"] == \
         "NOT met (PSS of the tree 3.8 MB)"
+
+
+def test_published_targets_are_judged_on_the_merged_rows_read_back_as_strings():
+    # bench/latest's rows come back from CSV as strings: the keep-alive run of
+    # one publish and the memory run of another are both judged.
+    rows = [row("spindle-c", 100.0, 8.0, 1), row("nginx", 100.0, 10.0, 1)]
+    rows = [{k: str(v) for k, v in r.items()} for r in rows]
+    mem = {"workload": "memory", "variant": "10000 idle", "server": "spindle-c", "connections": "10000",
+           "held_open": "10000", "rss_kb_after": "5120", "round": "1"}
+    summary = [{k: str(v) for k, v in r.items()} for r in report.summarize([row("spindle-c", 100.0, 8.0, 1),
+                                                                           row("nginx", 100.0, 10.0, 1)])]
+    opts = type("Opts", (), {"connections": [100], "smoke": False})()
+    t = {r["target"]: r for r in publish.judge_merged(rows + [mem], summary, opts)}
+    cpu = t["keepalive CPU/req ≤ 1.0× nginx"]
+    assert (cpu["value"], cpu["paired"], cpu["verdict"]) == (0.8, 0.8, "met")
+    assert t["10,000 idle keep-alive connections in ≤ 6 MB (RSS, whole tree)"]["verdict"] == "met"
 
 
 def test_listening_sees_a_listener_and_not_a_closed_port():
