@@ -82,8 +82,8 @@ struct h2_conn {
     char *wb;                 /* frames gathered for one write (flush), while active */
     struct h2_stream *spares; /* freed streams kept for the next ones, while active */
     int nspares;
-    char *hscratch;      /* a header block's fields, then its bytes (h2_stream.c), while active */
-    size_t hscratch_len; /* its size: (--max-header-count + 1) fields and --max-head-size */
+    char *hscratch;       /* a header block's fields, then its bytes (h2_stream.c), while active */
+    size_t hscratch_len;  /* its size: (--max-header-count + 1) fields and --max-head-size */
     uint8_t in_read;      /* the driver waits in conn_read: a kick wakes it */
     uint8_t idle;         /* no stream, nothing to send: no coroutine, no buffer */
     uint8_t dead;         /* tearing down: handlers' calls fail */

@@ -23,7 +23,7 @@
 
 h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     const sp_server_options *o = &hc->s->opt;
-    size_t fcap = o->fields_max + 1; /* + the Host an :authority becomes */
+    size_t fcap = o->fields_max + 1;                          /* + the Host an :authority becomes */
     size_t scratch = fcap * sizeof(http_field) + o->head_max; /* (a reload may change them) */
     if (hc->hscratch_len != scratch) {
         /* Only written before it is read: a head is up to --max-head-size. */

@@ -76,8 +76,8 @@ static ssize_t tunnel_fill(sp_ws *ws, int64_t deadline) {
         if (!c->buf && !(c->buf = server_buf_get(ws->s)))
             rc = -ENOMEM;
         n = rc < 0 ? rc
-                   : ws->tun->read(ws->tx, c->buf + c->buf_len,
-                                   server_buf_size(ws->s) - c->buf_len, deadline);
+                   : ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
+                                   deadline);
     }
     ws->recv_task = NULL;
     return n;
