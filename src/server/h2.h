@@ -15,6 +15,7 @@
 #include <nghttp2/nghttp2.h>
 
 #define H2_STREAM_WINDOW  65535      /* a stream's receive window: its body buffer */
+#define H2_HEAD_INLINE    544        /* a stream's own room for its head's fields and bytes */
 #define H2_CONN_WINDOW    (1 << 20)  /* the connection's: all its streams' buffers */
 #define H2_OUT_MAX        65536      /* response bytes a stream holds before its handler waits */
 #define H2_OUT_MIN        4096       /* ... at least, when its connection or worker holds much */
@@ -43,7 +44,8 @@ typedef struct h2_stream {
     loop_watch gone;
     /* The request head: decoded into the connection's scratch (hc->hscratch,
      * one header block at a time, RFC 9113 §6.10), then its fields and bytes
-     * moved to a block of their size (hkept), so a stream that lives long (a
+     * moved to hinline when they fit (most heads: no allocation), else to
+     * a block of their size (hkept), so a stream that lives long (a
      * WebSocket, a long poll) holds only what its head used. */
     http_request head;
     h2_head hh;
@@ -68,6 +70,9 @@ typedef struct h2_stream {
      * then the names and values), or NULL */
     nghttp2_nv *trailers;
     size_t ntrailers;
+    /* Last, left out of the clearing of a new stream: a head's fields and
+     * bytes when they fit (the struct stays within one 1 KiB allocation). */
+    http_field hinline[H2_HEAD_INLINE / sizeof(http_field)];
 } h2_stream;
 
 struct h2_conn {

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,7 +44,7 @@ h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
     } else if (!(st = malloc(sizeof *st))) {
         return NULL;
     }
-    memset(st, 0, sizeof *st);
+    memset(st, 0, offsetof(h2_stream, hinline));
     st->out = out;
     st->out_cap = out_cap;
     st->hc = hc;
@@ -64,8 +65,8 @@ h2_stream *h2_stream_new(h2_conn *hc, int32_t id) {
 int h2_stream_keep_head(h2_stream *st) {
     http_request *h = &st->head;
     size_t fb = h->nfields * sizeof(http_field);
-    char *b = malloc(fb + st->hlen + 1);
-    if (!b)
+    char *b = (char *)st->hinline;
+    if (fb + st->hlen + 1 > sizeof st->hinline && !(b = st->hkept = malloc(fb + st->hlen + 1)))
         return -ENOMEM;
     http_field *f = (http_field *)(void *)b;
     char *bytes = b + fb;
@@ -77,7 +78,6 @@ int h2_stream_keep_head(h2_stream *st) {
     http_request_rebase(h, st->hbuf, st->hlen, bytes);
     st->hbuf = bytes;
     st->hcap = st->hlen;
-    st->hkept = b;
     return 0;
 }
 

@@ -4,6 +4,7 @@ RFC 9113, one class per section: frames crafted with hyperframe and hpack
 which stream or connection error, with which code.
 """
 import socket
+import time
 
 import pytest
 from hyperframe.frame import (DataFrame, GoAwayFrame, HeadersFrame, PingFrame, RstStreamFrame,
@@ -421,6 +422,38 @@ class TestSec8_2_Fields:
         finally:
             stop()
         assert "GET / HTTP/2.0 a=1; b=2" in log.read_text()
+
+
+    def test_heads_small_and_large_reach_the_handler_whole(self, tmp_path_factory):
+        # A stream keeps a small head in its own room (H2_HEAD_INLINE, 544
+        # octets of fields and bytes) and a larger one in a block of its size
+        # (h2_stream_keep_head): both are seen whole, on one connection, with
+        # streams of each kind interleaved.
+        log = tmp_path_factory.mktemp("h2log") / "access.log"
+        srv, stop = start(tmp_path_factory, "--access-log", str(log), "--access-log-format",
+                          "%U %{x-a}i %{x-b}i")
+        big = "B" * 200  # with the four 400-octet fields: well past the stream's own room
+        pad = [("x-pad%d" % k, "p" * 400) for k in range(4)]
+        try:
+            r = Raw(srv.port)
+            # All four heads first (one read, most likely): a head left in the
+            # connection's scratch would show the next one's fields.
+            frames = []
+            for i in range(4):
+                f = HeadersFrame(1 + 2 * i)
+                f.data = r.block(r.req_headers(path="/?n=%d" % i, extra=[
+                    ("x-a", "small%d" % i), ("x-b", big + str(i) if i % 2 else "s")] + (pad if i % 2 else [])))
+                f.flags = {"END_STREAM", "END_HEADERS"}
+                frames.append(f)
+            r.send(*frames)
+            h, body, _ = r.response(7)
+            assert body == b"Hello world!"
+            time.sleep(0.2)  # the other three answered too
+        finally:
+            stop()
+        text = log.read_text()
+        for i in range(4):
+            assert "/ small%d %s" % (i, big + str(i) if i % 2 else "s") in text, text[-400:]
 
 
 class TestSec8_3_PseudoHeaders:

@@ -410,8 +410,8 @@ def test_a_client_that_stops_reading_loses_only_its_stream(spindle):
     conn.close()
 
 
-# Measured 15.1 KB per idle WebSocket on a stream (its stack's page or two,
-# the pool buffer it gave back, the stream, its head and the WebSocket), 50.2
+# Measured 16.2 KB per idle WebSocket on a stream (its stack's page or two,
+# the pool buffer it gave back, the stream with its head and the WebSocket), 50.2
 # KB before a long wait gave back the WebSocket's read buffer, the stream's
 # window and response buffers, the last message's buffer and the stack below,
 # and before the stream's head moved out of its 12 KB decoding block.
