@@ -137,8 +137,9 @@ void h2_stream_free(h2_stream *st);
 /* Frees what the connection keeps for its next streams, the freed streams
  * and the head scratch (the connection goes idle or ends). */
 void h2_stream_spares_free(h2_conn *hc);
-/* The head is whole: its fields and bytes leave the connection's scratch for
- * a block of their own, for the next header block. 0 or -ENOMEM. */
+/* The head is whole: its fields and bytes leave the connection's scratch
+ * (for the next header block) for the stream's own room, or a block of
+ * their size when they do not fit. 0 or -ENOMEM. */
 int h2_stream_keep_head(h2_stream *st);
 /* Starts the stream's handler coroutine once its head is whole. */
 int h2_stream_start(h2_stream *st);
@@ -163,6 +164,8 @@ int h2_stream_wait(h2_stream *st, int64_t deadline);
 /* h2_stream_out.c: the response buffer held (delta bytes more or less),
  * counted per connection and per worker. */
 void h2_stream_out_held(h2_stream *st, ssize_t delta);
+/* The response buffer goes, uncounted (the next write makes another). */
+void h2_stream_out_free(h2_stream *st);
 char *h2_stream_out_room(h2_stream *st, size_t want, size_t *room, int *rc, int64_t deadline);
 void h2_stream_out_queued(h2_stream *st, size_t n);
 /* h2_tunnel.c: a stream as a byte stream both ways (a WebSocket). */

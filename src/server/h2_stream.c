@@ -87,7 +87,6 @@ void h2_stream_free(h2_stream *st) {
     hc->nstreams--;
     if (hc->nstreams == 0)
         hc->quiet_since = loop_now(hc->s->l); /* idle from here (--keepalive-timeout) */
-    h2_stream_out_held(st, -(ssize_t)st->out_cap);
     free(st->in);
     st->in = NULL;
     free(st->trailers); /* a stream reset before its last DATA went out */
@@ -95,17 +94,16 @@ void h2_stream_free(h2_stream *st) {
     free(st->hkept);
     st->hkept = NULL;
     if (hc->nspares < SPARES_KEPT && !hc->dead) {
-        if (st->out_cap > 4096) { /* a small response buffer is kept, not a big one */
-            free(st->out);
-            st->out = NULL;
-            st->out_cap = 0;
-        }
+        if (st->out_cap > 4096) /* a small response buffer is kept, not a big one */
+            h2_stream_out_free(st);
+        else
+            h2_stream_out_held(st, -(ssize_t)st->out_cap); /* a spare's is not counted */
         st->spare_next = hc->spares;
         hc->spares = st;
         hc->nspares++;
         return;
     }
-    free(st->out);
+    h2_stream_out_free(st);
     free(st);
 }
 

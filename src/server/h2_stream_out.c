@@ -17,6 +17,13 @@ void h2_stream_out_held(h2_stream *st, ssize_t delta) {
     st->hc->s->h2_out_held += (size_t)delta;
 }
 
+void h2_stream_out_free(h2_stream *st) {
+    h2_stream_out_held(st, -(ssize_t)st->out_cap);
+    free(st->out);
+    st->out = NULL;
+    st->out_cap = st->out_off = 0;
+}
+
 /* The most response bytes this stream may hold: H2_OUT_MAX while the
  * connection (H2_CONN_OUT_MAX) and the worker (H2_WORKER_OUT_MAX) have room,
  * what is left of it beyond, never less than H2_OUT_MIN or than it holds,

@@ -53,12 +53,8 @@ static int tunnel_wait(void *x, int64_t deadline) {
         free(st->in);
         st->in = NULL;
     }
-    if (st->out && !st->out_len && !st->eof_wait) {
-        h2_stream_out_held(st, -(ssize_t)st->out_cap);
-        free(st->out);
-        st->out = NULL;
-        st->out_cap = st->out_off = 0;
-    }
+    if (st->out && !st->out_len && !st->eof_wait)
+        h2_stream_out_free(st);
     return until_readable(st, deadline);
 }
 

@@ -152,12 +152,11 @@ def test_memory_target_is_judged_only_at_10000_connections():
 def test_published_targets_are_judged_on_the_merged_rows_read_back_as_strings():
     # bench/latest's rows come back from CSV as strings: the keep-alive run of
     # one publish and the memory run of another are both judged.
-    rows = [row("spindle-c", 100.0, 8.0, 1), row("nginx", 100.0, 10.0, 1)]
-    rows = [{k: str(v) for k, v in r.items()} for r in rows]
+    raw = [row("spindle-c", 100.0, 8.0, 1), row("nginx", 100.0, 10.0, 1)]
+    as_csv = lambda rs: [{k: str(v) for k, v in r.items()} for r in rs]  # noqa: E731
+    rows, summary = as_csv(raw), as_csv(report.summarize(raw))
     mem = {"workload": "memory", "variant": "10000 idle", "server": "spindle-c", "connections": "10000",
            "held_open": "10000", "rss_kb_after": "5120", "round": "1"}
-    summary = [{k: str(v) for k, v in r.items()} for r in report.summarize([row("spindle-c", 100.0, 8.0, 1),
-                                                                           row("nginx", 100.0, 10.0, 1)])]
     opts = type("Opts", (), {"connections": [100], "smoke": False})()
     t = {r["target"]: r for r in publish.judge_merged(rows + [mem], summary, opts)}
     cpu = t["keepalive CPU/req ≤ 1.0× nginx"]

@@ -54,13 +54,18 @@ static int wait_unbuffered(sp_ws *ws, int64_t deadline, int trim) {
  * its pages past the bytes), so does the last message's, the stream frees
  * its own buffers (h2_tunnel.c) and the stack below is trimmed; each
  * comes back when DATA do. */
+static ssize_t tunnel_read_in(sp_ws *ws, int64_t deadline) {
+    conn *c = ws->c;
+    return ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
+                         deadline);
+}
+
 static ssize_t tunnel_fill(sp_ws *ws, int64_t deadline) {
     conn *c = ws->c;
     int64_t soon = loop_clock_ms() + LOOP_LONG_WAIT_MS;
     int can_be_long = deadline > soon;
     ws->recv_task = loop_task(ws->l);
-    ssize_t n = ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
-                              can_be_long ? soon : deadline);
+    ssize_t n = tunnel_read_in(ws, can_be_long ? soon : deadline);
     if (n == -ETIMEDOUT && can_be_long) {
         (void)loop_long_wait_begin(ws->l); /* a stream's task has no park hook */
         drop_message_buffer(ws);
@@ -75,9 +80,7 @@ static ssize_t tunnel_fill(sp_ws *ws, int64_t deadline) {
         loop_long_wait_end(ws->l);
         if (!c->buf && !(c->buf = server_buf_get(ws->s)))
             rc = -ENOMEM;
-        n = rc < 0 ? rc
-                   : ws->tun->read(ws->tx, c->buf + c->buf_len, server_buf_size(ws->s) - c->buf_len,
-                                   deadline);
+        n = rc < 0 ? rc : tunnel_read_in(ws, deadline);
     }
     ws->recv_task = NULL;
     return n;
