@@ -530,7 +530,10 @@ SP_API void sp_sock_close(sp_sock *s);
  * queue_bytes=1048576 per subscriber (an empty queue takes one message of
  * any allowed size). A subscriber whose queue is full when a message comes
  * is cut, with a log line naming the topic: its sp_bus_recv returns -EPIPE
- * and the others are never slowed; it may subscribe again from
+ * and the others go on; across workers or over Redis, where a worker's
+ * reader may bring a burst in one pass (it was kept from running), a full
+ * subscriber that is draining is waited for (up to 1 s; 20 ms without
+ * room made: cut) before the cut. It may subscribe again from
  * sp_bus_last_id to catch up from what is retained. Topics are 1 to
  * SP_BUS_TOPIC_MAX bytes without controls or spaces. Everything belongs to
  * the loop (worker) that made it; the Redis calls yield. */

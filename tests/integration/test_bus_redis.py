@@ -191,6 +191,25 @@ def test_slow_subscriber_is_cut_with_a_log_line(bus_spindle):
     assert 'topic "%s" was cut for being slow' % t in a.stderr()
 
 
+def test_a_burst_read_in_one_xread_is_not_a_slow_subscriber(bus_spindle):
+    # queue=5; 30 messages are published on another instance while the
+    # subscriber's worker is held, so its reader's next XREAD brings all 30
+    # at once: a subscriber reading as fast as it can catches up (bus_fan_out
+    # waits for its room) instead of being cut at the sixth.
+    a, b = bus_spindle("?queue=5", workers="1"), bus_spindle("?queue=5", workers="1")
+    t = topic()
+    st, start = pub(a, t, "start")
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        held = ex.submit(sub, a, t, start, 30, 8000, 0, 1500)
+        time.sleep(0.3)
+        for i in range(30):
+            assert pub(b, t, "b%d" % i)[0] == 200
+        lines, h = held.result()
+    assert h["X-Bus-Cut"] == "0", (len(lines), dict(h))
+    assert [d for _, d in lines] == ["b%d" % i for i in range(30)]
+    assert "was cut for being slow" not in a.stderr()
+
+
 def test_message_size_limit(bus_spindle):
     a = bus_spindle("?max_message=1000", workers="1")
     assert pub(a, topic(), "x" * 1000)[0] == 200

@@ -153,6 +153,46 @@ void bus_deliver(sp_bus_sub *sub, bus_msg *m) {
     bus_wake(sub);
 }
 
+/* 1 when m, newer than what sub has, finds its queue full: a deliver
+ * would cut it. */
+static int queue_full_for(const sp_bus_sub *sub, const bus_msg *m) {
+    const bus_limits *lim = &sub->b->lim;
+    if (sub->cut || bus_id_cmp(m->id, sub->last) <= 0)
+        return 0;
+    return sub->qlen >= lim->queue || (sub->qlen && sub->qbytes + m->len > lim->queue_bytes);
+}
+
+/* What the full queues of t's subscribers hold (each counted one more, so
+ * a full empty-queue case still counts); 0 when none is full. */
+static size_t full_debt(const bus_topic *t, const bus_msg *m) {
+    size_t debt = 0;
+    for (const list_node *n = t->subs.head; n; n = n->next) {
+        const sp_bus_sub *sub = container_of(n, sp_bus_sub, node);
+        if (queue_full_for(sub, m))
+            debt += sub->qlen + 1;
+    }
+    return debt;
+}
+
+void bus_fan_out(bus *b, bus_topic *t, bus_msg *m) {
+    size_t debt = full_debt(t, m);
+    if (debt) {
+        loop *l = loop_current();
+        int64_t now = loop_clock_ms();
+        int64_t give_up = now + BUS_ROOM_MAX_MS, idle_until = now + BUS_ROOM_IDLE_MS;
+        while (debt && !b->stopping && now < give_up && now < idle_until) {
+            loop_park(l, now + 1, NULL);
+            size_t left = full_debt(t, m);
+            now = loop_clock_ms();
+            if (left < debt)
+                idle_until = now + BUS_ROOM_IDLE_MS; /* someone is catching up */
+            debt = left;
+        }
+    }
+    for (list_node *n = t->subs.head; n; n = n->next)
+        bus_deliver(container_of(n, sp_bus_sub, node), m);
+}
+
 void bus_mark_down(bus *b) {
     for (list_node *n = b->subs.head; n; n = n->next) {
         sp_bus_sub *sub = container_of(n, sp_bus_sub, all);

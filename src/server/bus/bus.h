@@ -153,6 +153,18 @@ bus *bus_of(sp_server *s);
 /* Gives m to sub's queue (if newer than what sub has), or cuts sub when
  * the queue is full; wakes its receiver. Does not take m's reference. */
 void bus_deliver(sp_bus_sub *sub, bus_msg *m);
+/* A worker's reader (shared ring, Redis) gives m to the subscribers of t
+ * here. It may have been kept from running (the worker's loop blocked, the
+ * process descheduled) while more than a queue's worth landed, which it now
+ * hands over in one pass: so a subscriber whose queue m finds full is given
+ * the chance to catch up first. The reader parks a millisecond at a time
+ * while the full queues drain, and cuts only those that made no room for
+ * BUS_ROOM_IDLE_MS (or after BUS_ROOM_MAX_MS in all): one that never reads
+ * delays the topic's delivery here by that once, then is gone. From a task;
+ * t stays valid across the parks (only the reader frees its topics). */
+#define BUS_ROOM_IDLE_MS 20
+#define BUS_ROOM_MAX_MS  1000
+void bus_fan_out(bus *b, bus_topic *t, bus_msg *m);
 /* Cuts sub (its recv returns -EPIPE from now on), with a log line that
  * ends with why. */
 void bus_cut(sp_bus_sub *sub, const char *why);

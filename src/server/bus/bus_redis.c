@@ -155,7 +155,7 @@ static void outage(bus *b, rd_state *st, int rc) {
     bus_mark_down(b);
 }
 
-static void fan_out(rd_state *st, const redisReply *r) {
+static void fan_out(bus *b, rd_state *st, const redisReply *r) {
     for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *s = r->element[i];
         if (s->type != REDIS_REPLY_ARRAY || s->elements != 2 ||
@@ -169,8 +169,7 @@ static void fan_out(rd_state *st, const redisReply *r) {
                 continue; /* out of memory: the subscribers' last ids stay behind it */
             if (bus_id_cmp(m->id, t->pos) > 0) {
                 t->pos = m->id;
-                for (list_node *n = t->t.subs.head; n; n = n->next)
-                    bus_deliver(container_of(n, sp_bus_sub, node), m);
+                bus_fan_out(b, &t->t, m);
             }
             bus_msg_unref(m);
         }
@@ -215,7 +214,7 @@ static int read_once(bus *b, rd_state *st) {
                     r->str);
             rc = -EIO;
         } else if (rc == 0) {
-            fan_out(st, r);
+            fan_out(b, st, r);
         }
         if (rc == 0 || rc == -EIO)
             freeReplyObject(r);

@@ -291,8 +291,7 @@ static void follow(bus *b, shm_state *st) {
             continue;
         }
         if (rc == 1) {
-            for (list_node *n = t->subs.head; n; n = n->next)
-                bus_deliver(container_of(n, sp_bus_sub, node), m);
+            bus_fan_out(b, t, m);
             bus_msg_unref(m);
         }
     }
