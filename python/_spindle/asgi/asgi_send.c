@@ -118,14 +118,22 @@ PyObject *asend_misplaced(acycle *c, int kind) {
     return asend_refuse("%s after the response ended (more_body was False)", asend_kind_name(kind));
 }
 
+/* By length first: every header of every response is asked. */
 static int is_hop_by_hop(const char *n, size_t len) {
-    static const char *const hop[] = {
-        "connection", "keep-alive", "proxy-connection", "transfer-encoding",
-        "upgrade",    "te",         "trailer"};
-    for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
-        if (http_ieq(n, len, hop[i], strlen(hop[i])))
-            return 1;
-    return 0;
+    switch (len) {
+    case 2:
+        return http_ieq(n, len, "te", 2);
+    case 7:
+        return http_ieq(n, len, "upgrade", 7) || http_ieq(n, len, "trailer", 7);
+    case 10:
+        return http_ieq(n, len, "connection", 10) || http_ieq(n, len, "keep-alive", 10);
+    case 16:
+        return http_ieq(n, len, "proxy-connection", 16);
+    case 17:
+        return http_ieq(n, len, "transfer-encoding", 17);
+    default:
+        return 0;
+    }
 }
 
 /* One (name, value) pair into the head. 0, or -1 with the error raised. */

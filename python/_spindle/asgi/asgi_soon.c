@@ -1,9 +1,7 @@
-/* asgi_soon.c — loop.call_soon in C for the worker's asyncio loop: every
- * task start and wake-up and every future callback goes through it, and
- * asyncio's own (three Python frames and Handle.__init__) is a large part
- * of a small request. It makes the same asyncio.Handle (its slots set
- * directly) and appends it to loop._ready; a loop in debug mode, or a
- * closed one, takes asyncio's own path. Mixed into spindle._asgi.Loop. */
+/* asgi_soon.c — call_soon and get_debug in C for the worker's asyncio loop
+ * (mixed into spindle._asgi.Loop): every task start, wake-up and future
+ * callback goes through them, and asyncio's Python frames were a large part
+ * of a small request. The same Handle; debug or closed: asyncio's path. */
 #include "asgi/asgi.h"
 
 #include <structmember.h>
@@ -114,8 +112,26 @@ static PyObject *base(PyObject *self, PyObject *const *args, size_t nargsf, PyOb
     return r;
 }
 
+PyObject *asgi_loop_attr(PyObject *loop, PyObject *name) {
+    static PyObject *last_loop, *last_dict;
+    if (loop != last_loop) {
+        PyObject *d = PyObject_GenericGetDict(loop, NULL);
+        if (!d || !PyDict_Check(d)) {
+            PyErr_Clear();
+            Py_XDECREF(d);
+            return PyObject_GetAttr(loop, name);
+        }
+        Py_XSETREF(last_dict, d);
+        Py_XSETREF(last_loop, Py_NewRef(loop));
+    }
+    PyObject *v = PyDict_GetItemWithError(last_dict, name);
+    if (v)
+        return Py_NewRef(v);
+    return PyErr_Occurred() ? NULL : PyObject_GetAttr(loop, name);
+}
+
 static int flag(PyObject *self, PyObject *name) {
-    PyObject *v = PyObject_GetAttr(self, name);
+    PyObject *v = asgi_loop_attr(self, name);
     int r = v ? PyObject_IsTrue(v) : -1;
     Py_XDECREF(v);
     return r;
@@ -161,7 +177,16 @@ static PyObject *soon_call_soon(PyObject *self, PyObject *const *args, size_t na
     return h;
 }
 
+/* get_debug() -> bool: BaseEventLoop's is a Python frame (return
+ * self._debug), and every Task and Future made on the loop asks it. */
+static PyObject *soon_get_debug(PyObject *self, PyObject *unused) {
+    if (soon_init() < 0)
+        return NULL;
+    return asgi_loop_attr(self, s_debug);
+}
+
 static PyMethodDef soon_methods[] = {
+    {"get_debug", soon_get_debug, METH_NOARGS, "get_debug() -> bool (self._debug, read in C)"},
     {"call_soon", (PyCFunction)(void (*)(void))soon_call_soon, METH_FASTCALL | METH_KEYWORDS,
      "call_soon(callback, *args, context=None) -> Handle (asyncio's, made in C)"},
     {NULL, NULL, 0, NULL},
