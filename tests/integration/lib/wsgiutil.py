@@ -127,11 +127,14 @@ class WsgiServer(ServerProcess):
             return None
         if self.proc.poll() is None:
             workers = children(self.pid)
-            # A master that says it stopped (the test sent its own SIGTERM)
-            # is on its way out through Python's finalization, with SIGTERM
-            # back to its default: another one would kill it (-15) instead
-            # of letting it exit with its status. Just wait for it.
-            stopped = "master %d stopped" % self.pid in self.stderr()
+            # A master that says it is stopping or stopped (the test sent its
+            # own SIGTERM) is on its way out, and once in Python's
+            # finalization SIGTERM is back to its default: another one would
+            # kill it (-15) instead of letting it exit with its status. Just
+            # wait for it.
+            err = self.stderr()
+            stopped = ("master %d stopped" % self.pid in err
+                       or "[%d] info: graceful stop" % self.pid in err)
             try:
                 if not stopped:
                     os.kill(self.pid, signal.SIGTERM)
