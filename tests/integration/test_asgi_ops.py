@@ -146,5 +146,7 @@ def test_clients_that_leave_release_their_connections(asgi):
     for s in socks:
         s.close()
     from lib.wsgiutil import wait_for
-    assert wait_for(lambda: fd_count(w) <= base + 2, 5), (base, fd_count(w))
+    # Bounded at 15 s: under a loaded CI machine 3 of 120 took longer than 5 s
+    # (not yet explained; a leak would never close them, so this still fails).
+    assert wait_for(lambda: fd_count(w) <= base + 2, 15), (base, fd_count(w))
     assert srv.get("/state").status == 200
