@@ -1,16 +1,19 @@
 /* buf_pool.c — read-buffer pool (see buf_pool.h): buffers carved from
  * page-aligned slabs of anonymous memory, so a buffer's unused pages can
  * go back to the kernel (buf_pool_shed) with no allocator header beside
- * it; a free buffer past the high-water mark keeps its address and gives
- * its pages back instead of being freed. */
+ * it; a free buffer past the high-water mark, or put back cold, keeps its
+ * address and gives its pages back instead of being freed. The free list
+ * is an array, not a link in each buffer, so a cold buffer has no page. */
 #include "base/buf_pool.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #define PAGE     4096 /* buffers start on a page */
 #define PER_SLAB 32   /* buffers mapped at once */
+#define WARM     32   /* free buffers a cold put leaves their pages */
 
 /* Under AddressSanitizer each buffer is an allocation of its own, freed
  * past the mark: its redzones catch a read past a buffer's end, which a
@@ -49,18 +52,34 @@ static void give_pages(const char *from, const char *to) {
         (void)madvise((void *)lo, hi - lo, MADV_DONTNEED); /* best effort */
 }
 
+/* Room in the free list for every buffer, n more to come: a put then
+ * never fails. 0, or -1 (no memory). */
+static int reserve(buf_pool *p, size_t n) {
+    size_t want = p->out + p->nfree + n;
+    if (want <= p->cap)
+        return 0;
+    size_t cap = p->cap ? p->cap * 2 : 64;
+    while (cap < want)
+        cap *= 2;
+    char **v = realloc(p->free, cap * sizeof *v);
+    if (!v)
+        return -1;
+    p->free = v;
+    p->cap = cap;
+    return 0;
+}
+
 /* Maps PER_SLAB more buffers onto the free list. 0, or -1 (no memory). */
 static int grow(buf_pool *p) {
 #ifdef BUF_POOL_MALLOC
-    char *one = aligned_alloc(PAGE, stride(p));
+    char *one = reserve(p, 1) < 0 ? NULL : aligned_alloc(PAGE, stride(p));
     if (!one)
         return -1;
-    one += p->front;
-    *(void **)one = p->free_list;
-    p->free_list = one;
-    p->nfree++;
+    p->free[p->nfree++] = one + p->front;
     return 0;
 #endif
+    if (reserve(p, PER_SLAB) < 0)
+        return -1;
     slab *s = malloc(sizeof *s);
     size_t len = stride(p) * PER_SLAB;
     void *mem = s ? mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -71,42 +90,56 @@ static int grow(buf_pool *p) {
     }
     *s = (slab){p->slabs, mem, len};
     p->slabs = s;
-    for (size_t i = PER_SLAB; i-- > 0;) { /* the first buffer ends up first */
-        char *b = (char *)mem + i * stride(p) + p->front;
-        *(void **)b = p->free_list;
-        p->free_list = b;
-        p->nfree++;
-    }
+    for (size_t i = PER_SLAB; i-- > 0;) /* the first buffer ends up first */
+        p->free[p->nfree++] = (char *)mem + i * stride(p) + p->front;
     return 0;
 }
 
 char *buf_pool_get(buf_pool *p) {
-    if (!p->free_list && grow(p) < 0)
+    if (!p->nfree && grow(p) < 0)
         return NULL;
-    char *b = p->free_list;
-    p->free_list = *(void **)b;
-    p->nfree--;
     p->out++;
+    char *b = p->free[--p->nfree];
+    if (p->ncold > p->nfree)
+        p->ncold = p->nfree; /* that was a cold one: no warm one was left */
     return b;
+}
+
+/* A buffer whose pages went back: below the warm ones, so a get hands
+ * out those first and their pages serve again. */
+static void put_cold_one(buf_pool *p, char *b) {
+    memmove(&p->free[p->ncold + 1], &p->free[p->ncold], (p->nfree - p->ncold) * sizeof *p->free);
+    p->free[p->ncold++] = b;
+    p->nfree++;
 }
 
 void buf_pool_put(buf_pool *p, char *b) {
     p->out--;
-#ifdef BUF_POOL_MALLOC
     if (p->nfree >= p->max_free) {
+#ifdef BUF_POOL_MALLOC
         free(b - p->front);
+        return;
+#endif
+        /* Past the high-water mark: the pages go back now. */
+        give_pages(b - p->front, b - p->front + stride(p));
+        p->released++;
+        put_cold_one(p, b);
+        return;
+    }
+    p->free[p->nfree++] = b;
+}
+
+void buf_pool_put_cold(buf_pool *p, char *b) {
+#ifndef BUF_POOL_MALLOC
+    if (p->nfree >= WARM && p->nfree < p->max_free) {
+        p->out--;
+        give_pages(b - p->front, b - p->front + stride(p));
+        p->released++;
+        put_cold_one(p, b);
         return;
     }
 #endif
-    if (p->nfree >= p->max_free) {
-        /* Past the high-water mark: the pages go back now, the link in
-         * the first word makes the first one again when it is reused. */
-        give_pages(b - p->front, b - p->front + stride(p));
-        p->released++;
-    }
-    *(void **)b = p->free_list;
-    p->free_list = b;
-    p->nfree++;
+    buf_pool_put(p, b);
 }
 
 void buf_pool_shed(const buf_pool *p, char *b, size_t used) {
@@ -123,11 +156,8 @@ void buf_pool_trim(buf_pool *p, int64_t now) {
 
 void buf_pool_destroy(buf_pool *p) {
 #ifdef BUF_POOL_MALLOC
-    while (p->free_list) {
-        void *next = *(void **)p->free_list;
-        free((char *)p->free_list - p->front);
-        p->free_list = next;
-    }
+    while (p->nfree)
+        free(p->free[--p->nfree] - p->front);
 #endif
     while (p->slabs) {
         slab *s = p->slabs;
@@ -135,6 +165,7 @@ void buf_pool_destroy(buf_pool *p) {
         munmap(s->mem, s->len);
         free(s);
     }
-    p->free_list = NULL;
-    p->nfree = 0;
+    free(p->free);
+    p->free = NULL;
+    p->nfree = p->ncold = p->cap = 0;
 }

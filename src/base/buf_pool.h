@@ -1,8 +1,9 @@
 /* buf_pool.h — the per-worker pool of connection read buffers. A buffer is
  * attached to a connection only while a request is in flight; idle
  * connections hold none. Buffers are page-aligned slices of mapped slabs;
- * free buffers above a high-water mark give their pages back to the
- * kernel at once, so memory goes back after a burst. */
+ * free buffers above a high-water mark, and those a long wait puts back
+ * (buf_pool_put_cold), give their pages back to the kernel at once, so
+ * memory goes back after a burst. */
 #ifndef SPINDLE_BUF_POOL_H
 #define SPINDLE_BUF_POOL_H
 
@@ -10,9 +11,11 @@
 #include <stdint.h>
 
 typedef struct buf_pool {
-    void *free_list; /* each free buffer's first bytes link to the next */
+    char **free; /* the free buffers, the next one to hand out last */
+    size_t nfree, cap;
+    size_t ncold; /* free[0..ncold): pages given back (handed out last) */
     struct slab *slabs;
-    size_t nfree, max_free, size;
+    size_t max_free, size;
     size_t front;    /* the bytes before each buffer its holder keeps state in */
     size_t out;      /* buffers in use */
     size_t released; /* freed since the last trim */
@@ -27,6 +30,11 @@ void buf_pool_init(buf_pool *p, size_t size, size_t front, size_t max_free);
 /* A buffer of p->size bytes (after its front), or NULL (ENOMEM). */
 char *buf_pool_get(buf_pool *p);
 void buf_pool_put(buf_pool *p, char *b);
+/* Puts back the buffer of a connection that leaves for long (a parked
+ * WebSocket or long poll): unless the pool has few free ones, its pages go
+ * back to the kernel now (one madvise), so a burst of parked connections
+ * leaves no resident buffers behind; handed out after the warm ones. */
+void buf_pool_put_cold(buf_pool *p, char *b);
 /* Gives the kernel back the whole pages of b (in use) past its first used
  * bytes, keeping b where it is, its bytes and every pointer into them
  * valid: the pages come back zeroed when next written. For a connection

@@ -161,6 +161,9 @@ size_t server_buf_size(const sp_server *s);
  * and back: for a feature that waits without holding the connection's. */
 char *server_buf_get(sp_server *s);
 void server_buf_put(sp_server *s, char *b);
+/* The same for a buffer given up for a long wait: its pages go back to the
+ * kernel too (buf_pool_put_cold). */
+void server_buf_put_cold(sp_server *s, char *b);
 /* Gives back the whole pages of b (in use) past its first used bytes, b
  * and its bytes staying put (buf_pool_shed): for a long wait. */
 void server_buf_shed(sp_server *s, char *b, size_t used);

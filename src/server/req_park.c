@@ -77,7 +77,7 @@ static void give_back(sp_req *r) {
         r->head_copy = b; /* the request's slices live here now */
     }
     r->park_copy = b;
-    buf_pool_put(&s->bufs, c->buf);
+    buf_pool_put_cold(&s->bufs, c->buf); /* its pages too: the wait is long */
     c->buf = NULL;
 }
 

@@ -30,6 +30,10 @@ void server_buf_put(sp_server *s, char *b) {
     buf_pool_put(&s->bufs, b);
 }
 
+void server_buf_put_cold(sp_server *s, char *b) {
+    buf_pool_put_cold(&s->bufs, b);
+}
+
 void server_buf_shed(sp_server *s, char *b, size_t used) {
     buf_pool_shed(&s->bufs, b, used);
 }

@@ -72,7 +72,7 @@ static ssize_t tunnel_fill(sp_ws *ws, int64_t deadline) {
         if (c->buf_len) {
             server_buf_shed(ws->s, c->buf, c->buf_len);
         } else {
-            server_buf_put(ws->s, c->buf);
+            server_buf_put_cold(ws->s, c->buf);
             c->buf = NULL;
         }
         loop_trim_when_parked(ws->l);
