@@ -167,7 +167,7 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
       tests/integration/test_wsgi_pep3333.py tests/integration/test_wsgi_edge.py \
       tests/integration/test_wsgi_inline.py tests/integration/test_wsgi_environ_reuse.py \
       tests/integration/test_asgi_http.py tests/integration/test_py_toolkit.py \
-      tests/integration/test_py_green_local.py \
+      tests/integration/test_py_green_local.py tests/integration/test_py_frame_chunk.py \
       "tests/integration/test_py_sessions.py::test_sqlite_as_user"
   else
     suite integration-debian-python sh -c 'echo "build/python-system is not built (make python-system)"; exit 1'

@@ -562,6 +562,8 @@ static PyMethodDef methods[] = {
     {"_asgi_watch", py_asgi_watch, METH_VARARGS, "_asgi_watch(fd, events)"},
     {"_asgi_unwatch", py_asgi_unwatch, METH_O, "_asgi_unwatch(fd)"},
     {"_asgi_serving", py_asgi_serving, METH_VARARGS, "_asgi_serving(state, on_done)"},
+    {"_frame_chunks", py_frame_chunks, METH_NOARGS,
+     "_frame_chunks() -> dict: pooled greenlets on a small frame chunk (for tests)"},
     {"_header_key_cache", py_header_key_cache, METH_NOARGS,
      "_header_key_cache() -> dict: how many environ keys the worker keeps (for tests)"},
     {NULL, NULL, 0, NULL},
@@ -572,7 +574,7 @@ static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "_spindle",
 
 PyMODINIT_FUNC PyInit__spindle(void);
 PyMODINIT_FUNC PyInit__spindle(void) {
-    if (hub_import_greenlet() < 0)
+    if (hub_import_greenlet() < 0 || frame_chunk_init() < 0)
         return NULL;
     if (wsgi_init_types() < 0 || session_init_type() < 0)
         return NULL;

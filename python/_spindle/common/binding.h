@@ -170,6 +170,15 @@ void hub_unqueue(hub *h, hub_wake *w);
 /* The job the current greenlet serves, or NULL (not in a request). */
 pyjob *hub_current_job(void);
 
+/* frame_chunk.c: a pooled greenlet's frames in a small chunk of its own.
+ * init wraps the arena allocator once (at import); enter as the greenlet
+ * starts; after_call between its calls (ending: as it ends). */
+int frame_chunk_init(void);
+void frame_chunk_enter(void);
+void frame_chunk_after_call(int ending);
+/* _frame_chunks() -> {"enabled", "held", "outgrown"} (for tests) */
+PyObject *py_frame_chunks(PyObject *self, PyObject *unused);
+
 /* job_table.c: greenlet -> the pyjob it serves (hub_current_job). put
  * returns -1 when out of memory (the job is then not findable). */
 int job_table_put(const void *g, pyjob *j);

@@ -234,6 +234,7 @@ static pyjob *next_pending(hub *h) {
 static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
     hub *h = the_hub;
     pyjob *next = NULL;
+    frame_chunk_enter();
     for (;;) {
         pyjob *j = next ? next : h->assign;
         if (!next)
@@ -246,6 +247,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
         (void)job_table_put(me, j); /* only spindle.websocket needs it: it says so */
         hub_job_fns.run(h, j);
         bus_release_job(j);
+        frame_chunk_after_call(0);
         job_table_del(me);
         j->wake.greenlet = NULL;
         h->busy--;
@@ -259,6 +261,7 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
             PyObject **v = PyMem_Realloc(h->idle_g, cap * sizeof *v);
             if (!v) {
                 Py_DECREF(me);
+                frame_chunk_after_call(1);
                 return PyErr_NoMemory();
             }
             h->idle_g = v;
@@ -266,8 +269,10 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
         }
         h->idle_g[h->nidle++] = me;
         PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
-        if (!r)
+        if (!r) {
+            frame_chunk_after_call(1);
             return NULL; /* GreenletExit: the worker is stopping */
+        }
         Py_DECREF(r);
     }
 }
