@@ -113,33 +113,32 @@ static void put_cold_one(buf_pool *p, char *b) {
     p->nfree++;
 }
 
-void buf_pool_put(buf_pool *p, char *b) {
+/* Back on the free list: warm while the pool has fewer than keep_warm
+ * free, else its pages go back now (under ASan, freed past the mark). */
+static void put(buf_pool *p, char *b, size_t keep_warm) {
     p->out--;
-    if (p->nfree >= p->max_free) {
-#ifdef BUF_POOL_MALLOC
-        free(b - p->front);
-        return;
-#endif
-        /* Past the high-water mark: the pages go back now. */
-        give_pages(b - p->front, b - p->front + stride(p));
-        p->released++;
-        put_cold_one(p, b);
+    if (p->nfree < keep_warm) {
+        p->free[p->nfree++] = b;
         return;
     }
-    p->free[p->nfree++] = b;
+#ifdef BUF_POOL_MALLOC
+    if (p->nfree >= p->max_free)
+        free(b - p->front);
+    else
+        p->free[p->nfree++] = b; /* no madvise on malloc'ed memory */
+    return;
+#endif
+    give_pages(b - p->front, b - p->front + stride(p));
+    p->released++;
+    put_cold_one(p, b);
+}
+
+void buf_pool_put(buf_pool *p, char *b) {
+    put(p, b, p->max_free);
 }
 
 void buf_pool_put_cold(buf_pool *p, char *b) {
-#ifndef BUF_POOL_MALLOC
-    if (p->nfree >= WARM && p->nfree < p->max_free) {
-        p->out--;
-        give_pages(b - p->front, b - p->front + stride(p));
-        p->released++;
-        put_cold_one(p, b);
-        return;
-    }
-#endif
-    buf_pool_put(p, b);
+    put(p, b, p->max_free < WARM ? p->max_free : WARM);
 }
 
 void buf_pool_shed(const buf_pool *p, char *b, size_t used) {

@@ -53,6 +53,14 @@ static void touch(char *b) {
     memset(b, 0xa5, SIZE);
 }
 
+/* n buffers from the pool, each written through, front included. */
+static void take_touched(buf_pool *p, char **b, int n) {
+    for (int i = 0; i < n; i++) {
+        CHECK((b[i] = buf_pool_get(p)) != NULL);
+        touch(b[i]);
+    }
+}
+
 TEST(buffers_are_reused_last_in_first_out_with_their_front) {
     buf_pool p;
     buf_pool_init(&p, SIZE, FRONT, 1024);
@@ -74,10 +82,7 @@ TEST(a_cold_put_gives_the_pages_back_once_enough_are_warm) {
     buf_pool p;
     buf_pool_init(&p, SIZE, FRONT, 1024);
     char *b[40];
-    for (int i = 0; i < 40; i++) {
-        CHECK((b[i] = buf_pool_get(&p)) != NULL);
-        touch(b[i]);
-    }
+    take_touched(&p, b, 40);
     CHECK(p.out == 40 && (!SLABS || p.nfree == 24)); /* two slabs of 32 */
     /* Few free: a cold put keeps the pages, the next reads will need them. */
     buf_pool_put_cold(&p, b[0]);
@@ -123,10 +128,7 @@ TEST(past_the_high_water_mark_a_put_gives_the_pages_back) {
     buf_pool p;
     buf_pool_init(&p, SIZE, FRONT, 4);
     char *b[32]; /* one slab: none free */
-    for (int i = 0; i < 32; i++) {
-        CHECK((b[i] = buf_pool_get(&p)) != NULL);
-        touch(b[i]);
-    }
+    take_touched(&p, b, 32);
     CHECK(p.nfree == 0);
     for (int i = 0; i < 6; i++)
         buf_pool_put(&p, b[i]);

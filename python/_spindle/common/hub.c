@@ -231,10 +231,9 @@ static pyjob *next_pending(hub *h) {
  * requests (run_python), a greenlet whose call ended takes the next one
  * itself: the hub would give it this same greenlet (the pool is a stack)
  * with nothing done in between, so only the two switches are saved. */
-static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
+static PyObject *greenlet_jobs(void) {
     hub *h = the_hub;
     pyjob *next = NULL;
-    frame_chunk_enter();
     for (;;) {
         pyjob *j = next ? next : h->assign;
         if (!next)
@@ -261,7 +260,6 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
             PyObject **v = PyMem_Realloc(h->idle_g, cap * sizeof *v);
             if (!v) {
                 Py_DECREF(me);
-                frame_chunk_after_call(1);
                 return PyErr_NoMemory();
             }
             h->idle_g = v;
@@ -269,12 +267,18 @@ static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
         }
         h->idle_g[h->nidle++] = me;
         PyObject *r = PyGreenlet_Switch((PyGreenlet *)h->driver, NULL, NULL);
-        if (!r) {
-            frame_chunk_after_call(1);
+        if (!r)
             return NULL; /* GreenletExit: the worker is stopping */
-        }
         Py_DECREF(r);
     }
+}
+
+/* The greenlet's run: its jobs, its frames in a small chunk meanwhile. */
+static PyObject *greenlet_main(PyObject *self, PyObject *unused) {
+    frame_chunk_enter();
+    PyObject *r = greenlet_jobs();
+    frame_chunk_after_call(1);
+    return r;
 }
 
 static PyMethodDef greenlet_main_def = {"_spindle_greenlet", greenlet_main, METH_NOARGS, NULL};
