@@ -341,10 +341,13 @@ int server_adopt_conn(sp_server *s, int fd) {
  * would take every connection while the others idle: the supervisor's
  * policy may tell one holding well over its share to step aside for a
  * moment, as nginx's accept_mutex does. No worker can be over its share
- * with 8 connections or fewer, so the common case asks nothing. */
+ * with 8 connections or fewer, so the common case asks nothing.
+ * It steps aside once: the wake-up for the clients waiting now went to
+ * this worker alone, so no other worker knows of them; still there when
+ * its moment is up, they are its to take until the backlog is empty. */
 static int over_share(const sp_server *s) {
-    return s->accept_exclusive && s->nconns > 8 && s->obs.accept_step_aside &&
-           s->obs.accept_step_aside(s->obs.ud, s->nconns);
+    return s->accept_exclusive && !s->stepped_aside && s->nconns > 8 &&
+           s->obs.accept_step_aside && s->obs.accept_step_aside(s->obs.ud, s->nconns);
 }
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
@@ -354,6 +357,7 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     if (over_share(s)) {
         listeners_pause(s);
         s->accept_paused = 1;
+        s->stepped_aside = 1;
         loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
         return;
     }
@@ -366,6 +370,8 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     if (batch > 0) {
         accept_ctx ax = {s, (int)(container_of(w, listener, w) - s->listeners) + 1};
         int n = net_accept_batch(w->fd, batch, on_accept, &ax);
+        if (n < batch)
+            s->stepped_aside = 0; /* the backlog is empty: its share counts again */
         if (n < 0) {
             /* Out of fds or memory: stop accepting for a moment; clients
              * wait in the backlog meanwhile. */

@@ -80,6 +80,7 @@ struct sp_server {
     int nlisteners;
     int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
     int accept_paused;    /* max_connections reached or out of fds */
+    int stepped_aside;    /* over its share, it left waiting clients to the others once */
     loop_timer accept_timer;
     /* the connection table and serving (server.c, http_conn.c) */
     loop *l;

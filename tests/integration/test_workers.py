@@ -101,6 +101,32 @@ def test_both_workers_answer_under_concurrent_load(w_spindle):
     assert set(seen) == kids, "answering pids %s, workers %s" % (seen, kids)
 
 
+def test_a_client_past_a_workers_share_is_answered_at_once(w_spindle):
+    """Keep-alive connections opened one after another all wake the same idle
+    worker (EPOLLEXCLUSIVE), which steps aside when it holds well over its
+    share. The wake-up for the client waiting then went to that worker alone:
+    it stood aside for good and the client waited in the backlog until one of
+    the worker's connections closed (wrk's timeouts in make test). Each of 80
+    clients must get its answer within 2 s, and both workers serve."""
+    srv = w_spindle("--app", APP_BLOCKING, "--keepalive-timeout", "30", workers=2,
+                    ready_path="/pid")
+    held, pids = [], {}
+    try:
+        for i in range(80):
+            c = Conn(srv.addr, timeout=2)
+            held.append(c)
+            try:
+                p = pid_of(c.exchange("/pid"))
+            except OSError as e:
+                pytest.fail("client %d of 80 got no answer in 2 s (%r); answers so far %s"
+                            % (i, e, pids))
+            pids[p] = pids.get(p, 0) + 1
+    finally:
+        for c in held:
+            c.close()
+    assert len(pids) == 2, pids
+
+
 def test_per_worker_request_counts_logged_under_load(w_spindle):
     srv = w_spindle(workers=2)
     kids = srv.children()
