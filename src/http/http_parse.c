@@ -442,12 +442,13 @@ HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char
      * until the CR is found (then the octet after the colon is readable). */
     if (tail ? p[c] != ':' : load2(p + c) != load2(": "))
         return NULL;
-    /* Bit 0 of the shifted mask is the colon, never a miss. */
+    /* The name's octets and the colon are visible, never value misses, so
+     * the first miss is the value's end without a shift past the name. */
     uint64_t vm = http_value_misses32(k, v);
-    vm = ((tail ? vm & 0x7fffffffu : vm) >> s) >> c;
+    vm = (tail ? vm & 0x7fffffffu : vm) >> s;
     const char *q;
     if (vm) {
-        q = p + c + http_tz(vm);
+        q = p + http_tz(vm);
     } else {
         if (tail)
             return NULL; /* the value runs to the end: cut short */
