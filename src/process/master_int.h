@@ -41,6 +41,7 @@ typedef struct master {
     pid_t upgrade_pid;  /* the new master of a binary upgrade in flight */
     pid_t old_master;   /* the master we replace (we are its upgrade) */
     int announced;      /* readiness told (pid file, old master, systemd) */
+    int kick_fd;        /* shared listeners: the workers' eventfd to wake one another (server.c) */
     int dev_pending;    /* --reload: a new generation is starting */
     int good_gen;       /* --reload: the generation that serves meanwhile */
     char exe[PATH_MAX]; /* our binary, for USR2 */

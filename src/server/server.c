@@ -104,10 +104,10 @@ int server_set_options(sp_server *s, const sp_server_options *o) {
 
 sp_server *sp_server_new(const sp_server_options *o) {
     sp_server *s = calloc(1, sizeof *s);
-    if (s)
-        s->http2_max_streams = 100;
     if (!s)
         return NULL;
+    s->http2_max_streams = 100;
+    s->kick.fd = -1;
     if (server_set_options(s, o) < 0) {
         free(s);
         errno = EINVAL;
@@ -164,13 +164,18 @@ const char *server_date(sp_server *s) {
 /* ---- accepting ---------------------------------------------------------- */
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events);
+static void on_kick(loop *l, loop_watch *w, uint32_t events);
 
+/* The kick is paused with the listeners: a worker that steps aside must
+ * not take its own kick. */
 static void listeners_pause(sp_server *s) {
     for (int i = 0; i < s->nlisteners; i++)
         if (!s->listeners[i].paused) {
             loop_watch_del(s->l, &s->listeners[i].w);
             s->listeners[i].paused = 1;
         }
+    if (s->kick.fd >= 0)
+        loop_watch_del(s->l, &s->kick);
 }
 
 static void listeners_resume(sp_server *s) {
@@ -183,6 +188,11 @@ static void listeners_resume(sp_server *s) {
         if (loop_watch_add(s->l, &li->w,
                            s->accept_exclusive ? BACKEND_LISTEN_EXCL : BACKEND_LISTEN) == 0)
             li->paused = 0;
+    }
+    if (s->kick.fd >= 0 && s->accept_exclusive && !s->kick.registered) {
+        s->kick.cb = on_kick;
+        s->kick.data = s;
+        loop_watch_add(s->l, &s->kick, BACKEND_LISTEN_EXCL); /* failed: no kicks, 5 ms waits */
     }
 }
 
@@ -342,12 +352,13 @@ int server_adopt_conn(sp_server *s, int fd) {
  * policy may tell one holding well over its share to step aside for a
  * moment, as nginx's accept_mutex does. No worker can be over its share
  * with 8 connections or fewer, so the common case asks nothing.
- * It steps aside once: the wake-up for the clients waiting now went to
- * this worker alone, so no other worker knows of them; still there when
- * its moment is up, they are its to take until the backlog is empty. */
+ * The wake-up for the clients waiting now went to this worker alone, so
+ * no other worker knows of them: it kicks one (the shared eventfd, one
+ * idle worker woken), and steps aside once; clients still there when its
+ * moment is up are its to take until the backlog is empty. */
 static int over_share(const sp_server *s) {
-    return s->accept_exclusive && !s->stepped_aside && s->nconns > 8 &&
-           s->obs.accept_step_aside && s->obs.accept_step_aside(s->obs.ud, s->nconns);
+    return s->accept_exclusive && !s->stepped_aside && s->nconns > 8 && s->obs.accept_step_aside &&
+           s->obs.accept_step_aside(s->obs.ud, s->nconns);
 }
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
@@ -358,6 +369,10 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
         listeners_pause(s);
         s->accept_paused = 1;
         s->stepped_aside = 1;
+        uint64_t one = 1;
+        if (s->kick.fd >= 0 && write(s->kick.fd, &one, sizeof one) < 0) {
+            /* EAGAIN: kicks pending already, another worker will look */
+        }
         loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
         return;
     }
@@ -387,6 +402,17 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     }
     if (s->nconns >= s->opt.max_connections)
         listeners_pause(s);
+}
+
+/* Another worker stepped aside from clients it alone was woken for: the
+ * worker that reads the kick first looks at the listeners for them. */
+static void on_kick(loop *l, loop_watch *w, uint32_t events) {
+    sp_server *s = w->data;
+    uint64_t n;
+    if (read(w->fd, &n, sizeof n) != (ssize_t)sizeof n || s->stopping)
+        return; /* another worker took this kick, or this one stops */
+    for (int i = 0; i < s->nlisteners && !s->listeners[i].paused; i++)
+        on_listener(l, &s->listeners[i].w, LOOP_READ);
 }
 
 /* ---- idle connections ---------------------------------------------------- */
@@ -558,7 +584,9 @@ void sp_server_stop(sp_server *s) {
             net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
     }
     server_close_listeners(s);
-    exchange_server_stop(s); /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
+    if (s->kick.fd >= 0)
+        loop_watch_del(s->l, &s->kick); /* kicks are for the workers that accept */
+    exchange_server_stop(s);            /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
 }

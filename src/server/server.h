@@ -81,6 +81,8 @@ struct sp_server {
     int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
     int accept_paused;    /* max_connections reached or out of fds */
     int stepped_aside;    /* over its share, it left waiting clients to the others once */
+    loop_watch kick;      /* shared listeners: the eventfd a worker stepping aside wakes
+                             another with (fd -1: none) */
     loop_timer accept_timer;
     /* the connection table and serving (server.c, http_conn.c) */
     loop *l;
@@ -151,6 +153,9 @@ int server_set_options(sp_server *s, const sp_server_options *o);
 void server_set_observer(sp_server *s, const server_observer *o);
 /* Several workers share the listeners (EPOLLEXCLUSIVE, balanced accept). */
 void server_set_accept_shared(sp_server *s, int shared);
+/* The eventfd the workers sharing the listeners wake one another with
+ * (created before they fork; -1: none). */
+void server_set_accept_kick(sp_server *s, int fd);
 /* Stop gracefully after n requests (0: never). */
 void server_set_max_requests(sp_server *s, uint64_t n);
 /* The access log's file and format (NULL: none), opened in each worker by

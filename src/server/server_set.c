@@ -50,6 +50,10 @@ void server_set_accept_shared(sp_server *s, int shared) {
     s->accept_exclusive = shared;
 }
 
+void server_set_accept_kick(sp_server *s, int fd) {
+    s->kick.fd = fd;
+}
+
 void server_set_max_requests(sp_server *s, uint64_t n) {
     s->max_requests = n;
 }
