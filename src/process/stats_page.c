@@ -69,6 +69,14 @@ static int prometheus(const worker_board *board, sp_req *req, sp_res *res) {
     P("# HELP spindle_http2_goaways_total HTTP/2 GOAWAY frames sent.\n"
       "# TYPE spindle_http2_goaways_total counter\nspindle_http2_goaways_total %llu\n",
       (unsigned long long)t.sum.h2_goaways);
+    P("# HELP spindle_accept_step_asides_total Times a worker holding well over its share of "
+      "connections left new clients to the other workers for 5 ms.\n"
+      "# TYPE spindle_accept_step_asides_total counter\nspindle_accept_step_asides_total %llu\n",
+      (unsigned long long)t.sum.accept[0]);
+    P("# HELP spindle_accept_kicks_total Times a worker woke for clients another stepped aside "
+      "from.\n"
+      "# TYPE spindle_accept_kicks_total counter\nspindle_accept_kicks_total %llu\n",
+      (unsigned long long)t.sum.accept[1]);
     P("# HELP spindle_open_connections Connections open now, all workers.\n"
       "# TYPE spindle_open_connections gauge\nspindle_open_connections %llu\n",
       (unsigned long long)t.open);

@@ -42,6 +42,8 @@ void worker_stats_fold(worker_stats *total, const worker_stats *w) {
         total->latency[i] += w->latency[i];
     for (int i = 0; i < 3; i++)
         total->tls[i] += w->tls[i];
+    for (int i = 0; i < 2; i++)
+        total->accept[i] += w->accept[i];
 }
 
 void worker_slot_begin(worker_slot *w, const char *method, size_t mlen, const char *target,
@@ -124,6 +126,11 @@ static void on_h2_event(void *ud, int what) {
         st->h2_goaways++;
 }
 
+static void on_accept_event(void *ud, int what) {
+    if (what >= 0 && what < 2)
+        ((worker_watch *)ud)->slot->st.accept[what]++;
+}
+
 static void on_tls_handshake(void *ud, int outcome) {
     if (outcome >= 0 && outcome < 3)
         ((worker_watch *)ud)->slot->st.tls[outcome]++;
@@ -132,6 +139,7 @@ static void on_tls_handshake(void *ud, int outcome) {
 void worker_watch_install(sp_server *s, worker_watch *ww) {
     server_observer o = {.conns_open = on_conns_open,
                          .accept_step_aside = on_accept_step_aside,
+                         .accept_event = on_accept_event,
                          .request_begin = on_request_begin,
                          .request_end = on_request_end,
                          .request_done = on_request_done,

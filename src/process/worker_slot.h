@@ -27,6 +27,7 @@ typedef struct worker_stats {
     uint64_t h2_streams, h2_resets, h2_goaways; /* HTTP/2: streams begun, RST_STREAMs
                                                    either way, GOAWAYs sent */
     uint64_t tls[3];     /* TLS handshakes: full, resumed, failed (SERVER_TLS_*) */
+    uint64_t accept[2];  /* accept balancing: step-asides, kicks taken (SERVER_ACCEPT_*) */
     uint64_t conns_open; /* a gauge: not folded */
 } worker_stats;
 

@@ -354,11 +354,13 @@ int server_adopt_conn(sp_server *s, int fd) {
  * with 8 connections or fewer, so the common case asks nothing.
  * The wake-up for the clients waiting now went to this worker alone, so
  * no other worker knows of them: it kicks one (the shared eventfd, one
- * idle worker woken), and steps aside once; clients still there when its
- * moment is up are its to take until the backlog is empty. */
+ * idle worker woken) each time it steps aside. Clients no other worker
+ * has taken after SERVER_ASIDE_MAX_MS are its to take until the backlog
+ * is empty: a wait, never a hang. */
 static int over_share(const sp_server *s) {
-    return s->accept_exclusive && !s->stepped_aside && s->nconns > 8 && s->obs.accept_step_aside &&
-           s->obs.accept_step_aside(s->obs.ud, s->nconns);
+    return s->accept_exclusive && s->nconns > 8 &&
+           (!s->aside_since || loop_now(s->l) - s->aside_since < SERVER_ASIDE_MAX_MS) &&
+           s->obs.accept_step_aside && s->obs.accept_step_aside(s->obs.ud, s->nconns);
 }
 
 static void on_listener(loop *l, loop_watch *w, uint32_t events) {
@@ -368,11 +370,14 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
     if (over_share(s)) {
         listeners_pause(s);
         s->accept_paused = 1;
-        s->stepped_aside = 1;
+        if (!s->aside_since)
+            s->aside_since = loop_now(l);
         uint64_t one = 1;
         if (s->kick.fd >= 0 && write(s->kick.fd, &one, sizeof one) < 0) {
             /* EAGAIN: kicks pending already, another worker will look */
         }
+        if (s->obs.accept_event)
+            s->obs.accept_event(s->obs.ud, SERVER_ACCEPT_STEPPED_ASIDE);
         loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
         return;
     }
@@ -386,7 +391,7 @@ static void on_listener(loop *l, loop_watch *w, uint32_t events) {
         accept_ctx ax = {s, (int)(container_of(w, listener, w) - s->listeners) + 1};
         int n = net_accept_batch(w->fd, batch, on_accept, &ax);
         if (n < batch)
-            s->stepped_aside = 0; /* the backlog is empty: its share counts again */
+            s->aside_since = 0; /* the backlog is empty: its share counts again */
         if (n < 0) {
             /* Out of fds or memory: stop accepting for a moment; clients
              * wait in the backlog meanwhile. */
@@ -411,6 +416,8 @@ static void on_kick(loop *l, loop_watch *w, uint32_t events) {
     uint64_t n;
     if (read(w->fd, &n, sizeof n) != (ssize_t)sizeof n || s->stopping)
         return; /* another worker took this kick, or this one stops */
+    if (s->obs.accept_event)
+        s->obs.accept_event(s->obs.ud, SERVER_ACCEPT_KICK_TAKEN);
     for (int i = 0; i < s->nlisteners && !s->listeners[i].paused; i++)
         on_listener(l, &s->listeners[i].w, LOOP_READ);
 }

@@ -23,6 +23,10 @@
 #define SERVER_MAX_LISTENERS       16
 #define SERVER_ACCEPT_BATCH        64
 #define SERVER_ACCEPT_BATCH_SHARED 4
+/* The longest a worker over its share leaves the same waiting clients to
+ * the others (say none of them can take them yet: still starting, or busy
+ * in a long handler) before it takes them itself. */
+#define SERVER_ASIDE_MAX_MS 1000
 /* A connection's read buffer carries, in its pool front (in the page of the
  * head's first bytes), room for this many header fields of its request (the
  * default --max-header-count; more are malloc'ed) and the normalized path
@@ -47,6 +51,7 @@ typedef struct listener {
  * member may be NULL. */
 enum { SERVER_H2_STREAM, SERVER_H2_RESET, SERVER_H2_GOAWAY };
 enum { SERVER_TLS_FULL, SERVER_TLS_RESUMED, SERVER_TLS_FAILED };
+enum { SERVER_ACCEPT_STEPPED_ASIDE, SERVER_ACCEPT_KICK_TAKEN };
 
 typedef struct server_observer {
     /* The number of open connections changed. */
@@ -54,6 +59,9 @@ typedef struct server_observer {
     /* With several workers sharing the listeners and more than 8
      * connections here: 1 to let the others accept for a moment. */
     int (*accept_step_aside)(void *ud, int nconns);
+    /* This worker stepped aside (and kicked another), or took a kick
+     * (what: SERVER_ACCEPT_*). */
+    void (*accept_event)(void *ud, int what);
     /* A handler is about to run for h, and has returned. */
     void (*request_begin)(void *ud, const http_request *h);
     void (*request_end)(void *ud);
@@ -80,7 +88,8 @@ struct sp_server {
     int nlisteners;
     int accept_exclusive; /* several workers share the listeners: EPOLLEXCLUSIVE */
     int accept_paused;    /* max_connections reached or out of fds */
-    int stepped_aside;    /* over its share, it left waiting clients to the others once */
+    int64_t aside_since;  /* over its share, it has left waiting clients to the others since
+                             (loop ms; 0: not) */
     loop_watch kick;      /* shared listeners: the eventfd a worker stepping aside wakes
                              another with (fd -1: none) */
     loop_timer accept_timer;
