@@ -1,7 +1,7 @@
-/* server.c — a server on one loop: options, listeners, bounded accept
- * batches, the connection table (one slot per fd), idle keep-alive
+/* server.c — a server on one loop: options, listeners, the connection
+ * table (one slot per fd) that accepted connections enter, idle keep-alive
  * connections (no coroutine, no buffer: a watch callback and a timer), and
- * pausing accept at max_connections so excess clients wait in the backlog. */
+ * starting and stopping. Accepting itself is server_accept.c. */
 #include "server/server.h"
 
 #include "base/log.h"
@@ -161,47 +161,7 @@ const char *server_date(sp_server *s) {
     return s->date.text;
 }
 
-/* ---- accepting ---------------------------------------------------------- */
-
-static void on_listener(loop *l, loop_watch *w, uint32_t events);
-static void on_kick(loop *l, loop_watch *w, uint32_t events);
-
-/* The kick is paused with the listeners: a worker that steps aside must
- * not take its own kick. */
-static void listeners_pause(sp_server *s) {
-    for (int i = 0; i < s->nlisteners; i++)
-        if (!s->listeners[i].paused) {
-            loop_watch_del(s->l, &s->listeners[i].w);
-            s->listeners[i].paused = 1;
-        }
-    if (s->kick.fd >= 0)
-        loop_watch_del(s->l, &s->kick);
-}
-
-static void listeners_resume(sp_server *s) {
-    for (int i = 0; i < s->nlisteners; i++) {
-        listener *li = &s->listeners[i];
-        if (!li->paused || li->w.fd < 0)
-            continue;
-        li->w.cb = on_listener;
-        li->w.data = s;
-        if (loop_watch_add(s->l, &li->w,
-                           s->accept_exclusive ? BACKEND_LISTEN_EXCL : BACKEND_LISTEN) == 0)
-            li->paused = 0;
-    }
-    if (s->kick.fd >= 0 && s->accept_exclusive && !s->kick.registered) {
-        s->kick.cb = on_kick;
-        s->kick.data = s;
-        loop_watch_add(s->l, &s->kick, BACKEND_LISTEN_EXCL); /* failed: no kicks, 5 ms waits */
-    }
-}
-
-static void accept_retry(loop *l, loop_timer *t) {
-    sp_server *s = t->data;
-    s->accept_paused = 0;
-    if (!s->stopping && s->nconns < s->opt.max_connections)
-        listeners_resume(s);
-}
+/* ---- connections entering the table (from server_accept.c) -------------- */
 
 static void on_idle_event(loop *l, loop_watch *w, uint32_t events);
 static void on_idle_timeout(loop *l, loop_timer *t);
@@ -265,12 +225,6 @@ void server_conn_idle(sp_server *s, conn *c) {
         server_conn_close(s, c);
 }
 
-/* What on_accept is told: the server, and which listener accepted. */
-typedef struct accept_ctx {
-    sp_server *s;
-    int listener; /* 1 + index; 0: an adopted connection */
-} accept_ctx;
-
 /* --proxy-protocol: only a trusted proxy may tell us who the client is, so
  * a connection from any other peer is closed before a byte is read. */
 static void refuse_untrusted_proxy(conn *c) {
@@ -288,7 +242,7 @@ static void refuse_untrusted_proxy(conn *c) {
     *c = (conn){.w = {.fd = -1}};
 }
 
-static void on_accept(int fd, const net_addr *peer, void *ud) {
+void server_accept_conn(int fd, const net_addr *peer, void *ud) {
     const accept_ctx *ax = ud;
     sp_server *s = ax->s;
     if (fd >= s->nconns_cap) {
@@ -343,83 +297,8 @@ int server_adopt_conn(sp_server *s, int fd) {
     peer.u.sa.sa_family = AF_UNIX;
     int before = s->nconns;
     accept_ctx ax = {s, 0};
-    on_accept(fd, &peer, &ax);
+    server_accept_conn(fd, &peer, &ax);
     return s->nconns > before ? 0 : -EIO;
-}
-
-/* EPOLLEXCLUSIVE wakes the first idle worker, so a worker that keeps up
- * would take every connection while the others idle: the supervisor's
- * policy may tell one holding well over its share to step aside for a
- * moment, as nginx's accept_mutex does. No worker can be over its share
- * with 8 connections or fewer, so the common case asks nothing.
- * The wake-up for the clients waiting now went to this worker alone, so
- * no other worker knows of them: it kicks one (the shared eventfd, one
- * idle worker woken) each time it steps aside. Clients no other worker
- * has taken after SERVER_ASIDE_MAX_MS are its to take until the backlog
- * is empty: a wait, never a hang. */
-static int over_share(const sp_server *s) {
-    return s->accept_exclusive && s->nconns > 8 &&
-           (!s->aside_since || loop_now(s->l) - s->aside_since < SERVER_ASIDE_MAX_MS) &&
-           s->obs.accept_step_aside && s->obs.accept_step_aside(s->obs.ud, s->nconns);
-}
-
-static void on_listener(loop *l, loop_watch *w, uint32_t events) {
-    sp_server *s = w->data;
-    if (w->fd < 0 || s->stopping)
-        return; /* closed by a stop handled earlier in the same batch of events */
-    if (over_share(s)) {
-        listeners_pause(s);
-        s->accept_paused = 1;
-        if (!s->aside_since)
-            s->aside_since = loop_now(l);
-        uint64_t one = 1;
-        if (s->kick.fd >= 0 && write(s->kick.fd, &one, sizeof one) < 0) {
-            /* EAGAIN: kicks pending already, another worker will look */
-        }
-        if (s->obs.accept_event)
-            s->obs.accept_event(s->obs.ud, SERVER_ACCEPT_STEPPED_ASIDE);
-        loop_timer_arm(l, &s->accept_timer, loop_now(l) + 5, accept_retry, s);
-        return;
-    }
-    int room = s->opt.max_connections - s->nconns;
-    /* Workers sharing a listener take a few connections per wake-up, so a
-     * burst spreads over them (EPOLLEXCLUSIVE wakes waiters in turn); alone,
-     * a larger batch saves wake-ups. */
-    int max = s->accept_exclusive ? SERVER_ACCEPT_BATCH_SHARED : SERVER_ACCEPT_BATCH;
-    int batch = room < max ? room : max;
-    if (batch > 0) {
-        accept_ctx ax = {s, (int)(container_of(w, listener, w) - s->listeners) + 1};
-        int n = net_accept_batch(w->fd, batch, on_accept, &ax);
-        if (n < batch)
-            s->aside_since = 0; /* the backlog is empty: its share counts again */
-        if (n < 0) {
-            /* Out of fds or memory: stop accepting for a moment; clients
-             * wait in the backlog meanwhile. */
-            log_ratelimited(&s->log_last, &s->log_suppressed, LOG_ERROR,
-                            "accept: %s; pausing accept for 100 ms (raise ulimit -n or lower "
-                            "--max-connections)",
-                            strerror(-n));
-            listeners_pause(s);
-            s->accept_paused = 1;
-            loop_timer_arm(l, &s->accept_timer, loop_now(l) + 100, accept_retry, s);
-            return;
-        }
-    }
-    if (s->nconns >= s->opt.max_connections)
-        listeners_pause(s);
-}
-
-/* Another worker stepped aside from clients it alone was woken for: the
- * worker that reads the kick first looks at the listeners for them. */
-static void on_kick(loop *l, loop_watch *w, uint32_t events) {
-    sp_server *s = w->data;
-    uint64_t n;
-    if (read(w->fd, &n, sizeof n) != (ssize_t)sizeof n || s->stopping)
-        return; /* another worker took this kick, or this one stops */
-    if (s->obs.accept_event)
-        s->obs.accept_event(s->obs.ud, SERVER_ACCEPT_KICK_TAKEN);
-    for (int i = 0; i < s->nlisteners && !s->listeners[i].paused; i++)
-        on_listener(l, &s->listeners[i].w, LOOP_READ);
 }
 
 /* ---- idle connections ---------------------------------------------------- */
@@ -477,7 +356,7 @@ void server_conn_close(sp_server *s, conn *c) {
     if (s->obs.conns_open)
         s->obs.conns_open(s->obs.ud, s->nconns);
     if (!s->stopping && !s->accept_paused && s->nconns < s->opt.max_connections)
-        listeners_resume(s);
+        server_listeners_resume(s);
 }
 
 /* ---- running ---------------------------------------------------------- */
@@ -514,7 +393,7 @@ int server_start(sp_server *s, loop *l) {
     s->stopping = 0;
     for (int i = 0; i < s->nlisteners; i++)
         s->listeners[i].paused = 1;
-    listeners_resume(s);
+    server_listeners_resume(s);
     loop_timer_arm(l, &s->tick, loop_now(l) + 1000, on_tick, s);
     if (s->stop_early) { /* a TERM while the worker started (an app's import, its lifespan) */
         s->stop_early = 0;
@@ -531,7 +410,7 @@ void server_finish(sp_server *s) {
     server_flush_access_log(s);
     loop_timer_cancel(s->l, &s->tick);
     loop_timer_cancel(s->l, &s->accept_timer);
-    listeners_pause(s);
+    server_listeners_pause(s);
     free(s->conns);
     s->conns = NULL;
     buf_pool_destroy(&s->bufs);
@@ -581,34 +460,10 @@ void sp_server_stop(sp_server *s) {
      * sending: each is answered once more, with Connection: close, or ends
      * at its keep-alive timeout. */
     s->stopping = 1;
-    /* Take what already waits in the backlog (each gets its answer, with
-     * Connection: close), then close, not pause: once every process has
-     * closed its copy, new clients are refused at once instead of queueing
-     * for nobody and being reset. */
-    for (int i = 0; i < s->nlisteners; i++) {
-        accept_ctx ax = {s, i + 1};
-        if (s->listeners[i].w.fd >= 0)
-            net_accept_batch(s->listeners[i].w.fd, 4096, on_accept, &ax);
-    }
-    server_close_listeners(s);
-    if (s->kick.fd >= 0)
-        loop_watch_del(s->l, &s->kick); /* kicks are for the workers that accept */
-    exchange_server_stop(s);            /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
+    server_accept_stop(s);
+    exchange_server_stop(s); /* HTTP/2's GOAWAY: in-flight streams finish, no new ones */
     for (int k = 0; k < s->non_stop; k++)
         s->on_stop[k].fn(s, s->on_stop[k].ud);
-}
-
-void server_close_listeners(sp_server *s) {
-    for (int i = 0; i < s->nlisteners; i++) {
-        listener *li = &s->listeners[i];
-        if (li->w.fd < 0)
-            continue;
-        if (s->l && !li->paused)
-            loop_watch_del(s->l, &li->w);
-        li->paused = 1;
-        close(li->w.fd);
-        li->w.fd = -1;
-    }
 }
 
 void sp_server_free(sp_server *s) {

@@ -228,6 +228,21 @@ int server_nconns(const sp_server *s);
 
 /* ---- inside the core ---------------------------------------------------- */
 
+/* What server_accept_conn is told: the server, and which listener accepted. */
+typedef struct accept_ctx {
+    sp_server *s;
+    int listener; /* 1 + index; 0: an adopted connection */
+} accept_ctx;
+
+/* Takes an accepted fd into the connection table and serves it (server.c;
+ * a net_accept_fn, ud an accept_ctx). */
+void server_accept_conn(int fd, const net_addr *peer, void *ud);
+/* The listeners' watches (server_accept.c): out of epoll and back, and at
+ * a stop the backlog taken and the listeners closed. */
+void server_listeners_pause(sp_server *s);
+void server_listeners_resume(sp_server *s);
+void server_accept_stop(sp_server *s);
+
 void server_conn_close(sp_server *s, conn *c);
 /* From the connection's coroutine, about to end: back to idle (buffer
  * returned, keep-alive timer armed). */

@@ -14,6 +14,7 @@ import pytest
 from lib.client import Conn, HTTPError
 
 from lib.procutil import APP_BLOCKING, http_get, wait_for, w_spindle_factory
+from test_ops_stats import scrape
 
 
 @pytest.fixture
@@ -123,17 +124,12 @@ def test_a_client_past_a_workers_share_is_answered_at_once(w_spindle):
                 pytest.fail("client %d of 80 got no answer in 2 s (%r); answers so far %s"
                             % (i, e, pids))
             pids[p] = pids.get(p, 0) + 1
-        stats = http_get(srv.addr, "/stats").body.decode()
+        stats = scrape(srv, "/stats")
     finally:
         for c in held:
             c.close()
     assert len(pids) == 2, pids
-
-    def counter(name):
-        m = re.search(r"^%s (\d+)$" % name, stats, re.M)
-        assert m, stats
-        return int(m.group(1))
-    asides, kicks = counter("spindle_accept_step_asides_total"), counter("spindle_accept_kicks_total")
+    asides, kicks = stats["spindle_accept_step_asides_total"], stats["spindle_accept_kicks_total"]
     # A loaded machine may spread the clients with no step-aside at all;
     # each one there was must have woken the other worker.
     assert kicks >= 1 or asides == 0, (asides, kicks, pids)
