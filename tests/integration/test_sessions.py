@@ -173,6 +173,23 @@ def test_sqlite_shared_by_two_workers(spindle, sess_env, sess_secret, tmp_path):
     assert (tmp_path / "sessions.db-wal").exists() or db.exists()
 
 
+def test_sqlite_many_first_visits_at_once_are_all_kept(spindle, sess_env, sess_secret, tmp_path):
+    """The SQLite store groups the writes made at once into one transaction
+    (session_writes.c): 160 first visits, 40 at a time on two workers, then
+    each visitor back once. Every session was stored, with its own data."""
+    sess_env("sqlite:%s" % (tmp_path / "sessions.db"), sess_secret)
+    srv = spindle("--app", APP, "--workers", "2")
+    with concurrent.futures.ThreadPoolExecutor(40) as ex:
+        first = list(ex.map(lambda i: visit(srv, "/set?k=n&v=%d" % i), range(160)))
+        assert [v.status for v in first] == [200] * 160, first
+        cookies = [sid_of(v) for v in first]
+        assert len(set(cookies)) == 160
+        back = list(ex.map(lambda c: visit(srv, "/count", cookie="spindle_sid=" + c), cookies))
+        names = list(ex.map(lambda c: visit(srv, "/get?k=n", cookie="spindle_sid=" + c), cookies))
+    assert [v.count for v in back] == [1] * 160, back
+    assert [v.fields.get("n") for v in names] == [str(i) for i in range(160)], names
+
+
 def test_sqlite_survives_restart_with_secret(spindle, sess_env, sess_secret, tmp_path):
     sess_env("sqlite:%s" % (tmp_path / "sessions.db"), sess_secret)
     jar = tmp_path / "a.jar"

@@ -1,11 +1,13 @@
 /* session.h — sessions' internal side, shared by session_config.c (the
  * per-server configuration: store, signing key, worker start-up, calls on
- * the thread pool) and session.c (sp_session_of and the handler's API). */
+ * the thread pool), session_writes.c (a blocking store's writes grouped)
+ * and session.c (sp_session_of and the handler's API). */
 #ifndef SPINDLE_SESSION_H
 #define SPINDLE_SESSION_H
 
 #include "server/session/session_cookie.h"
 #include "server/session/session_store.h"
+#include "server/session/session_writes.h"
 #include "spindle.h"
 
 #include <stddef.h>
@@ -15,7 +17,8 @@
 
 typedef struct sess_cfg {
     sess_store store;
-    uint8_t key[64]; /* the HMAC key (a longer secret is hashed to 32 bytes) */
+    sess_writes writes; /* this worker's writes waiting for a group */
+    uint8_t key[64];    /* the HMAC key (a longer secret is hashed to 32 bytes) */
     size_t key_len;
     int64_t ttl;       /* seconds */
     int cookie_secure; /* Secure on every cookie, even over plain http */
@@ -29,6 +32,10 @@ sess_cfg *sess_cfg_of(const sp_server *s);
 
 /* Frees a chain of spare session objects (session.c). */
 void sess_spare_free(sp_session *s);
+
+/* In this process: drops a handle inherited through fork, opens one if
+ * none. Call with st->mu held. 0 or -errno. */
+int sess_store_open_here(sess_store *st);
 
 /* Store calls for a handler's coroutine: on the thread pool for a blocking
  * store (opening it in this process first if needed), inline for memory.

@@ -98,7 +98,7 @@ int sess_key_from_file(const char *path, uint8_t key[64], size_t *key_len) {
 
 /* In this process: drop a handle inherited through fork (it belongs to the
  * parent; SQLite and hiredis handles must not cross a fork), open if none. */
-static int ensure_open(sess_store *st) {
+int sess_store_open_here(sess_store *st) {
     if (st->impl && st->pid != getpid())
         st->impl = NULL;
     if (st->impl)
@@ -127,7 +127,7 @@ static int run_job(void *arg) {
     sess_store *st = j->st;
     if (st->ops->blocking)
         pthread_mutex_lock(&st->mu);
-    int rc = ensure_open(st);
+    int rc = sess_store_open_here(st);
     if (rc == 0) {
         if (j->op == OP_LOAD)
             rc = st->ops->load(st, j->id, j->now, &j->out, &j->out_len);
@@ -154,13 +154,27 @@ int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_
     return rc;
 }
 
+/* A store with transactions groups its writes (session_writes.c). */
 int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
                     int64_t now) {
+    if (c->store.ops->begin) {
+        sess_write w = {.op = SESS_WRITE_SAVE,
+                        .id = id,
+                        .blob = blob,
+                        .len = len,
+                        .expiry = expiry,
+                        .now = now};
+        return sess_writes_run(&c->writes, &c->store, &w);
+    }
     job j = {.op = OP_SAVE, .id = id, .blob = blob, .len = len, .expiry = expiry, .now = now};
     return call(c, &j);
 }
 
 int sess_store_del(sess_cfg *c, const char *id) {
+    if (c->store.ops->begin) {
+        sess_write w = {.op = SESS_WRITE_DEL, .id = id};
+        return sess_writes_run(&c->writes, &c->store, &w);
+    }
     job j = {.op = OP_DEL, .id = id};
     return call(c, &j);
 }
@@ -173,7 +187,7 @@ static int on_worker_start(sp_server *s, void *ud) {
     if (!c)
         return 0;
     pthread_mutex_lock(&c->store.mu);
-    int rc = ensure_open(&c->store);
+    int rc = sess_store_open_here(&c->store);
     pthread_mutex_unlock(&c->store.mu);
     if (rc < 0 && c->store.ops == &sess_redis_ops) {
         log_msg(LOG_WARNING, "sessions: cannot reach Redis at %s:%d yet (%s); will retry",

@@ -156,5 +156,12 @@ static void mem_close(sess_store *st) {
     st->impl = NULL;
 }
 
-const sess_store_ops sess_memory_ops = {"memory", 0,       mem_open, mem_load,
-                                        mem_save, mem_del, mem_close};
+const sess_store_ops sess_memory_ops = {
+    .name = "memory",
+    .blocking = 0,
+    .open = mem_open,
+    .load = mem_load,
+    .save = mem_save,
+    .del = mem_del,
+    .close = mem_close,
+}; /* no begin/end: each write is done at once, on the loop */

@@ -304,4 +304,12 @@ static int rd_del(sess_store *st, const char *id) {
     return 0;
 }
 
-const sess_store_ops sess_redis_ops = {"redis", 1, rd_open, rd_load, rd_save, rd_del, rd_close};
+const sess_store_ops sess_redis_ops = {
+    .name = "redis",
+    .blocking = 1,
+    .open = rd_open,
+    .load = rd_load,
+    .save = rd_save,
+    .del = rd_del,
+    .close = rd_close,
+}; /* no begin/end yet: each write is its own round trip (pipelining is not built) */

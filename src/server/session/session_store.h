@@ -29,6 +29,12 @@ typedef struct sess_store_ops {
     int (*del)(sess_store *st, const char *id);
     /* Closes what open opened (this process's only). */
     void (*close)(sess_store *st);
+    /* Optional (NULL: every write stands alone): a transaction around a
+     * group of saves and deletes (session_writes.c), so a group pays one
+     * commit. begin: 0 or -errno; end(ok 1) commits, end(ok 0) rolls back
+     * (also when the store already rolled back on its own); 0 or -errno. */
+    int (*begin)(sess_store *st);
+    int (*end)(sess_store *st, int ok);
 } sess_store_ops;
 
 struct sess_store {
