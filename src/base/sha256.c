@@ -1,9 +1,17 @@
 /* sha256.c — SHA-256 (FIPS 180-4), self-contained (no crypto library is
- * linked); used to sign session cookies (HMAC in session_hmac.c). Checked
- * against the FIPS 180-4 vectors in tests/unit/test_session_hmac.c. */
+ * linked); used to sign session cookies (HMAC in session_hmac.c). A block
+ * takes the x86 SHA extensions where the CPU has them, else portable C;
+ * tests/unit/test_session_hmac.c checks both against the FIPS 180-4 vectors
+ * and against each other. */
 #include "base/sha256.h"
 
 #include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA256_HW 1
+#endif
 
 static const uint32_t K[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -19,7 +27,7 @@ static uint32_t ror(uint32_t x, int n) {
     return (x >> n) | (x << (32 - n));
 }
 
-static void block(sha256_ctx *c, const uint8_t *p) {
+static void block_c(sha256_ctx *c, const uint8_t *p) {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
@@ -53,6 +61,79 @@ static void block(sha256_ctx *c, const uint8_t *p) {
     c->h[6] += g;
     c->h[7] += h;
 }
+
+#ifdef SHA256_HW
+/* One block with the SHA extensions: the state kept as the two halves the
+ * instructions take (A,B,E,F and C,D,G,H), four rounds a step, each step's
+ * four message words made from the four before (msg1, the W[t-7] words,
+ * msg2). About 1/12 of the portable block's instructions (a new session's
+ * cookie is five blocks). */
+__attribute__((target("sha,sse4.1,ssse3"))) static void block_hw(sha256_ctx *c, const uint8_t *p) {
+    const __m128i bswap = _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+    __m128i dcba = _mm_loadu_si128((const __m128i *)&c->h[0]);
+    __m128i hgfe = _mm_loadu_si128((const __m128i *)&c->h[4]);
+    __m128i badc = _mm_shuffle_epi32(dcba, 0xB1);
+    __m128i efgh = _mm_shuffle_epi32(hgfe, 0x1B);
+    __m128i abef = _mm_alignr_epi8(badc, efgh, 8);
+    __m128i cdgh = _mm_blend_epi16(efgh, badc, 0xF0);
+    const __m128i abef0 = abef, cdgh0 = cdgh;
+    __m128i m[4];
+    for (int g = 0; g < 16; g++) {
+        __m128i *w = &m[g & 3];
+        if (g < 4)
+            *w = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)(p + 16 * g)), bswap);
+        else
+            *w = _mm_sha256msg2_epu32(
+                _mm_add_epi32(_mm_sha256msg1_epu32(*w, m[(g + 1) & 3]),
+                              _mm_alignr_epi8(m[(g + 3) & 3], m[(g + 2) & 3], 4)),
+                m[(g + 3) & 3]);
+        __m128i wk = _mm_add_epi32(*w, _mm_loadu_si128((const __m128i *)&K[4 * g]));
+        /* Two rounds each; the old A,B,E,F are then the new C,D,G,H, so
+         * the two halves trade places twice and end where they started. */
+        cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
+        abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef0);
+    cdgh = _mm_add_epi32(cdgh, cdgh0);
+    __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+    __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+    _mm_storeu_si128((__m128i *)&c->h[0], _mm_blend_epi16(feba, dchg, 0xF0));
+    _mm_storeu_si128((__m128i *)&c->h[4], _mm_alignr_epi8(dchg, feba, 8));
+}
+
+/* The SHA extensions, SSSE3 and SSE4.1 (cpuid leaves 7 and 1). */
+static int have_sha_hw(void) {
+    unsigned a, b, cx, d;
+    if (!__get_cpuid(1, &a, &b, &cx, &d) || !(cx & bit_SSSE3) || !(cx & bit_SSE4_1))
+        return 0;
+    return __get_cpuid_count(7, 0, &a, &b, &cx, &d) && (b & bit_SHA);
+}
+
+static int use_hw = -1; /* -1: not yet asked */
+
+int sha256_portable_only(int on) {
+    int had = use_hw == 1 || (use_hw < 0 && have_sha_hw());
+    use_hw = on ? 0 : have_sha_hw();
+    return had;
+}
+
+static void block(sha256_ctx *c, const uint8_t *p) {
+    if (use_hw < 0)
+        use_hw = have_sha_hw();
+    if (use_hw)
+        block_hw(c, p);
+    else
+        block_c(c, p);
+}
+#else
+int sha256_portable_only(int on) {
+    return 0;
+}
+
+static void block(sha256_ctx *c, const uint8_t *p) {
+    block_c(c, p);
+}
+#endif
 
 void sha256_init(sha256_ctx *c) {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,

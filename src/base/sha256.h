@@ -20,4 +20,9 @@ void sha256_update(sha256_ctx *c, const void *data, size_t len);
 void sha256_final(sha256_ctx *c, uint8_t out[SHA256_LEN]);
 void sha256(const void *data, size_t len, uint8_t out[SHA256_LEN]);
 
+/* For tests: on 1, blocks take the portable C even where the CPU has the
+ * SHA extensions; on 0, the fastest again. Returns whether the extensions
+ * were in use before the call. */
+int sha256_portable_only(int on);
+
 #endif
