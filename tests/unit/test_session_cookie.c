@@ -7,6 +7,7 @@
 #include "unit.h"
 
 #include <errno.h>
+#include <locale.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -178,6 +179,25 @@ TEST(setcookie_secure_attribute) {
      * in place). */
     CHECK_EQ(sess_setcookie_format(key, KL, id, 0, 1, sec), SESS_SETCOOKIE_LEN(1));
     CHECK_EQ(sess_setcookie_format(key, KL, id, 253402300799LL, 1, sec), SESS_SETCOOKIE_LEN(1));
+}
+
+/* The exact bytes for a fixed key, id and expiry, as every earlier release
+ * made them: a change here logs every visitor out on an upgrade (their
+ * cookies would no longer verify). Also in a locale with other day names. */
+TEST(setcookie_bytes_are_stable) {
+    static const char want[] =
+        "spindle_sid=0123456789abcdef0123456789abcdef.1700000000."
+        "a07a957dc8a68dace0846352d40e6d3e5ec2bd1180d2931fa708c37fbfe9fb41; Path=/; "
+        "Expires=Tue, 14 Nov 2023 22:13:20 GMT; HttpOnly; SameSite=Lax";
+    char out[SESS_SETCOOKIE_BUF];
+    const char *id = "0123456789abcdef0123456789abcdef";
+    setlocale(LC_ALL, "de_DE.UTF-8"); /* if installed; C otherwise */
+    for (int i = 0; i < 2; i++) {     /* the second from the date cache */
+        CHECK_EQ(sess_setcookie_format("secret-key-16bytes!", 19, id, 1700000000, 0, out),
+                 sizeof want - 1);
+        CHECK_STR(out, want);
+    }
+    setlocale(LC_ALL, "C");
 }
 
 /* Every spindle_sid value of one Cookie header, joined by '|'. */
