@@ -158,8 +158,9 @@ SP_API int sp_static(sp_server *s, const char *prefix, const char *dir);
 
 /* ---- Sessions ---------------------------------------------------------------
  * A session per visitor, keyed by a cookie: "spindle_sid", HttpOnly,
- * SameSite=Lax, Path=/, Secure on https (sp_req_scheme), holding a random
- * 128-bit id and the session's expiry, signed with HMAC-SHA256. A cookie
+ * SameSite=Lax, Path=/, Secure on https (sp_req_scheme), holding an id
+ * (the millisecond it was made, then 80 random bits) and the session's
+ * expiry, signed with HMAC-SHA256. A cookie
  * that is forged, truncated, expired, or signed but for an id the store
  * does not hold (fixation) is ignored: the visitor gets a fresh, empty
  * session under a new id, never someone else's. Of several session

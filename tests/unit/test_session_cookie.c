@@ -1,6 +1,7 @@
 /* test_session_cookie.c — the signed session cookie: a good one verifies;
  * forged (any character changed), truncated, extended, expired and
- * wrong-key cookies do not; ids are random; secret files are read as
+ * wrong-key cookies do not; ids are random after the time they begin
+ * with; secret files are read as
  * documented. */
 #include "server/session/session.h"
 #include "server/session/session_cookie.h"
@@ -9,6 +10,8 @@
 #include <errno.h>
 #include <locale.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char key[] = "0123456789abcdef-test-key";
@@ -97,7 +100,31 @@ TEST(ids_are_random) {
     for (int i = 0; i < 1000; i++) {
         CHECK_EQ(sess_id_new(b), 0);
         CHECK(strcmp(a, b) != 0);
+        /* the random part differs, not only the time before it */
+        CHECK(strcmp(a + SESS_ID_TIME_HEX, b + SESS_ID_TIME_HEX) != 0);
+        for (int k = 0; k < SESS_ID_HEX; k++)
+            CHECK(strchr("0123456789abcdef", b[k]) != NULL);
     }
+}
+
+/* An id begins with the millisecond it was made, so ids made later sort
+ * later: the SQLite store's B-tree takes them at its right edge. */
+TEST(ids_begin_with_the_time_and_sort_by_it) {
+    char a[SESS_ID_HEX + 1], b[SESS_ID_HEX + 1];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_REALTIME, &t0);
+    CHECK_EQ(sess_id_new(a), 0);
+    usleep(3000);
+    CHECK_EQ(sess_id_new(b), 0);
+    clock_gettime(CLOCK_REALTIME, &t1);
+    CHECK(strcmp(a, b) < 0);
+    CHECK(memcmp(a, b, SESS_ID_TIME_HEX) < 0);
+    char pre[SESS_ID_TIME_HEX + 1];
+    memcpy(pre, a, SESS_ID_TIME_HEX);
+    pre[SESS_ID_TIME_HEX] = '\0';
+    long long ms = strtoll(pre, NULL, 16);
+    CHECK(ms >= (long long)t0.tv_sec * 1000 + t0.tv_nsec / 1000000);
+    CHECK(ms <= (long long)t1.tv_sec * 1000 + t1.tv_nsec / 1000000);
 }
 
 static void write_file(const char *path, const char *s) {

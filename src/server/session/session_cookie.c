@@ -22,7 +22,7 @@ static void to_hex(const uint8_t *p, size_t n, char *out) {
 }
 
 int sess_id_new(char id[SESS_ID_HEX + 1]) {
-    uint8_t r[SESS_ID_BYTES];
+    uint8_t r[SESS_ID_RANDOM_BYTES];
     size_t got = 0;
     while (got < sizeof r) {
         ssize_t n = getrandom(r + got, sizeof r - got, 0);
@@ -33,7 +33,12 @@ int sess_id_new(char id[SESS_ID_HEX + 1]) {
         }
         got += (size_t)n;
     }
-    to_hex(r, sizeof r, id);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ms = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    for (int i = SESS_ID_TIME_HEX - 1; i >= 0; i--, ms >>= 4)
+        id[i] = hexd[ms & 15];
+    to_hex(r, sizeof r, id + SESS_ID_TIME_HEX);
     id[SESS_ID_HEX] = '\0';
     return 0;
 }

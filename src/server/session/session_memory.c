@@ -24,10 +24,12 @@ typedef struct table {
 } table;
 
 static size_t bucket(const table *t, const char *id) {
-    /* Ids are random hex: their first 16 digits are a fine hash. */
+    /* An id ends in random hex (it begins with the time, session_cookie.h):
+     * its last 16 digits are a fine hash. */
+    const char *r = id + SESS_ID_HEX - 16;
     uint64_t h = 0;
     for (int i = 0; i < 16; i++)
-        h = h << 4 | (uint64_t)(id[i] <= '9' ? id[i] - '0' : id[i] - 'a' + 10);
+        h = h << 4 | (uint64_t)(r[i] <= '9' ? r[i] - '0' : r[i] - 'a' + 10);
     return (size_t)(h & (t->nb - 1));
 }
 
