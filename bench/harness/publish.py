@@ -61,7 +61,13 @@ def publish(dest, out, ctx, charts, readme):
     keep_as = ""
     if os.path.exists(older) and any(p.get("report", "bench.md") in ("", "bench.md") for p in prov.values()):
         date = next(p["date"] for p in prov.values() if p.get("report", "bench.md") in ("", "bench.md"))
-        keep_as = "bench-%s.md" % re.sub(r"[^0-9]", "", date)[:12]
+        # Two runs published in one minute: the second name gets "-2" (the
+        # first run's report, which some row may still point to, stays).
+        stem, n = "bench-%s" % re.sub(r"[^0-9]", "", date)[:12], 1
+        keep_as = stem + ".md"
+        while os.path.exists(os.path.join(dest, keep_as)):
+            n += 1
+            keep_as = "%s-%d.md" % (stem, n)
         os.replace(older, os.path.join(dest, keep_as))
     for p in prov.values():
         if p.get("report", "bench.md") in ("", "bench.md"):
@@ -75,7 +81,7 @@ def publish(dest, out, ctx, charts, readme):
     reports = {p.get("report") for p in prov.values()}
     for f in os.listdir(dest):
         if f in mine or f in ("runs.csv", "summary.csv", "provenance.csv") or \
-                (re.match(r"bench-\d+\.md$", f) and f not in reports):
+                (re.match(r"bench-\d+(-\d+)?\.md$", f) and f not in reports):
             os.unlink(os.path.join(dest, f))
     for f in mine:
         shutil.copy2(os.path.join(out, f), dest)

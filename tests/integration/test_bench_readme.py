@@ -139,6 +139,36 @@ def test_a_publish_of_some_workloads_keeps_the_others_with_their_run(tmp_path):
     assert {p["date"] for p in readme_tables.load(str(dest))[2].values()} == {"2026-12-01 17:00 UTC"}
 
 
+def test_two_runs_of_one_minute_keep_both_reports(tmp_path):
+    """Runs published within one minute: the first's kept report is not
+    overwritten by the second's when a third run retires the second."""
+    dest, out = tmp_path / "latest", tmp_path / "out"
+    _old_latest(dest)  # keepalive, close, wsgi of 2026-11-30 01:21, in bench.md
+    from harness import report
+    out.mkdir()
+    readme = tmp_path / "README.md"
+    readme.write_text("")
+
+    def run(workloads, started, text):
+        rows = [{"workload": w, "variant": "x", "server": "spindle-c", "round": 1} for w in workloads]
+        _csv(out / "runs.csv", report.COLUMNS, rows)
+        _csv(out / "summary.csv", report.SUMMARY, [])
+        (out / "bench.md").write_text(text)
+        (out / "targets.csv").write_text("x\n")
+        opts = types.SimpleNamespace(workloads=workloads, connections=[100], smoke=False)
+        ctx = types.SimpleNamespace(opts=opts, rows=rows, started=started, command="bench/run " + text,
+                                    spindle_version="git abc1234", machine="m", versions={})
+        publish.publish(str(dest), str(out), ctx, {}, str(readme))
+
+    run(["close"], "2026-11-30 01:21 UTC", "the close run\n")    # same minute as the older run
+    run(["wsgi"], "2026-12-01 09:00 UTC", "the wsgi run\n")
+    prov = readme_tables.load(str(dest))[2]
+    assert (dest / prov["keepalive"]["report"]).read_text() == "the older run\n"
+    assert (dest / prov["close"]["report"]).read_text() == "the close run\n"
+    assert prov["keepalive"]["report"] != prov["close"]["report"]
+    assert (dest / "bench.md").read_text() == "the wsgi run\n"
+
+
 def test_the_wsgi_block_shows_the_asgi_table_with_ratios_to_granian_and_uvicorn():
     summary = [{"workload": "asgi", "variant": v, "server": s, "runs": 1, "rps_median": rps, "cpu_us_median": cpu}
                for v, s, rps, cpu in (("hello c=100", "spindle", 90000, 8), ("hello c=100", "granian", 60000, 16),
