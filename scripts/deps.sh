@@ -40,6 +40,8 @@ PKGS=(
   "build:zlib1g-dev:permessage-deflate for WebSockets (src/server/ws/ws_deflate.c, -lz)"
   "test,bench:nghttp2-client:h2load and nghttp, the HTTP/2 tests and bench workload"
   "test,bench:h2o:HTTP/2 peer in the bench h2 workload"
+  "bench:uwsgi:WSGI peer in the keepalive, close and wsgi workloads (issue 8's targets)"
+  "bench:uwsgi-plugin-python3:uWSGI's Python 3 plugin, for that peer"
   "test:chromium:headless-browser tests of the status page and the chat example"
   "test:nodejs:the llhttp differential (node's own http parser; no npm package is used)"
   "test,bench:openssl:self-signed certificates for the TLS tests of spindle.patch()"
