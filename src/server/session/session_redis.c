@@ -3,7 +3,9 @@
  * expiry set on the key. Blocking calls on the thread pool, on a socket of
  * its own (TLS for rediss://), hiredis only formatting commands and
  * parsing replies; AUTH and SELECT at each connect. A broken connection is
- * dropped and made again on the next call. */
+ * dropped and made again on the next call. A group of writes (begin/end,
+ * session_writes.c) is pipelined: its commands go in one send and their
+ * replies are read after, one round trip a group instead of one a write. */
 #include "server/session/session_store.h"
 
 #include "base/log.h"
@@ -29,6 +31,11 @@ typedef struct rd_conn {
     int fd;
     SSL *ssl;
     redisReader *rd;
+    /* Between begin and end: the group's commands, formatted, not yet sent. */
+    int piping;
+    char *pipe;
+    size_t pipe_len, pipe_cap;
+    unsigned pipe_n;
 } rd_conn;
 
 static void rd_close(sess_store *st) {
@@ -43,6 +50,7 @@ static void rd_close(sess_store *st) {
         close(c->fd);
     if (c->rd)
         redisReaderFree(c->rd);
+    free(c->pipe);
     free(c);
     st->impl = NULL;
 }
@@ -107,16 +115,8 @@ static int send_all(rd_conn *c, const char *p, size_t n) {
     return 0;
 }
 
-/* One command and its reply (NULL: the transport failed, *err says how). */
-static redisReply *call(rd_conn *c, int argc, const char **argv, const size_t *lens, int *err) {
-    char *cmd = NULL;
-    long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (n < 0) {
-        *err = -ENOMEM;
-        return NULL;
-    }
-    *err = send_all(c, cmd, (size_t)n);
-    redisFreeCommand(cmd);
+/* The next reply on c (NULL: the transport failed, *err says how). */
+static redisReply *read_reply(rd_conn *c, int *err) {
     while (*err == 0) {
         void *reply = NULL;
         if (redisReaderGetReply(c->rd, &reply) != REDIS_OK) {
@@ -142,6 +142,19 @@ static redisReply *call(rd_conn *c, int argc, const char **argv, const size_t *l
             *err = -ENOMEM;
     }
     return NULL;
+}
+
+/* One command and its reply (NULL: the transport failed, *err says how). */
+static redisReply *call(rd_conn *c, int argc, const char **argv, const size_t *lens, int *err) {
+    char *cmd = NULL;
+    long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+    if (n < 0) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    *err = send_all(c, cmd, (size_t)n);
+    redisFreeCommand(cmd);
+    return read_reply(c, err);
 }
 
 /* A command whose only good answer is +OK; -EACCES for any other. */
@@ -220,6 +233,31 @@ static void went_down(sess_store *st, int err) {
     st->down = 1;
 }
 
+/* Adds a command to the group's pipe. 0 or -ENOMEM. */
+static int pipe_add(rd_conn *c, int argc, const char **argv, const size_t *lens) {
+    char *one = NULL;
+    long long n = redisFormatCommandArgv(&one, argc, argv, lens);
+    if (n < 0)
+        return -ENOMEM;
+    if (c->pipe_len + (size_t)n > c->pipe_cap) {
+        size_t cap = c->pipe_cap ? c->pipe_cap : 4096;
+        while (cap < c->pipe_len + (size_t)n)
+            cap *= 2;
+        char *p = realloc(c->pipe, cap);
+        if (!p) {
+            redisFreeCommand(one);
+            return -ENOMEM;
+        }
+        c->pipe = p;
+        c->pipe_cap = cap;
+    }
+    memcpy(c->pipe + c->pipe_len, one, (size_t)n);
+    c->pipe_len += (size_t)n;
+    c->pipe_n++;
+    redisFreeCommand(one);
+    return 0;
+}
+
 /* Runs a command; NULL (and the connection dropped) on a transport error. */
 static redisReply *cmd(sess_store *st, int argc, const char **argv, const size_t *lens, int *err) {
     int rc = rd_open(st);
@@ -283,6 +321,9 @@ static int rd_save(sess_store *st, const char *id, const char *blob, size_t len,
     snprintf(ttl, sizeof ttl, "%lld", (long long)(expiry > now ? expiry - now : 1));
     const char *argv[] = {"SET", key, len ? blob : "", "EX", ttl};
     size_t lens[] = {3, strlen(key), len, 2, strlen(ttl)};
+    rd_conn *c = st->impl;
+    if (c && c->piping)
+        return pipe_add(c, 5, argv, lens);
     int err = 0;
     redisReply *r = cmd(st, 5, argv, lens, &err);
     if (!r)
@@ -296,12 +337,63 @@ static int rd_del(sess_store *st, const char *id) {
     key_of(id, key);
     const char *argv[] = {"DEL", key};
     size_t lens[] = {3, strlen(key)};
+    rd_conn *c = st->impl;
+    if (c && c->piping)
+        return pipe_add(c, 2, argv, lens);
     int err = 0;
     redisReply *r = cmd(st, 2, argv, lens, &err);
     if (!r)
         return err;
     freeReplyObject(r);
     return 0;
+}
+
+/* A group's start: its saves and deletes are gathered, not sent. */
+static int rd_begin(sess_store *st) {
+    int rc = rd_open(st);
+    if (rc < 0) {
+        went_down(st, rc);
+        return rc;
+    }
+    rd_conn *c = st->impl;
+    c->piping = 1;
+    c->pipe_len = 0;
+    c->pipe_n = 0;
+    return 0;
+}
+
+/* A group's end: its commands in one send, then each reply. Any failure
+ * fails the group, and session_writes.c runs each write again alone (SET
+ * and DEL are the same done twice), so each writer gets its own answer. */
+static int rd_end(sess_store *st, int ok) {
+    rd_conn *c = st->impl;
+    if (!c)
+        return -EIO;
+    c->piping = 0;
+    if (!ok || c->pipe_n == 0)
+        return 0;
+    int err = send_all(c, c->pipe, c->pipe_len), refused = 0;
+    for (unsigned i = 0; i < c->pipe_n && err == 0; i++) {
+        redisReply *r = read_reply(c, &err);
+        if (r && r->type == REDIS_REPLY_ERROR)
+            refused = 1; /* logged when the write runs again alone */
+        if (r)
+            freeReplyObject(r);
+    }
+    if (c->pipe_cap > 65536) { /* a big group's buffer is not kept */
+        free(c->pipe);
+        c->pipe = NULL;
+        c->pipe_cap = 0;
+    }
+    if (err) {
+        rd_close(st); /* replies may be left unread: a new connection next */
+        went_down(st, err);
+        return -EIO;
+    }
+    if (st->down)
+        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
+    st->down = 0;
+    return refused ? -EIO : 0;
 }
 
 const sess_store_ops sess_redis_ops = {
@@ -312,4 +404,6 @@ const sess_store_ops sess_redis_ops = {
     .save = rd_save,
     .del = rd_del,
     .close = rd_close,
-}; /* no begin/end yet: each write is its own round trip (pipelining is not built) */
+    .begin = rd_begin,
+    .end = rd_end,
+};
