@@ -330,7 +330,8 @@ def markdown(path, ctx, summary, charts, targets=None):
         elif wl == "sessions":
             out += ["The session demo (`build/examples/sessions` for spindle-c, its WSGI twin "
                     "`bench/wsgi_apps/sessions_app.py` with `spindle.session` for spindle; one process, no "
-                    "workers) with the memory store and with the SQLite store (WAL); wrk sends no cookie, so "
+                    "workers) with the memory store, the SQLite store (WAL) and the Redis store (a redis-server "
+                    "on the load generator's CPU, where redis-server is installed); wrk sends no cookie, so "
                     "every request to `/` makes, fills and stores a new session; `hello` is `GET /hello` on the "
                     "same program.", ""]
             out += sessions_table(summary)

@@ -3,6 +3,7 @@ server CPUs, the same worker count for all), checks every one answers GET /
 correctly, then runs its variants round by round with the server order
 reversed every other round, appending one row per run to ctx.rows."""
 import os
+import shutil
 import time
 import urllib.request
 
@@ -315,11 +316,14 @@ def instructions(ctx):
             record(ctx, {}, parse)
 
 
-def _session_servers(ctx):
+def _session_servers(ctx, redis_url=None):
     """(server name, store name, argv, env) of each session demo to measure:
-    the C demo when spindle-c is compared, its WSGI twin when spindle is."""
+    the C demo when spindle-c is compared, its WSGI twin when spindle is;
+    the Redis store too when redis_url is given."""
     opts = ctx.opts
     stores = [("memory", "memory"), ("sqlite", "sqlite:" + os.path.join(ctx.tmp, "sessions.db"))]
+    if redis_url:
+        stores.append(("redis", redis_url))
     out = []
     if "spindle-c" in opts.servers:
         if ctx.sessions_bin:
@@ -342,13 +346,32 @@ def sessions(ctx):
     """Eurasia's session test: the session demo (examples/sessions.c, and its
     WSGI twin bench/wsgi_apps/sessions_app.py for the Python binding) with a
     new session per request — wrk sends no cookie, so every request makes a
-    session, sets its counter and stores it — for the memory and the SQLite
-    store, beside the plain hello world the same program serves (GET /hello).
-    One process each (no workers), wrk keep-alive."""
+    session, sets its counter and stores it — for the memory, the SQLite and
+    (where redis-server is installed) the Redis store, beside the plain hello
+    world the same program serves (GET /hello). One process each (no
+    workers), wrk keep-alive. The Redis server runs on the load generator's
+    CPUs, as it would on a machine of its own: its work is not the server's."""
     opts = ctx.opts
     conns = opts.connections[0]
     up = []
-    for server, name, argv_of, env in _session_servers(ctx):
+    redis_url = redis = None
+    if shutil.which("redis-server"):
+        rport = procs.free_port()
+        rdir = os.path.join(ctx.tmp, "sessions-redis")
+        os.makedirs(rdir, exist_ok=True)
+        redis = procs.Server("redis", ["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
+                                       "--appendonly", "no"], rport, ctx.lg_cpus, rdir)
+        redis.start()
+        ctx.servers.append(redis)
+        try:
+            redis.wait_listening(15)
+            redis_url = "redis://127.0.0.1:%d" % rport
+        except (RuntimeError, OSError) as e:
+            ctx.problem("sessions: redis-server did not come up, the Redis store is not measured: %s" % e)
+            redis.stop()
+    else:
+        ctx.problem("sessions: redis-server not installed (scripts/deps.sh bench): the Redis store is not measured")
+    for server, name, argv_of, env in _session_servers(ctx, redis_url):
         port = procs.free_port()
         workdir = os.path.join(ctx.tmp, "sessions-%s-%s" % (server, name))
         os.makedirs(workdir, exist_ok=True)
@@ -381,6 +404,8 @@ def sessions(ctx):
                      "workers": 0, "connections": c, "round": r}, res)
         time.sleep(0.2)
     procs.stop_all([s for _, _, s in up])
+    if redis_url:
+        procs.stop_all([redis])
 
 
 def _parked_phase(ctx, name, npoll, nws, no_guard, seconds, server="spindle-c"):
