@@ -418,7 +418,11 @@ def test_keepalive_timeout_still_closes_after_the_buffers_go(tls, certs):  # noq
 def test_idle_tls_connections_hold_no_buffers(tls, certs):  # noqa: F811
     """An idle keep-alive TLS connection keeps OpenSSL's state (~14 KB) but
     no coroutine, no read buffer and no record buffers (their touched pages
-    alone would add ~9 KB)."""
+    alone would add ~6-9 KB). Connections keep their buffers 100 ms after an
+    answer, so while many open in a row some hold them at once: a first
+    batch, kept open, pays for that peak (the heap it grew is free again
+    when the second batch opens the same way), and only the second's growth
+    is counted."""
     srv = tls("--keepalive-timeout", "30")
     ctx = certs.context()
 
@@ -429,22 +433,23 @@ def test_idle_tls_connections_hold_no_buffers(tls, certs):  # noqa: F811
         while b"Hello world!" not in got:
             got += s.recv(4096)
         return s
-    warm = [one() for _ in range(20)]
-    for s in warm:
-        s.close()
-    time.sleep(0.3)
-    before = srv.rss_kb()
     n = 300
+    first = [one() for _ in range(n)]
+    time.sleep(0.5)
+    before = srv.rss_kb()
     socks = [one() for _ in range(n)]
     time.sleep(0.5)
     per_conn = (srv.rss_kb() - before) * 1024 / n
-    for s in socks:  # and each still works
+    for s in socks + first:  # and each still works
         s.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
-    for s in socks:
+    for s in socks + first:
         assert b"Hello world!" in s.recv(4096)
         s.close()
-    # measured: ~13.7 KB released, ~22.8 KB when the record buffers stay
-    assert per_conn < 18 * 1024, "%.0f bytes per idle TLS connection" % per_conn
+    # measured (EPYC, 2026-12-04): 14.1-15.2 KB, 10.3-14.7 with both CPUs
+    # busy; 24.1 KB when the record buffers stay (SSL_free_buffers never
+    # called). Counted over one batch as before, the peak made it 17-20 KB
+    # here against the old 18 KB bound.
+    assert per_conn < 19 * 1024, "%.0f bytes per idle TLS connection" % per_conn
 
 
 # ---- reload ---------------------------------------------------------------------------
