@@ -1,6 +1,6 @@
-"""The Redis session store pipelines a group of writes (session_redis.c,
-session_writes.c): writes made at once leave in one send and their replies
-are read after. Against a small RESP server of the test's own, which
+"""The Redis session store pipelines a group of calls (session_redis.c,
+session_writes.c): loads and writes made at once leave in one send and
+their replies are read after. Against a small RESP server of the test's own, which
 counts the commands each read brings, answers a batch only after a pause
 (so that writes pile up behind it) and refuses a SET whose value holds
 "poison": the group is then run again write by write, and only that
@@ -22,8 +22,10 @@ class FakeRedis:
     def __init__(self, pause=0.02):
         self.port = free_port()
         self.pause = pause
+        self.first_pause = pause  # the first batch's: callers queue behind it
         self.data = {}
         self.batches = []  # commands per read that held at least one
+        self.gets = []  # GETs per such read
         self.refused_in = []  # the size of each batch that held a refused SET
         self.lock = threading.Lock()
         self.sock = socket.socket()
@@ -99,7 +101,10 @@ class FakeRedis:
                     continue
                 with self.lock:
                     self.batches.append(len(cmds))
-                time.sleep(self.pause)  # a slow Redis: the next writes queue up
+                    self.gets.append(sum(1 for a in cmds if a[0].upper() == b"GET"))
+                with self.lock:
+                    pause, self.first_pause = self.first_pause, self.pause
+                time.sleep(pause)  # a slow Redis: the next calls queue up
                 replies = [self._reply(a) for a in cmds]
                 if any(r.startswith(b"-") for r in replies):
                     with self.lock:
@@ -127,7 +132,7 @@ def redis_sessions(spindle, monkeypatch, tmp_path, fake_redis):
     return spindle("--app", APP, "--workers", "1")
 
 
-def test_writes_made_at_once_go_in_one_send(redis_sessions, fake_redis):
+def test_calls_made_at_once_go_in_one_send(redis_sessions, fake_redis):
     with concurrent.futures.ThreadPoolExecutor(40) as ex:
         first = list(ex.map(lambda i: visit(redis_sessions, "/set?k=n&v=v%d" % i), range(80)))
         assert [v.status for v in first] == [200] * 80, first
@@ -137,22 +142,26 @@ def test_writes_made_at_once_go_in_one_send(redis_sessions, fake_redis):
     sets = sum(1 for k in fake_redis.data if k.startswith(b"spindle:session:"))
     assert sets == 80, sets
     # Without pipelining each SET waits for its reply before the next is
-    # sent: no read would ever hold two.
+    # sent: no read would ever hold two. The visitors' loads (GET) too.
     assert max(fake_redis.batches) >= 5, fake_redis.batches
+    assert max(fake_redis.gets) >= 5, fake_redis.gets
 
 
 def test_a_refused_write_in_a_group_fails_alone(redis_sessions, fake_redis):
-    fake_redis.pause = 0.05
-    with concurrent.futures.ThreadPoolExecutor(24) as ex:
-        oks = [ex.submit(visit, redis_sessions, "/set?k=n&v=ok%d" % i) for i in range(23)]
-        time.sleep(0.02)  # the first write is in Redis's pause: the poison queues with the rest
-        bad = ex.submit(visit, redis_sessions, "/set?k=n&v=poison")
-        got = [f.result() for f in oks]
-        assert bad.result().status == 500, bad.result()
-    assert [v.status for v in got] == [200] * 23, got
+    # A first write waits 0.5 s in Redis: the 24 visits sent meanwhile, the
+    # poisoned one among them, queue behind it and go in the next group.
+    fake_redis.first_pause = 0.5
+    values = ["ok%d" % i for i in range(24)]
+    values[11] = "poison"
+    with concurrent.futures.ThreadPoolExecutor(25) as ex:
+        first = ex.submit(visit, redis_sessions, "/set?k=n&v=first")
+        time.sleep(0.1)
+        got = list(ex.map(lambda v: visit(redis_sessions, "/set?k=n&v=" + v), values))
+        assert first.result().status == 200
+    assert [v.status for v in got] == [500 if v == "poison" else 200 for v in values], got
     stored = sorted(v for k, v in fake_redis.data.items() if k.startswith(b"spindle:session:"))
-    assert len(stored) == 23 and not any(b"poison" in v for v in stored), stored
+    assert len(stored) == 24 and not any(b"poison" in v for v in stored), stored
     assert "refused SET" in redis_sessions.stderr()
     # Refused inside a group, then once more alone (the group run again
-    # write by write).
+    # call by call).
     assert max(fake_redis.refused_in) >= 2 and 1 in fake_redis.refused_in, fake_redis.refused_in

@@ -1,8 +1,10 @@
-/* test_session_writes.c — group commit (session_writes.c): writes made at
- * once by many coroutines go to the store in few transactions, in the order
- * they were made, each writer told its own result; a failing write is
- * rolled back with its group and the others redone alone; the group limit;
- * outside a task -EPERM; and the same against the real SQLite store. */
+/* test_session_writes.c — grouped store calls (session_writes.c): writes
+ * made at once by many coroutines go to the store in few transactions, in
+ * the order they were made, each writer told its own result; a failing
+ * write is rolled back with its group and the others redone alone; the
+ * group limit; outside a task -EPERM; a store with a group op (Redis's
+ * pipelining) gets loads and writes together, and a failed group is run
+ * again call by call; and the same against the real SQLite store. */
 #include "server/session/session.h"
 #include "spindle.h"
 #include "unit.h"
@@ -196,6 +198,133 @@ TEST(writes_outside_a_task_are_refused) {
     CHECK_EQ(sess_store_save(&cfg, "x", "v", 2, 2000000000, 100), -EPERM);
     CHECK_EQ(sess_store_del(&cfg, "x"), -EPERM);
     CHECK_EQ(fk.ndone, 0);
+}
+
+/* ---- a store with a group op: one round trip for loads and writes -------- */
+
+static struct { int groups, sizes[8], alone_loads, alone_saves; } gk;
+
+static int gk_load(sess_store *st, const char *id, int64_t now, char **blob, size_t *len) {
+    gk.alone_loads++;
+    if (strncmp(id, "have", 4))
+        return -ENOENT;
+    *blob = strdup(id);
+    *len = strlen(id) + 1;
+    return 0;
+}
+static int gk_save(sess_store *st, const char *id, const char *blob, size_t len, int64_t expiry,
+                   int64_t now) {
+    gk.alone_saves++;
+    return strcmp(id, "bad") ? 0 : -EIO;
+}
+/* Answers every load itself ("have..." ids are found), unless the group
+ * holds the id "bad": then it fails as a whole, as a refused pipeline does. */
+static int gk_group(sess_store *st, sess_write *first) {
+    int n = 0, bad = 0;
+    for (sess_write *w = first; w; w = w->next, n++)
+        bad |= !strcmp(w->id, "bad");
+    gk.sizes[gk.groups++ & 7] = n;
+    if (bad)
+        return -EPROTO;
+    for (sess_write *w = first; w; w = w->next)
+        if (w->op == SESS_WRITE_LOAD && !strncmp(w->id, "have", 4)) {
+            w->out = strdup(w->id);
+            w->out_len = strlen(w->id) + 1;
+        } else if (w->op == SESS_WRITE_LOAD) {
+            w->rc = -ENOENT;
+        }
+    return 0;
+}
+static const sess_store_ops gk_ops = {
+    .name = "grouping",
+    .blocking = 1,
+    .open = fk_open,
+    .load = gk_load,
+    .save = gk_save,
+    .del = fk_del,
+    .close = fk_close,
+    .group = gk_group,
+};
+
+typedef struct caller {
+    char id[40];
+    int load; /* 1: a load, else a save */
+    char *blob;
+    size_t len;
+    int rc;
+} caller;
+
+static void call_task(void *arg) {
+    caller *c = arg;
+    c->rc = c->load ? sess_store_load(&cfg, c->id, 100, &c->blob, &c->len)
+                    : sess_store_save(&cfg, c->id, "v", 2, 2000000000, 100);
+}
+
+static void run_callers(caller *c, int n) {
+    sp_loop *l = sp_loop_new(NULL);
+    CHECK(l != NULL);
+    for (int i = 0; i < n; i++)
+        CHECK_EQ(sp_spawn(call_task, &c[i]), 0);
+    CHECK_EQ(sp_loop_run(l), 0);
+    sp_loop_free(l);
+}
+
+/* Callers 1..n-1: even ones load ("have"+i found, every 3rd one missing),
+ * odd ones save; caller 0 goes alone first. */
+static void callers_init(caller *c, int n, int bad) {
+    for (int i = 0; i < n; i++) {
+        c[i] = (caller){.load = i % 2 == 0};
+        snprintf(c[i].id, sizeof c[i].id, "%s%d", i % 3 ? "have" : "none", i);
+    }
+    if (bad >= 0)
+        snprintf(c[bad].id, sizeof c[bad].id, "bad");
+}
+
+static void check_callers(caller *c, int n, int bad) {
+    for (int i = 0; i < n; i++) {
+        if (i == bad) {
+            CHECK_EQ(c[i].rc, -EIO);
+        } else if (!c[i].load) {
+            CHECK_EQ(c[i].rc, 0);
+        } else if (i % 3) {
+            CHECK_EQ(c[i].rc, 0);
+            CHECK_STR(c[i].blob, c[i].id);
+            CHECK_EQ(c[i].len, strlen(c[i].id) + 1);
+        } else {
+            CHECK_EQ(c[i].rc, -ENOENT);
+            CHECK(c[i].blob == NULL);
+        }
+        free(c[i].blob);
+    }
+}
+
+TEST(a_group_op_takes_loads_and_writes_in_one_call) {
+    cfg_init(&gk_ops, NULL);
+    memset(&gk, 0, sizeof gk);
+    enum { N = 21 };
+    static caller c[N];
+    callers_init(c, N, -1);
+    run_callers(c, N);
+    /* Caller 0 alone (a load, through the store's own load), then the
+     * other 20 in one group call: nothing else ran alone. */
+    CHECK_EQ(gk.groups, 1);
+    CHECK_EQ(gk.sizes[0], N - 1);
+    CHECK_EQ(gk.alone_loads, 1);
+    CHECK_EQ(gk.alone_saves, 0);
+    check_callers(c, N, -1);
+}
+
+TEST(a_failed_group_runs_again_call_by_call) {
+    cfg_init(&gk_ops, NULL);
+    memset(&gk, 0, sizeof gk);
+    enum { N = 21 };
+    static caller c[N];
+    callers_init(c, N, 7);
+    run_callers(c, N);
+    CHECK_EQ(gk.groups, 1);
+    CHECK_EQ(gk.alone_loads, 1 + 10); /* caller 0, then the group's 10 loads */
+    CHECK_EQ(gk.alone_saves, 10);
+    check_callers(c, N, 7); /* only the bad save fails; every load has its own answer */
 }
 
 /* ---- the real SQLite store ---------------------------------------------- */

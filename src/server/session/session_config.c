@@ -146,7 +146,20 @@ static int call(sess_cfg *c, job *j) {
     return c->store.ops->blocking ? sp_run_blocking(run_job, j) : run_job(j);
 }
 
+/* A store with transactions or pipelining groups its calls made at once
+ * (session_writes.c). */
+static int grouped(const sess_cfg *c) {
+    return c->store.ops->begin || c->store.ops->group;
+}
+
 int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_t *len) {
+    if (grouped(c)) {
+        sess_write w = {.op = SESS_WRITE_LOAD, .id = id, .now = now};
+        int rc = sess_writes_run(&c->writes, &c->store, &w);
+        *blob = w.out;
+        *len = w.out_len;
+        return rc;
+    }
     job j = {.op = OP_LOAD, .id = id, .now = now};
     int rc = call(c, &j);
     *blob = j.out;
@@ -154,10 +167,9 @@ int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_
     return rc;
 }
 
-/* A store with transactions groups its writes (session_writes.c). */
 int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
                     int64_t now) {
-    if (c->store.ops->begin) {
+    if (grouped(c)) {
         sess_write w = {.op = SESS_WRITE_SAVE,
                         .id = id,
                         .blob = blob,
@@ -171,7 +183,7 @@ int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, i
 }
 
 int sess_store_del(sess_cfg *c, const char *id) {
-    if (c->store.ops->begin) {
+    if (grouped(c)) {
         sess_write w = {.op = SESS_WRITE_DEL, .id = id};
         return sess_writes_run(&c->writes, &c->store, &w);
     }

@@ -3,10 +3,11 @@
  * expiry set on the key. Blocking calls on the thread pool, on a socket of
  * its own (TLS for rediss://), hiredis only formatting commands and
  * parsing replies; AUTH and SELECT at each connect. A broken connection is
- * dropped and made again on the next call. A group of writes (begin/end,
- * session_writes.c) is pipelined: its commands go in one send and their
- * replies are read after, one round trip a group instead of one a write. */
+ * dropped and made again on the next call. A group of calls made at once
+ * (session_writes.c) is pipelined: its commands go in one send and their
+ * replies are read after, one round trip a group instead of one a call. */
 #include "server/session/session_store.h"
+#include "server/session/session_writes.h"
 
 #include "base/log.h"
 #include "net/sock_tls.h"
@@ -31,11 +32,8 @@ typedef struct rd_conn {
     int fd;
     SSL *ssl;
     redisReader *rd;
-    /* Between begin and end: the group's commands, formatted, not yet sent. */
-    int piping;
-    char *pipe;
+    char *pipe; /* a group's commands, formatted, before the one send */
     size_t pipe_len, pipe_cap;
-    unsigned pipe_n;
 } rd_conn;
 
 static void rd_close(sess_store *st) {
@@ -253,7 +251,6 @@ static int pipe_add(rd_conn *c, int argc, const char **argv, const size_t *lens)
     }
     memcpy(c->pipe + c->pipe_len, one, (size_t)n);
     c->pipe_len += (size_t)n;
-    c->pipe_n++;
     redisFreeCommand(one);
     return 0;
 }
@@ -286,46 +283,69 @@ static redisReply *cmd(sess_store *st, int argc, const char **argv, const size_t
     return r;
 }
 
-static void key_of(const char *id, char *key) {
-    strcpy(key, KEY_PREFIX);
-    strcat(key, id);
+/* A call's command: its argv, with room for the key and the TTL. */
+typedef struct rd_cmd {
+    const char *argv[5];
+    size_t lens[5];
+    int argc;
+    char key[64], ttl[24];
+} rd_cmd;
+
+static void cmd_of(rd_cmd *k, int op, const char *id, const char *blob, size_t len, int64_t expiry,
+                   int64_t now) {
+    snprintf(k->key, sizeof k->key, "%s%s", KEY_PREFIX, id);
+    static const char *const names[] = {
+        [SESS_WRITE_SAVE] = "SET", [SESS_WRITE_DEL] = "DEL", [SESS_WRITE_LOAD] = "GET"};
+    k->argv[0] = names[op];
+    k->lens[0] = 3;
+    k->argv[1] = k->key;
+    k->lens[1] = strlen(k->key);
+    k->argc = 2;
+    if (op == SESS_WRITE_SAVE) {
+        snprintf(k->ttl, sizeof k->ttl, "%lld", (long long)(expiry > now ? expiry - now : 1));
+        k->argv[2] = len ? blob : "";
+        k->lens[2] = len;
+        k->argv[3] = "EX";
+        k->lens[3] = 2;
+        k->argv[4] = k->ttl;
+        k->lens[4] = strlen(k->ttl);
+        k->argc = 5;
+    }
+}
+
+/* A GET's reply as a load's result: 0 with a copy, or -ENOENT. */
+static int loaded(const redisReply *r, char **blob, size_t *len) {
+    *blob = NULL;
+    *len = 0;
+    if (r->type != REDIS_REPLY_STRING)
+        return -ENOENT;
+    if (r->len) {
+        if (!(*blob = malloc(r->len)))
+            return -ENOMEM;
+        memcpy(*blob, r->str, r->len);
+    }
+    *len = r->len;
+    return 0;
 }
 
 static int rd_load(sess_store *st, const char *id, int64_t now, char **blob, size_t *len) {
-    char key[64];
-    key_of(id, key);
-    const char *argv[] = {"GET", key};
-    size_t lens[] = {3, strlen(key)};
+    rd_cmd k;
+    cmd_of(&k, SESS_WRITE_LOAD, id, NULL, 0, 0, now);
     int err = 0;
-    redisReply *r = cmd(st, 2, argv, lens, &err);
+    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
     if (!r)
         return err;
-    int out = -ENOENT;
-    if (r->type == REDIS_REPLY_STRING) {
-        *len = r->len;
-        *blob = NULL;
-        out = 0;
-        if (r->len && !(*blob = malloc(r->len)))
-            out = -ENOMEM;
-        else if (r->len)
-            memcpy(*blob, r->str, r->len);
-    }
+    int out = loaded(r, blob, len);
     freeReplyObject(r);
     return out;
 }
 
 static int rd_save(sess_store *st, const char *id, const char *blob, size_t len, int64_t expiry,
                    int64_t now) {
-    char key[64], ttl[24];
-    key_of(id, key);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)(expiry > now ? expiry - now : 1));
-    const char *argv[] = {"SET", key, len ? blob : "", "EX", ttl};
-    size_t lens[] = {3, strlen(key), len, 2, strlen(ttl)};
-    rd_conn *c = st->impl;
-    if (c && c->piping)
-        return pipe_add(c, 5, argv, lens);
+    rd_cmd k;
+    cmd_of(&k, SESS_WRITE_SAVE, id, blob, len, expiry, now);
     int err = 0;
-    redisReply *r = cmd(st, 5, argv, lens, &err);
+    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
     if (!r)
         return err;
     freeReplyObject(r);
@@ -333,67 +353,71 @@ static int rd_save(sess_store *st, const char *id, const char *blob, size_t len,
 }
 
 static int rd_del(sess_store *st, const char *id) {
-    char key[64];
-    key_of(id, key);
-    const char *argv[] = {"DEL", key};
-    size_t lens[] = {3, strlen(key)};
-    rd_conn *c = st->impl;
-    if (c && c->piping)
-        return pipe_add(c, 2, argv, lens);
+    rd_cmd k;
+    cmd_of(&k, SESS_WRITE_DEL, id, NULL, 0, 0, 0);
     int err = 0;
-    redisReply *r = cmd(st, 2, argv, lens, &err);
+    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
     if (!r)
         return err;
     freeReplyObject(r);
     return 0;
 }
 
-/* A group's start: its saves and deletes are gathered, not sent. */
-static int rd_begin(sess_store *st) {
-    int rc = rd_open(st);
-    if (rc < 0) {
-        went_down(st, rc);
-        return rc;
-    }
-    rd_conn *c = st->impl;
-    c->piping = 1;
-    c->pipe_len = 0;
-    c->pipe_n = 0;
-    return 0;
+static void free_loads(sess_write *first) {
+    for (sess_write *w = first; w; w = w->next)
+        if (w->op == SESS_WRITE_LOAD) {
+            free(w->out);
+            w->out = NULL;
+            w->out_len = 0;
+        }
 }
 
-/* A group's end: its commands in one send, then each reply. Any failure
- * fails the group, and session_writes.c runs each write again alone (SET
- * and DEL are the same done twice), so each writer gets its own answer. */
-static int rd_end(sess_store *st, int ok) {
+/* A group in one round trip: every command in one send, then each reply in
+ * order. Any failure fails the group (its loads' blobs freed), and
+ * session_writes.c runs each call again alone (a SET or DEL done twice is
+ * the same), so each caller gets its own answer, and a refusal is logged
+ * by the call that gets it. */
+static int rd_group(sess_store *st, sess_write *first) {
+    int err = rd_open(st);
+    if (err < 0)
+        return err;
     rd_conn *c = st->impl;
-    if (!c)
-        return -EIO;
-    c->piping = 0;
-    if (!ok || c->pipe_n == 0)
-        return 0;
-    int err = send_all(c, c->pipe, c->pipe_len), refused = 0;
-    for (unsigned i = 0; i < c->pipe_n && err == 0; i++) {
+    c->pipe_len = 0;
+    for (sess_write *w = first; w && err == 0; w = w->next) {
+        rd_cmd k;
+        cmd_of(&k, w->op, w->id, w->blob, w->len, w->expiry, w->now);
+        err = pipe_add(c, k.argc, k.argv, k.lens);
+    }
+    int io = err == 0, refused = 0; /* io: the connection was used (a failure breaks it) */
+    if (io)
+        err = send_all(c, c->pipe, c->pipe_len);
+    for (sess_write *w = first; w && err == 0; w = w->next) {
         redisReply *r = read_reply(c, &err);
-        if (r && r->type == REDIS_REPLY_ERROR)
-            refused = 1; /* logged when the write runs again alone */
-        if (r)
-            freeReplyObject(r);
+        if (!r)
+            break;
+        if (r->type == REDIS_REPLY_ERROR)
+            refused = 1;
+        else if (w->op == SESS_WRITE_LOAD)
+            w->rc = loaded(r, &w->out, &w->out_len);
+        freeReplyObject(r);
     }
     if (c->pipe_cap > 65536) { /* a big group's buffer is not kept */
         free(c->pipe);
         c->pipe = NULL;
         c->pipe_cap = 0;
     }
-    if (err) {
+    if (err && io) {
         rd_close(st); /* replies may be left unread: a new connection next */
         went_down(st, err);
-        return -EIO;
-    }
-    if (st->down)
+    } else if (!err && st->down) {
         log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
-    st->down = 0;
-    return refused ? -EIO : 0;
+        st->down = 0;
+    }
+    if (err || refused) {
+        free_loads(first);
+        return err ? -EIO : -EPROTO;
+    }
+    return 0;
 }
 
 const sess_store_ops sess_redis_ops = {
@@ -404,6 +428,5 @@ const sess_store_ops sess_redis_ops = {
     .save = rd_save,
     .del = rd_del,
     .close = rd_close,
-    .begin = rd_begin,
-    .end = rd_end,
+    .group = rd_group,
 };

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 typedef struct sess_store sess_store;
+struct sess_write;
 
 typedef struct sess_store_ops {
     const char *name;
@@ -35,6 +36,12 @@ typedef struct sess_store_ops {
      * (also when the store already rolled back on its own); 0 or -errno. */
     int (*begin)(sess_store *st);
     int (*end)(sess_store *st, int ok);
+    /* Optional, instead of begin/end: runs a group of loads, saves and
+     * deletes (a list, session_writes.h) in order as one round trip (Redis:
+     * pipelined), each call's rc and a load's blob filled in. 0, or -errno
+     * when the group as a whole failed (every blob freed): each call is then
+     * run again alone. */
+    int (*group)(sess_store *st, struct sess_write *first);
 } sess_store_ops;
 
 struct sess_store {

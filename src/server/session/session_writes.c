@@ -1,8 +1,9 @@
-/* session_writes.c — group commit for a blocking store (SQLite): a save or
- * delete joins the worker's queue; the writer that finds no group on the
- * thread pool takes the whole queue there as one job and one transaction,
- * and wakes each writer when its group has committed. A commit and a pool
- * hand-off are then paid once a group, not once a write. */
+/* session_writes.c — grouped calls for a blocking store: a save, delete or
+ * load joins the worker's queue; the caller that finds no group on the
+ * thread pool takes the whole queue there as one job, and wakes each caller
+ * when its group is done. With SQLite a group's writes are one transaction
+ * (group commit); with Redis the whole group is one pipelined round trip.
+ * A pool hand-off, a commit or a round trip is then paid once a group. */
 #include "server/session/session_writes.h"
 
 #include "loop/loop.h"
@@ -10,23 +11,51 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 typedef struct group {
     sess_store *st;
     sess_write *first; /* in the order they came, NULL-ended */
 } group;
 
-static int one(sess_store *st, const sess_write *w) {
+static int one(sess_store *st, sess_write *w) {
     if (w->op == SESS_WRITE_SAVE)
         return st->ops->save(st, w->id, w->blob, w->len, w->expiry, w->now);
-    return st->ops->del(st, w->id);
+    if (w->op == SESS_WRITE_DEL)
+        return st->ops->del(st, w->id);
+    free(w->out); /* from a failed attempt of the group */
+    w->out = NULL;
+    w->out_len = 0;
+    return st->ops->load(st, w->id, w->now, &w->out, &w->out_len);
 }
 
-/* On a pool thread: the group's writes in order in one transaction. If one
- * fails, or the commit does, it is all rolled back and each write runs
- * again alone, so every writer gets the answer its own write gets today,
- * and a bad write never takes the others down with it. A lone write needs
- * no transaction of its own. */
+/* A call's answer that lets its group carry on: a load may find nothing. */
+static int fine(const sess_write *w) {
+    return w->rc == 0 || (w->op == SESS_WRITE_LOAD && w->rc == -ENOENT);
+}
+
+/* SQLite's way: the calls in order in one transaction, when the group has
+ * two writes at least (loads alone need none: they only share the job). */
+static int in_transaction(sess_store *st, sess_write *first) {
+    int writes = 0;
+    for (sess_write *w = first; w; w = w->next)
+        writes += w->op != SESS_WRITE_LOAD;
+    if (writes < 2 || st->ops->begin(st) != 0) {
+        for (sess_write *w = first; w; w = w->next)
+            w->rc = one(st, w);
+        return 0;
+    }
+    int ok = 1;
+    for (sess_write *w = first; w && ok; w = w->next)
+        ok = (w->rc = one(st, w), fine(w));
+    return st->ops->end(st, ok) == 0 && ok ? 0 : -EIO;
+}
+
+/* On a pool thread: the group's calls in order, as one transaction or one
+ * round trip. If that fails it is all rolled back and each call runs again
+ * alone, so every caller gets the answer its own call gets alone, and a
+ * bad write never takes the others down with it. A lone call needs
+ * neither. */
 static int run_group(void *arg) {
     group *g = arg;
     sess_store *st = g->st;
@@ -36,12 +65,10 @@ static int run_group(void *arg) {
         for (sess_write *w = g->first; w; w = w->next)
             w->rc = rc;
     } else {
-        int ok = g->first->next && st->ops->begin(st) == 0;
-        if (ok) {
-            for (sess_write *w = g->first; w && ok; w = w->next)
-                ok = (w->rc = one(st, w)) == 0;
-            ok = st->ops->end(st, ok) == 0 && ok;
-        }
+        for (sess_write *w = g->first; w; w = w->next)
+            w->rc = 0;
+        int ok = g->first->next && (st->ops->group ? st->ops->group(st, g->first)
+                                                   : in_transaction(st, g->first)) == 0;
         for (sess_write *w = g->first; w && !ok; w = w->next)
             w->rc = one(st, w);
     }

@@ -1,7 +1,8 @@
-/* session_writes.h — a blocking store's saves and deletes grouped into one
- * transaction each time the thread pool is free for them (group commit):
- * the worker's queue of writes, and the call a handler's coroutine makes.
- * Used by session_config.c for a store with begin/end (session_store.h). */
+/* session_writes.h — a blocking store's calls grouped, each time the thread
+ * pool is free for them: saves and deletes in one transaction (group
+ * commit), or loads and writes in one pipelined round trip (Redis). The
+ * worker's queue, and the call a handler's coroutine makes. Used by
+ * session_config.c for a store with begin/end or group (session_store.h). */
 #ifndef SPINDLE_SESSION_WRITES_H
 #define SPINDLE_SESSION_WRITES_H
 
@@ -10,16 +11,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { SESS_WRITE_SAVE, SESS_WRITE_DEL };
+enum { SESS_WRITE_SAVE, SESS_WRITE_DEL, SESS_WRITE_LOAD };
 
-/* One write, on its writer's stack until it is done. */
+/* One call (a write, or a load), on its caller's stack until it is done. */
 typedef struct sess_write {
     int op; /* SESS_WRITE_* */
     const char *id;
     const char *blob;
     size_t len;
     int64_t expiry, now;
-    int rc;            /* the store's answer, once done */
+    char *out; /* a load's blob (malloc'd, may be NULL when out_len is 0) */
+    size_t out_len;
+    int rc;            /* the store's answer, once done (a load: -ENOENT if absent) */
     int done;          /* its group has committed (or failed) */
     struct task *wait; /* the writer, while it waits for that */
     struct sess_write *next;
