@@ -92,12 +92,16 @@ def _finish(r, requests, errors, non2xx, extra):
     return row
 
 
-def wrk(url, server, conns, duration, lg_cpus, pace_ms=None, close=False):
+def wrk(url, server, conns, duration, lg_cpus, pace_ms=None, close=False, headers=()):
     """wrk -t1 keep-alive; with PACE_MS, the paced latency run; with CLOSE,
     every request says `Connection: close` (a connection per request, but
-    with wrk's lower cost per connection than ab's)."""
+    with wrk's lower cost per connection than ab's); HEADERS: more
+    "Name: value" lines on every request."""
     argv = ["taskset", "-c", procs.cpu_list(lg_cpus), "wrk", "-t1", "-c%d" % conns, "-d%ds" % duration,
-            "--timeout", "10s", "-s", LUA] + (["-H", "Connection: close"] if close else []) + [url]
+            "--timeout", "10s", "-s", LUA] + (["-H", "Connection: close"] if close else [])
+    for h in headers:
+        argv += ["-H", h]
+    argv += [url]
     env = {"BENCH_PACE_MS": str(pace_ms)} if pace_ms else {}
     r = run_measured(argv, server, duration + 30, env)
     return _from_bench_line(r, "wrk")

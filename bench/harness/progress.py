@@ -68,8 +68,8 @@ def plan(o, n_cpus):
     if "syscalls" in wl:
         out.append(("syscalls", 2 * len(o.syscall_servers), 20))  # under strace: slow
     if "sessions" in wl:
-        # hello, memory, SQLite and Redis stores, ab: for the C demo and its WSGI twin
-        out.append(("sessions", 5 * r * len([x for x in o.servers if x in ("spindle-c", "spindle")]), d + 1))
+        # hello, 3 stores (a new and a returning visitor each), ab: for the C demo and its WSGI twin
+        out.append(("sessions", 8 * r * len([x for x in o.servers if x in ("spindle-c", "spindle")]), d + 1))
     if "parked" in wl and "spindle-c" in o.servers:
         out.append(("parked", 2 if o.smoke else 9, o.parked_seconds + 15))  # 3 phases × guard pages on, off, uvicorn
     if "tls" in wl:

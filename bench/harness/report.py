@@ -332,8 +332,9 @@ def markdown(path, ctx, summary, charts, targets=None):
                     "`bench/wsgi_apps/sessions_app.py` with `spindle.session` for spindle; one process, no "
                     "workers) with the memory store, the SQLite store (WAL) and the Redis store (a redis-server "
                     "on the load generator's CPU, where redis-server is installed); wrk sends no cookie, so "
-                    "every request to `/` makes, fills and stores a new session; `hello` is `GET /hello` on the "
-                    "same program.", ""]
+                    "every request to `/` makes, fills and stores a new session, but in the \"returning "
+                    "visitor\" rows, where every request carries one session's cookie and loads and stores "
+                    "it again; `hello` is `GET /hello` on the same program.", ""]
             out += sessions_table(summary)
         elif wl == "syscalls":
             out += ["strace slows a server by an order of magnitude, so only the counts mean anything here: "

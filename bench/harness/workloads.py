@@ -2,6 +2,7 @@
 server CPUs, the same worker count for all), checks every one answers GET /
 correctly, then runs its variants round by round with the server order
 reversed every other round, appending one row per run to ctx.rows."""
+import functools
 import os
 import shutil
 import time
@@ -20,6 +21,15 @@ def log(msg):
 def fetch(port, path="/"):
     with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as r:
         return r.status, r.read()
+
+
+def session_cookie(port):
+    """The "name=value" of the session cookie GET / sets (the session demo)."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/" % port, timeout=5) as r:
+        for v in r.headers.get_all("Set-Cookie") or []:
+            if v.startswith("spindle_sid="):
+                return v.split(";")[0]
+    raise RuntimeError("GET / set no spindle_sid cookie")
 
 
 def start_checked(ctx, entries, timeout=30, path="/", check=None):
@@ -392,6 +402,15 @@ def sessions(ctx):
         if name == "memory":
             runs.append((server, "hello", srv, "/hello", load.wrk))
         runs.append((server, "%s store" % name, srv, "/", load.wrk))
+        # A returning visitor: one session's cookie on every request, so each
+        # one loads the session and stores it again (concurrent visits of one
+        # session: the last write wins, as documented).
+        try:
+            cookie = session_cookie(srv.port)
+            runs.append((server, "%s store, returning visitor" % name, srv, "/",
+                         functools.partial(load.wrk, headers=["Cookie: " + cookie])))
+        except (RuntimeError, OSError) as e:
+            ctx.problem("sessions: no cookie from the %s demo with the %s store: %s" % (server, name, e))
         if name == "memory":  # the seed's Eurasia run: ab -c 1000, a connection per request
             runs.append((server, "memory store, ab -c 1000", srv, "/", load.ab))
     for r, (server, variant, srv, path, gen) in rounds(ctx, runs):

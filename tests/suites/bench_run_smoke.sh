@@ -138,8 +138,9 @@ for srv in ("spindle-c", "nginx"):
         if (srv, v) not in tls and (srv, v) != ("nginx", "keep-alive, instructions"):  # smoke: spindle-c only
             problems.append("tls: no %s run on %s" % (v, srv))
 # The Redis store's row is there when redis-server is (make test installs it).
-if {r["variant"] for r in runs if r["workload"] == "sessions"} != {"hello", "memory store", "sqlite store",
-                                                                  "redis store", "memory store, ab -c 1000"}:
+if {r["variant"] for r in runs if r["workload"] == "sessions"} != {
+        "hello", "memory store", "sqlite store", "redis store", "memory store, ab -c 1000",
+        "memory store, returning visitor", "sqlite store, returning visitor", "redis store, returning visitor"}:
     problems.append("sessions variants: %s" % sorted({r["variant"] for r in runs if r["workload"] == "sessions"}))
 for s in summ:
     idle = s["workload"] == "tls" and (s["variant"].endswith(" idle") or "callgrind" in s["variant"]
