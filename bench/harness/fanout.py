@@ -101,9 +101,7 @@ def one(ctx, name, app_so):
     work = os.path.join(ctx.tmp, "fanout-" + name)
     os.makedirs(work, exist_ok=True)
     rport = procs.free_port()
-    redis = procs.Server("redis", ["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                                   "--appendonly", "no", "--maxclients", "20000"], rport, ctx.server_cpus,
-                         os.path.join(work, "redis"))
+    redis = procs.redis_server(rport, ctx.server_cpus, os.path.join(work, "redis"), "--maxclients", "20000")
     started = [redis.start()]
     ctx.servers.append(redis)
     try:

@@ -181,6 +181,12 @@ class Server:
                 pass
 
 
+def redis_server(port, cpus, workdir, *extra):
+    """A throwaway redis-server on 127.0.0.1:PORT, nothing kept on disk."""
+    return Server("redis", ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                            "--appendonly", "no", *extra], port, cpus, workdir)
+
+
 def stop_all(servers):
     """TERM to every server at once, then wait for each (a gunicorn master
     takes seconds to stop its worker)."""

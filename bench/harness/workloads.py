@@ -352,6 +352,25 @@ def _session_servers(ctx, redis_url=None):
     return out
 
 
+def _sessions_redis(ctx):
+    """(the Redis server, its URL) for the Redis store's rows, on the load
+    generator's CPUs; (None, None), said in the report, when there is none."""
+    if not shutil.which("redis-server"):
+        ctx.problem("sessions: redis-server not installed (scripts/deps.sh bench): the Redis store is not measured")
+        return None, None
+    port = procs.free_port()
+    redis = procs.redis_server(port, ctx.lg_cpus, os.path.join(ctx.tmp, "sessions-redis"))
+    redis.start()
+    ctx.servers.append(redis)
+    try:
+        redis.wait_listening(15)
+        return redis, "redis://127.0.0.1:%d" % port
+    except (RuntimeError, OSError) as e:
+        ctx.problem("sessions: redis-server did not come up, the Redis store is not measured: %s" % e)
+        redis.stop()
+        return None, None
+
+
 def sessions(ctx):
     """Eurasia's session test: the session demo (examples/sessions.c, and its
     WSGI twin bench/wsgi_apps/sessions_app.py for the Python binding) with a
@@ -364,23 +383,7 @@ def sessions(ctx):
     opts = ctx.opts
     conns = opts.connections[0]
     up = []
-    redis_url = redis = None
-    if shutil.which("redis-server"):
-        rport = procs.free_port()
-        rdir = os.path.join(ctx.tmp, "sessions-redis")
-        os.makedirs(rdir, exist_ok=True)
-        redis = procs.Server("redis", ["redis-server", "--port", str(rport), "--bind", "127.0.0.1", "--save", "",
-                                       "--appendonly", "no"], rport, ctx.lg_cpus, rdir)
-        redis.start()
-        ctx.servers.append(redis)
-        try:
-            redis.wait_listening(15)
-            redis_url = "redis://127.0.0.1:%d" % rport
-        except (RuntimeError, OSError) as e:
-            ctx.problem("sessions: redis-server did not come up, the Redis store is not measured: %s" % e)
-            redis.stop()
-    else:
-        ctx.problem("sessions: redis-server not installed (scripts/deps.sh bench): the Redis store is not measured")
+    redis, redis_url = _sessions_redis(ctx)
     for server, name, argv_of, env in _session_servers(ctx, redis_url):
         port = procs.free_port()
         workdir = os.path.join(ctx.tmp, "sessions-%s-%s" % (server, name))

@@ -109,86 +109,35 @@ int sess_store_open_here(sess_store *st) {
     return rc;
 }
 
-enum { OP_LOAD, OP_SAVE, OP_DEL };
-
-typedef struct job {
-    sess_store *st;
-    int op;
-    const char *id;
-    int64_t now, expiry;
-    const char *blob;
-    size_t len;
-    char *out;
-    size_t out_len;
-} job;
-
-static int run_job(void *arg) {
-    job *j = arg;
-    sess_store *st = j->st;
+/* A blocking store's calls go through the worker's queue to the thread
+ * pool, grouped when made at once (session_writes.c); the memory store's
+ * are made here, on the loop. */
+static int run(sess_cfg *c, sess_write *w) {
+    sess_store *st = &c->store;
     if (st->ops->blocking)
-        pthread_mutex_lock(&st->mu);
+        return sess_writes_run(&c->writes, st, w);
     int rc = sess_store_open_here(st);
-    if (rc == 0) {
-        if (j->op == OP_LOAD)
-            rc = st->ops->load(st, j->id, j->now, &j->out, &j->out_len);
-        else if (j->op == OP_SAVE)
-            rc = st->ops->save(st, j->id, j->blob, j->len, j->expiry, j->now);
-        else
-            rc = st->ops->del(st, j->id);
-    }
-    if (st->ops->blocking)
-        pthread_mutex_unlock(&st->mu);
-    return rc;
-}
-
-static int call(sess_cfg *c, job *j) {
-    j->st = &c->store;
-    return c->store.ops->blocking ? sp_run_blocking(run_job, j) : run_job(j);
-}
-
-/* A store with transactions or pipelining groups its calls made at once
- * (session_writes.c). */
-static int grouped(const sess_cfg *c) {
-    return c->store.ops->begin || c->store.ops->group;
+    return rc < 0 ? rc : sess_write_one(st, w);
 }
 
 int sess_store_load(sess_cfg *c, const char *id, int64_t now, char **blob, size_t *len) {
-    if (grouped(c)) {
-        sess_write w = {.op = SESS_WRITE_LOAD, .id = id, .now = now};
-        int rc = sess_writes_run(&c->writes, &c->store, &w);
-        *blob = w.out;
-        *len = w.out_len;
-        return rc;
-    }
-    job j = {.op = OP_LOAD, .id = id, .now = now};
-    int rc = call(c, &j);
-    *blob = j.out;
-    *len = j.out_len;
+    sess_write w = {.op = SESS_WRITE_LOAD, .id = id, .now = now};
+    int rc = run(c, &w);
+    *blob = w.out;
+    *len = w.out_len;
     return rc;
 }
 
 int sess_store_save(sess_cfg *c, const char *id, const char *blob, size_t len, int64_t expiry,
                     int64_t now) {
-    if (grouped(c)) {
-        sess_write w = {.op = SESS_WRITE_SAVE,
-                        .id = id,
-                        .blob = blob,
-                        .len = len,
-                        .expiry = expiry,
-                        .now = now};
-        return sess_writes_run(&c->writes, &c->store, &w);
-    }
-    job j = {.op = OP_SAVE, .id = id, .blob = blob, .len = len, .expiry = expiry, .now = now};
-    return call(c, &j);
+    sess_write w = {
+        .op = SESS_WRITE_SAVE, .id = id, .blob = blob, .len = len, .expiry = expiry, .now = now};
+    return run(c, &w);
 }
 
 int sess_store_del(sess_cfg *c, const char *id) {
-    if (grouped(c)) {
-        sess_write w = {.op = SESS_WRITE_DEL, .id = id};
-        return sess_writes_run(&c->writes, &c->store, &w);
-    }
-    job j = {.op = OP_DEL, .id = id};
-    return call(c, &j);
+    sess_write w = {.op = SESS_WRITE_DEL, .id = id};
+    return run(c, &w);
 }
 
 /* In each worker, before it serves: open the store now so that a database

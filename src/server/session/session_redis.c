@@ -142,16 +142,35 @@ static redisReply *read_reply(rd_conn *c, int *err) {
     return NULL;
 }
 
+/* Adds a command to c's pipe (a group's, or a lone call's). 0 or -ENOMEM. */
+static int pipe_add(rd_conn *c, int argc, const char **argv, const size_t *lens) {
+    char *one = NULL;
+    long long n = redisFormatCommandArgv(&one, argc, argv, lens);
+    if (n < 0)
+        return -ENOMEM;
+    if (c->pipe_len + (size_t)n > c->pipe_cap) {
+        size_t cap = c->pipe_cap ? c->pipe_cap : 4096;
+        while (cap < c->pipe_len + (size_t)n)
+            cap *= 2;
+        char *p = realloc(c->pipe, cap);
+        if (!p) {
+            redisFreeCommand(one);
+            return -ENOMEM;
+        }
+        c->pipe = p;
+        c->pipe_cap = cap;
+    }
+    memcpy(c->pipe + c->pipe_len, one, (size_t)n);
+    c->pipe_len += (size_t)n;
+    redisFreeCommand(one);
+    return 0;
+}
+
 /* One command and its reply (NULL: the transport failed, *err says how). */
 static redisReply *call(rd_conn *c, int argc, const char **argv, const size_t *lens, int *err) {
-    char *cmd = NULL;
-    long long n = redisFormatCommandArgv(&cmd, argc, argv, lens);
-    if (n < 0) {
-        *err = -ENOMEM;
-        return NULL;
-    }
-    *err = send_all(c, cmd, (size_t)n);
-    redisFreeCommand(cmd);
+    c->pipe_len = 0;
+    if ((*err = pipe_add(c, argc, argv, lens)) == 0)
+        *err = send_all(c, c->pipe, c->pipe_len);
     return read_reply(c, err);
 }
 
@@ -231,28 +250,10 @@ static void went_down(sess_store *st, int err) {
     st->down = 1;
 }
 
-/* Adds a command to the group's pipe. 0 or -ENOMEM. */
-static int pipe_add(rd_conn *c, int argc, const char **argv, const size_t *lens) {
-    char *one = NULL;
-    long long n = redisFormatCommandArgv(&one, argc, argv, lens);
-    if (n < 0)
-        return -ENOMEM;
-    if (c->pipe_len + (size_t)n > c->pipe_cap) {
-        size_t cap = c->pipe_cap ? c->pipe_cap : 4096;
-        while (cap < c->pipe_len + (size_t)n)
-            cap *= 2;
-        char *p = realloc(c->pipe, cap);
-        if (!p) {
-            redisFreeCommand(one);
-            return -ENOMEM;
-        }
-        c->pipe = p;
-        c->pipe_cap = cap;
-    }
-    memcpy(c->pipe + c->pipe_len, one, (size_t)n);
-    c->pipe_len += (size_t)n;
-    redisFreeCommand(one);
-    return 0;
+static void came_back(sess_store *st) {
+    if (st->down)
+        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
+    st->down = 0;
 }
 
 /* Runs a command; NULL (and the connection dropped) on a transport error. */
@@ -270,9 +271,7 @@ static redisReply *cmd(sess_store *st, int argc, const char **argv, const size_t
         *err = -EIO;
         return NULL;
     }
-    if (st->down)
-        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
-    st->down = 0;
+    came_back(st);
     if (r->type == REDIS_REPLY_ERROR) {
         log_msg(LOG_ERROR, "sessions: Redis at %s:%d refused %s: %s", st->where, st->port, argv[0],
                 r->str);
@@ -328,53 +327,39 @@ static int loaded(const redisReply *r, char **blob, size_t *len) {
     return 0;
 }
 
+/* A call alone, its own round trip; blob and len take a GET's value. */
+static int alone(sess_store *st, rd_cmd *k, char **blob, size_t *len) {
+    int err = 0;
+    redisReply *r = cmd(st, k->argc, k->argv, k->lens, &err);
+    if (!r)
+        return err;
+    int out = blob ? loaded(r, blob, len) : 0;
+    freeReplyObject(r);
+    return out;
+}
+
 static int rd_load(sess_store *st, const char *id, int64_t now, char **blob, size_t *len) {
     rd_cmd k;
     cmd_of(&k, SESS_WRITE_LOAD, id, NULL, 0, 0, now);
-    int err = 0;
-    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
-    if (!r)
-        return err;
-    int out = loaded(r, blob, len);
-    freeReplyObject(r);
-    return out;
+    return alone(st, &k, blob, len);
 }
 
 static int rd_save(sess_store *st, const char *id, const char *blob, size_t len, int64_t expiry,
                    int64_t now) {
     rd_cmd k;
     cmd_of(&k, SESS_WRITE_SAVE, id, blob, len, expiry, now);
-    int err = 0;
-    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
-    if (!r)
-        return err;
-    freeReplyObject(r);
-    return 0;
+    return alone(st, &k, NULL, NULL);
 }
 
 static int rd_del(sess_store *st, const char *id) {
     rd_cmd k;
     cmd_of(&k, SESS_WRITE_DEL, id, NULL, 0, 0, 0);
-    int err = 0;
-    redisReply *r = cmd(st, k.argc, k.argv, k.lens, &err);
-    if (!r)
-        return err;
-    freeReplyObject(r);
-    return 0;
-}
-
-static void free_loads(sess_write *first) {
-    for (sess_write *w = first; w; w = w->next)
-        if (w->op == SESS_WRITE_LOAD) {
-            free(w->out);
-            w->out = NULL;
-            w->out_len = 0;
-        }
+    return alone(st, &k, NULL, NULL);
 }
 
 /* A group in one round trip: every command in one send, then each reply in
- * order. Any failure fails the group (its loads' blobs freed), and
- * session_writes.c runs each call again alone (a SET or DEL done twice is
+ * order. Any failure fails the group, and session_writes.c runs each call
+ * again alone (a SET or DEL done twice is
  * the same), so each caller gets its own answer, and a refusal is logged
  * by the call that gets it. */
 static int rd_group(sess_store *st, sess_write *first) {
@@ -409,15 +394,10 @@ static int rd_group(sess_store *st, sess_write *first) {
     if (err && io) {
         rd_close(st); /* replies may be left unread: a new connection next */
         went_down(st, err);
-    } else if (!err && st->down) {
-        log_msg(LOG_INFO, "sessions: Redis at %s:%d is back", st->where, st->port);
-        st->down = 0;
+    } else if (!err) {
+        came_back(st);
     }
-    if (err || refused) {
-        free_loads(first);
-        return err ? -EIO : -EPROTO;
-    }
-    return 0;
+    return err ? -EIO : refused ? -EPROTO : 0;
 }
 
 const sess_store_ops sess_redis_ops = {

@@ -1,7 +1,7 @@
 /* session_store.h — what a session store does, whichever engine holds the
  * data (memory, SQLite, Redis): load, save and delete one session's blob by
  * id, with an absolute expiry in unix seconds. Blocking stores are called on
- * the loop's thread pool (session_config.c); each serializes its own calls. */
+ * the loop's thread pool (session_writes.c); each serializes its own calls. */
 #ifndef SPINDLE_SESSION_STORE_H
 #define SPINDLE_SESSION_STORE_H
 
@@ -39,8 +39,8 @@ typedef struct sess_store_ops {
     /* Optional, instead of begin/end: runs a group of loads, saves and
      * deletes (a list, session_writes.h) in order as one round trip (Redis:
      * pipelined), each call's rc and a load's blob filled in. 0, or -errno
-     * when the group as a whole failed (every blob freed): each call is then
-     * run again alone. */
+     * when the group as a whole failed: each call is then run again alone
+     * (which frees the blob a failed attempt left). */
     int (*group)(sess_store *st, struct sess_write *first);
 } sess_store_ops;
 

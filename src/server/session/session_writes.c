@@ -18,12 +18,12 @@ typedef struct group {
     sess_write *first; /* in the order they came, NULL-ended */
 } group;
 
-static int one(sess_store *st, sess_write *w) {
+int sess_write_one(sess_store *st, sess_write *w) {
     if (w->op == SESS_WRITE_SAVE)
         return st->ops->save(st, w->id, w->blob, w->len, w->expiry, w->now);
     if (w->op == SESS_WRITE_DEL)
         return st->ops->del(st, w->id);
-    free(w->out); /* from a failed attempt of the group */
+    free(w->out); /* from a failed attempt of its group */
     w->out = NULL;
     w->out_len = 0;
     return st->ops->load(st, w->id, w->now, &w->out, &w->out_len);
@@ -35,20 +35,28 @@ static int fine(const sess_write *w) {
 }
 
 /* SQLite's way: the calls in order in one transaction, when the group has
- * two writes at least (loads alone need none: they only share the job). */
+ * two writes at least (-1 with fewer: loads need none, they only share the
+ * job, and each call then runs alone). */
 static int in_transaction(sess_store *st, sess_write *first) {
     int writes = 0;
     for (sess_write *w = first; w; w = w->next)
         writes += w->op != SESS_WRITE_LOAD;
-    if (writes < 2 || st->ops->begin(st) != 0) {
-        for (sess_write *w = first; w; w = w->next)
-            w->rc = one(st, w);
-        return 0;
-    }
+    if (writes < 2 || st->ops->begin(st) != 0)
+        return -1;
     int ok = 1;
     for (sess_write *w = first; w && ok; w = w->next)
-        ok = (w->rc = one(st, w), fine(w));
+        ok = (w->rc = sess_write_one(st, w), fine(w));
     return st->ops->end(st, ok) == 0 && ok ? 0 : -EIO;
+}
+
+/* The group as one round trip (the store's group op) or one transaction;
+ * -1 for a lone call or a store with neither: each call then runs alone. */
+static int together(sess_store *st, sess_write *first) {
+    if (!first->next)
+        return -1;
+    if (st->ops->group)
+        return st->ops->group(st, first);
+    return st->ops->begin ? in_transaction(st, first) : -1;
 }
 
 /* On a pool thread: the group's calls in order, as one transaction or one
@@ -67,10 +75,9 @@ static int run_group(void *arg) {
     } else {
         for (sess_write *w = g->first; w; w = w->next)
             w->rc = 0;
-        int ok = g->first->next && (st->ops->group ? st->ops->group(st, g->first)
-                                                   : in_transaction(st, g->first)) == 0;
+        int ok = together(st, g->first) == 0;
         for (sess_write *w = g->first; w && !ok; w = w->next)
-            w->rc = one(st, w);
+            w->rc = sess_write_one(st, w);
     }
     pthread_mutex_unlock(&st->mu);
     return 0;

@@ -2,7 +2,7 @@
  * pool is free for them: saves and deletes in one transaction (group
  * commit), or loads and writes in one pipelined round trip (Redis). The
  * worker's queue, and the call a handler's coroutine makes. Used by
- * session_config.c for a store with begin/end or group (session_store.h). */
+ * session_config.c for every blocking store (session_store.h). */
 #ifndef SPINDLE_SESSION_WRITES_H
 #define SPINDLE_SESSION_WRITES_H
 
@@ -45,5 +45,9 @@ typedef struct sess_writes {
  * Returns w's own result, as the store's save or del would have. Only in a
  * task (-EPERM otherwise, like sp_run_blocking). */
 int sess_writes_run(sess_writes *q, sess_store *st, sess_write *w);
+
+/* Runs w on st at once, on this thread, and returns its result (a load's
+ * blob in w->out, freed first if an earlier attempt left one). */
+int sess_write_one(sess_store *st, sess_write *w);
 
 #endif
