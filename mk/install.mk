@@ -58,7 +58,8 @@ install: $(BIN) $(LIB) $(SO) $(MAN)
 	$(INSTALL) -m 644 $(LIB) $(SO) $(D)$(LIBDIR)/
 	ln -sf $(notdir $(SO)) $(D)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(D)$(LIBDIR)/libspindle.so
-	$(INSTALL) -m 644 include/spindle.h include/spindle_features.h $(D)$(INCLUDEDIR)/
+	$(INSTALL) -m 644 include/spindle.h include/spindle_bus.h include/spindle_features.h \
+	  $(D)$(INCLUDEDIR)/
 	sed $(PC_SED) mk/spindle.pc.in >$(D)$(PKGCONFIGDIR)/spindle.pc
 	$(INSTALL) -m 644 $(MAN) $(D)$(MANDIR)/man1/spindle.1
 	sed 's|/usr/local/bin/spindle|$(BINDIR)/spindle|' contrib/spindle.service \
@@ -71,7 +72,8 @@ install: $(BIN) $(LIB) $(SO) $(MAN)
 uninstall:
 	rm -f $(D)$(BINDIR)/spindle $(D)$(LIBDIR)/libspindle.a $(D)$(LIBDIR)/$(notdir $(SO)) \
 	  $(D)$(LIBDIR)/$(SONAME) $(D)$(LIBDIR)/libspindle.so $(D)$(INCLUDEDIR)/spindle.h \
-	  $(D)$(INCLUDEDIR)/spindle_features.h $(D)$(PKGCONFIGDIR)/spindle.pc \
+	  $(D)$(INCLUDEDIR)/spindle_bus.h $(D)$(INCLUDEDIR)/spindle_features.h \
+	  $(D)$(PKGCONFIGDIR)/spindle.pc \
 	  $(D)$(MANDIR)/man1/spindle.1 $(D)$(SYSTEMDUNITDIR)/spindle.service \
 	  $(D)$(SYSTEMDUNITDIR)/spindle.socket $(D)$(DOCDIR)/examples/spindle.conf $(D)$(DOCDIR)/README.md
 	-rmdir $(D)$(DOCDIR)/examples $(D)$(DOCDIR) 2>/dev/null

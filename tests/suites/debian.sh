@@ -48,7 +48,8 @@ has() {
 has spindle usr/bin/spindle usr/share/man/man1/spindle.1.gz lib/systemd/system/spindle.service \
   lib/systemd/system/spindle.socket etc/spindle.conf usr/share/doc/spindle/examples/spindle.conf
 has libspindle0 "usr/lib/$MA/libspindle.so.$V" "usr/lib/$MA/libspindle.so.$MAJOR -> libspindle.so.$V"
-has libspindle-dev usr/include/spindle.h usr/include/spindle_features.h "usr/lib/$MA/libspindle.a" \
+has libspindle-dev usr/include/spindle.h usr/include/spindle_bus.h \
+  usr/include/spindle_features.h "usr/lib/$MA/libspindle.a" \
   "usr/lib/$MA/libspindle.so -> libspindle.so.$MAJOR" "usr/lib/$MA/pkgconfig/spindle.pc"
 pyext=$(dpkg-deb -c "$(deb python3-spindle)" | grep -o 'usr/lib/python3/dist-packages/spindle/_spindle[^ ]*\.so')
 has python3-spindle usr/lib/python3/dist-packages/spindle/__main__.py "${pyext:-no extension}"

@@ -17,6 +17,7 @@ ok "make install DESTDIR=\$work/root (PREFIX /usr/local)"
 p=$root/usr/local
 want="bin/spindle
 include/spindle.h
+include/spindle_bus.h
 include/spindle_features.h
 lib/libspindle.a
 lib/libspindle.so
