@@ -427,7 +427,8 @@ __attribute__((noinline)) static int parse_base(const char *buf, size_t len, siz
 /* One usual field line at p: a name of letters and '-' (or none: the
  * caller's note_field refuses it), ':', one SP, a value of visible octets
  * and SP (no OWS left to trim, not empty), CRLF. Read from the 32 octets
- * at w = p - s: p itself (s 0; then 33 octets at least remain), or at the
+ * at w = p - s: p itself (s 0; then 34 octets at least remain: a name of
+ * 32 octets has its ": " compare at p[32]), or at the
  * tail (tail 1) the buffer's last 32 octets, whose last octet is then
  * never taken for the CR. So p[c], p[c + 2] and the CR's LF are all
  * readable; a value running on past the window is scanned, from there, to
@@ -436,7 +437,10 @@ __attribute__((noinline)) static int parse_base(const char *buf, size_t len, siz
 HTTP_AVX2 const char *usual_line(const http_avx2_k *k, const char *p, const char *end,
                                  const char *w, size_t s, int tail, size_t *cp) {
     __m256i v = http_load32(w);
-    size_t c = http_tz((http_token_misses32(k, v) | 0x80000000u) >> s);
+    /* The tail's top bit stops the count at the buffer's last octet; at a
+     * line's own window an all-name window counts 32, the octet after it. */
+    uint32_t tm = http_token_misses32(k, v);
+    size_t c = tail ? http_tz((tm | 0x80000000u) >> s) : http_tz32(tm);
     /* The colon and the one SP after it in one compare, but at the tail,
      * where the colon may be the buffer's last octet: the SP waits there
      * until the CR is found (then the octet after the colon is readable). */
@@ -493,9 +497,9 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
      * slots − 1) octets on, fit the slots left; past it the slots are
      * counted again. At the limit the general loop reads the next line,
      * and answers 431 if it is a field. */
-    while (p < last) {
-        size_t span = 6 * (size_t)(fend - f - 1) + 1;
-        const char *const stop = span < (size_t)(last - p) ? p + span : last;
+    while (last - p > 1) { /* 34 octets from p at least: see usual_line */
+        size_t span = 6 * (size_t)(fend - f - 1) + 1, room = (size_t)(last - p) - 1;
+        const char *const stop = p + (span < room ? span : room);
         for (; p < stop; p = q + 2, f++) {
             if (!(q = usual_line(k, p, end, p, 0, 0, &c)))
                 goto out;
@@ -509,8 +513,10 @@ HTTP_AVX2 const char *field_run(const http_avx2_k *k, const char *buf, const cha
             goto out;
     }
     /* The blank line that ends the head is the general loop's, without a
-     * look at the window (tested before the loop, whose set-up costs). */
-    if (p >= end || *p == '\r')
+     * look at the window (tested before the loop, whose set-up costs); so
+     * is a line starting one octet before the last window, which the tail
+     * cannot read from (s would be -1). */
+    if (p >= end || *p == '\r' || p < last)
         goto out;
     for (; p < end && *p != '\r'; p = q + 2) {
         if (!(q = usual_line(k, p, end, last, (size_t)(p - last), 1, &c)))

@@ -105,6 +105,33 @@ TEST_T(bad_octet_at_every_offset, 30) {
     }
 }
 
+/* Names of 28 to 40 letters, the line at every offset, every prefix of the
+ * head parsed at the end of a guarded buffer: the AVX2 run counts a name
+ * that fills its 32-octet window as 32 and compares the ": " after it, two
+ * octets past the window, so it must not take a line starting fewer than
+ * 34 octets before the buffer's end (the general loop does). */
+TEST(long_names_at_the_buffers_end) {
+    static char head[256], name[41];
+    static const char pad[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    for (size_t nl = 28; nl <= 40; nl++) {
+        for (size_t i = 0; i < nl; i++)
+            name[i] = "Sec-Fetch"[i % 9];
+        name[nl] = 0;
+        for (int shift = 0; shift < 64; shift++) {
+            int n = snprintf(head, sizeof head, "GET /%.*s HTTP/1.1\r\nHost: h\r\n%s: v\r\n\r\n",
+                             shift, pad, name);
+            http_request r;
+            if (verdict_lim(head, (size_t)n, NULL) != n ||
+                parse_n(head, (size_t)n, 0, &r, NULL) != n || r.nfields != 2 ||
+                r.fields[1].name_len != nl || r.fields[1].value_len != 1) {
+                fprintf(stderr, "  name of %zu octets, shift %d: misread\n", nl, shift);
+                CHECK(0);
+                return;
+            }
+        }
+    }
+}
+
 /* A random field line: mostly the usual shape, with the octets and lengths
  * where the 32-octet run must hand a line to the general loop (HTAB, extra
  * OWS, digits in names, controls, a CR or LF alone, lines crossing 32). */
