@@ -187,16 +187,18 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     # is not in the ASan tree; not the idle memory: ASan's redzones count)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-tls "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_tls.py -k "not wss and not idle_tls"
-    # HTTP/2's frames, floods and limits, and its clients on --root, and
-    # WebSockets on its streams (RFC 8441; the C app's, ~3 s) (not the
-    # buffered-output cap nor the idle WebSockets' memory: they read RSS, which
+    # HTTP/2's frames, floods and limits, and its clients on --root,
+    # WebSockets on its streams (RFC 8441; the C app's, ~3 s), and quiet
+    # connections' answers after their frame buffer's pages went back (not
+    # the buffered-output cap nor the idle WebSockets' and connections'
+    # memory: they read RSS, which
     # ASan's shadow memory swells; not their WSGI, ASGI and Early Hints apps:
     # those are not in the ASan tree)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
       tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \
-      tests/integration/test_h2_websocket.py \
-      -k "not TestWsgi and not TestEarlyHints and not capped and not idle_websockets and not wsgi and not asgi"
+      tests/integration/test_h2_websocket.py tests/integration/test_h2_idle_memory.py \
+      -k "not TestWsgi and not TestEarlyHints and not capped and not idle_websockets and not wsgi and not asgi and not hold_no_frame_buffer"
     # The memory bus's shared ring across workers: torn reads, laps, recycled
     # and killed workers (its test app is built in the ASan tree)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-bus "$PY" -m pytest -q \

@@ -103,6 +103,9 @@ typedef struct exchange_protocol {
     /* When idle c times out (HTTP/2 counts from its last stream, not its
      * last frame). */
     int64_t (*idle_deadline)(const conn *c);
+    /* Idle c has been quiet a while (server.c's IDLE_KEEP_BUFFERS_MS): give
+     * back the memory only a busy connection needs. Does not yield. */
+    void (*quiet)(conn *c);
 } exchange_protocol;
 
 /* The protocol that owns c, or NULL for HTTP/1.1 (a connection's state of
@@ -122,6 +125,11 @@ void exchange_server_stop(sp_server *s);
 /* The idle deadline of the protocol that owns c, or fallback (HTTP/1.1). */
 static inline int64_t exchange_idle_deadline(const conn *c, int64_t fallback) {
     return exchange_is_plain(c) ? fallback : exchange_owner(c)->idle_deadline(c);
+}
+/* Runs the quiet of the protocol that owns c (HTTP/1.1 keeps nothing). */
+static inline void exchange_conn_quiet(conn *c) {
+    if (!exchange_is_plain(c))
+        exchange_owner(c)->quiet(c);
 }
 
 #endif

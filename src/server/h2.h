@@ -23,6 +23,24 @@
 #define H2_WORKER_OUT_MAX (64 << 20) /* ... and all of a worker's connections */
 #define H2_KICK           (-EINTR)   /* the reader's read, interrupted: output is pending */
 #define H2_WBUF           (4 * 16393 + 64) /* the write buffer: four full DATA frames and more */
+#define H2_MEM_BIG        16384            /* nghttp2 blocks this large: its frame buffers */
+#define H2_MEM_SLOTS      4                /* ... remembered per connection (a session keeps one) */
+
+/* nghttp2's allocator for one connection (h2_mem.c): its large blocks
+ * page-aligned and remembered, so that a quiet connection gives their
+ * pages back (a session's frame buffer, where each DATA frame is copied,
+ * is 16 KB it keeps for life: after a large answer, all of it resident). */
+typedef struct h2_mem {
+    void *big[H2_MEM_SLOTS];
+    size_t big_len[H2_MEM_SLOTS];
+    int nbig;
+} h2_mem;
+/* The table for nghttp2_session_server_new3 (nghttp2 copies it). */
+nghttp2_mem h2_mem_table(h2_mem *m);
+/* Hands the large blocks' whole pages back (MADV_DONTNEED); the blocks
+ * stay. Only while nghttp2 has nothing to send: their bytes are dead then,
+ * and each is written before it is read again. */
+void h2_mem_quiet(h2_mem *m);
 
 typedef struct h2_conn h2_conn;
 
@@ -102,6 +120,7 @@ struct h2_conn {
     int32_t last_refused; /* the last stream refused (REFUSED_STREAM) */
     h2_bucket ctl;        /* PING, SETTINGS, PRIORITY, empty DATA frames */
     h2_bucket resets;     /* RST_STREAM frames */
+    h2_mem mem;           /* nghttp2's large blocks (h2_mem.c) */
 };
 
 /* h2_conn.c: serves c as HTTP/2 from its read buffer (the preface at

@@ -317,7 +317,8 @@ static nghttp2_session *session_new(h2_conn *hc) {
     nghttp2_option_set_max_outbound_ack(opt, 1000); /* ACKs queued for a client not reading */
     nghttp2_option_set_max_continuations(opt, 8);   /* CONTINUATION flood (CVE-2024-27316) */
     nghttp2_option_set_max_settings(opt, 32);
-    if (nghttp2_session_server_new2(&ng, cb, hc, opt) != 0)
+    nghttp2_mem mem = h2_mem_table(&hc->mem);
+    if (nghttp2_session_server_new3(&ng, cb, hc, opt, &mem) != 0)
         ng = NULL;
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cb);
@@ -537,5 +538,12 @@ static int64_t h2_conn_idle_deadline(const conn *c) {
     return h2_idle_deadline(c->h2);
 }
 
-const exchange_protocol h2_protocol = {"h2", h2_owns, h2_conn_drop, h2_server_stop,
-                                       h2_conn_idle_deadline};
+/* Quiet: nghttp2's frame buffer holds the last answer's bytes, dead now
+ * (idle means nothing is left to send), up to 16 KB resident. */
+static void h2_conn_quiet(conn *c) {
+    if (c->h2->idle)
+        h2_mem_quiet(&c->h2->mem);
+}
+
+const exchange_protocol h2_protocol = {
+    "h2", h2_owns, h2_conn_drop, h2_server_stop, h2_conn_idle_deadline, h2_conn_quiet};

@@ -19,8 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* How long a quiet TLS keep-alive connection keeps its record buffers. */
-#define TLS_KEEP_BUFFERS_MS 100
+/* How long a quiet keep-alive connection keeps the buffers of a busy one:
+ * TLS's record buffers, HTTP/2's frame buffer. */
+#define IDLE_KEEP_BUFFERS_MS 100
 
 void sp_server_options_init(sp_server_options *o) {
     *o = (sp_server_options){
@@ -176,32 +177,41 @@ static int idle_until(sp_server *s, conn *c, int64_t deadline) {
     return 0;
 }
 
-/* The idle timer's first stop on a TLS keep-alive connection: quiet for
- * TLS_KEEP_BUFFERS_MS, it gives its record buffers back and waits on for
- * the rest of its keep-alive time. */
-static void on_tls_quiet(loop *l, loop_timer *t) {
+/* What a quiet connection gives back: OpenSSL's record buffers, and the
+ * buffers of its protocol (HTTP/2's frame buffer). */
+static void give_back_buffers(conn *c) {
+    if (c->tls)
+        tls_release_buffers(c->tls);
+    exchange_conn_quiet(c);
+}
+
+/* The idle timer's first stop on a TLS or HTTP/2 keep-alive connection:
+ * quiet for IDLE_KEEP_BUFFERS_MS, it gives its buffers back and waits on
+ * for the rest of its keep-alive time. */
+static void on_quiet(loop *l, loop_timer *t) {
     conn *c = container_of(t, conn, idle_timer);
-    tls_release_buffers(c->tls);
+    give_back_buffers(c);
     loop_timer_arm(l, t, loop_now(l) + c->idle_rest_ms, on_idle_timeout, t->data);
 }
 
-/* Idle over TLS. Freeing OpenSSL's two ~17 KB record buffers the moment a
- * keep-alive answer is out made every next request malloc and free them
- * again (~1,300 of ~17,500 instructions per request under callgrind): a
+/* Idle over TLS or HTTP/2. Freeing OpenSSL's two ~17 KB record buffers
+ * the moment a keep-alive answer is out made every next request malloc and
+ * free them again (~1,300 of ~17,500 instructions per request under
+ * callgrind), and HTTP/2's frame buffer would fault its pages back in: a
  * connection keeps them while a next request is likely to come soon, and
  * one that stays quiet costs no buffers. A fresh connection (its first
- * request's deadline is read back from the timer) releases at once. */
-static int tls_idle_until(sp_server *s, conn *c, int64_t deadline) {
-    int64_t quiet = loop_now(s->l) + TLS_KEEP_BUFFERS_MS;
+ * request's deadline is read back from the timer) gives them back at once. */
+static int quiet_idle_until(sp_server *s, conn *c, int64_t deadline) {
+    int64_t quiet = loop_now(s->l) + IDLE_KEEP_BUFFERS_MS;
     if (c->nreq == 0 || deadline <= quiet || deadline - quiet > UINT32_MAX) {
-        tls_release_buffers(c->tls);
+        give_back_buffers(c);
         return idle_until(s, c, deadline);
     }
     if (loop_watch_ensure(s->l, &c->w) < 0)
         return -1;
     c->state = CONN_IDLE;
     c->idle_rest_ms = (uint32_t)(deadline - quiet);
-    loop_timer_arm(s->l, &c->idle_timer, quiet, on_tls_quiet, s);
+    loop_timer_arm(s->l, &c->idle_timer, quiet, on_quiet, s);
     return 0;
 }
 
@@ -221,7 +231,8 @@ void server_conn_idle(sp_server *s, conn *c) {
      * from its last stream, not its last frame (its protocol says). */
     int64_t deadline = exchange_idle_deadline(
         c, c->nreq == 0 ? c->idle_timer.when : loop_now(s->l) + s->opt.keepalive_timeout_ms);
-    if ((c->tls ? tls_idle_until(s, c, deadline) : idle_until(s, c, deadline)) < 0)
+    if ((c->tls || !exchange_is_plain(c) ? quiet_idle_until(s, c, deadline)
+                                         : idle_until(s, c, deadline)) < 0)
         server_conn_close(s, c);
 }
 
