@@ -7,6 +7,7 @@
 #include "server/h2.h"
 
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -26,6 +27,12 @@ static int slot_of(const h2_mem *m, const void *p) {
         if (m->big[i] == p)
             return i;
     return -1;
+}
+
+/* The slot of p when it may be a large block, which is page-aligned: most
+ * of nghttp2's frees are small blocks, turned away by the first test. */
+static int big_slot(const h2_mem *m, const void *p) {
+    return ((uintptr_t)p & 4095) == 0 && p && m->nbig ? slot_of(m, p) : -1;
 }
 
 /* A large block in a free slot, page-aligned; past the slots an ordinary
@@ -55,8 +62,8 @@ static void *mem_malloc(size_t n, void *ud) {
 
 static void mem_free(void *p, void *ud) {
     h2_mem *m = ud;
-    int i;
-    if (p && m->nbig && (i = slot_of(m, p)) >= 0)
+    int i = big_slot(m, p);
+    if (i >= 0)
         forget(m, i);
     free(p);
 }
@@ -77,7 +84,7 @@ static void *mem_calloc(size_t count, size_t size, void *ud) {
  * that is or becomes large moves, so the slots always name whole blocks. */
 static void *mem_realloc(void *p, size_t n, void *ud) {
     h2_mem *m = ud;
-    int i = p && m->nbig ? slot_of(m, p) : -1;
+    int i = big_slot(m, p);
     if (i < 0 && n < H2_MEM_BIG)
         return realloc(p, n);
     if (!p)
