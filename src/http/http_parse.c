@@ -247,9 +247,10 @@ static int content_length(head_state *st, http_request *r, const char *v, size_t
 }
 
 /* The field names the parser acts on have distinct lengths: here, by
- * length (up to 31), the first letter of the one of that length (0: none). A field
- * passes this filter in a few instructions; only a match is compared whole. */
-static const char special_first[32] = {
+ * length (up to 32: the AVX2 run counts a name of a whole window as 32),
+ * the first letter of the one of that length (0: none). A field passes
+ * this filter in a few instructions; only a match is compared whole. */
+static const char special_first[33] = {
     [0] = ':', /* an empty name: only the AVX2 run lets one through, to refuse it here */
     [4] = 'h', [6] = 'e', [10] = 'c', [14] = 'c', [17] = 't'};
 
