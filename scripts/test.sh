@@ -191,9 +191,8 @@ if ls tests/integration/test_*.py >/dev/null 2>&1; then
     # WebSockets on its streams (RFC 8441; the C app's, ~3 s), and quiet
     # connections' answers after their frame buffer's pages went back (not
     # the buffered-output cap nor the idle WebSockets' and connections'
-    # memory: they read RSS, which
-    # ASan's shadow memory swells; not their WSGI, ASGI and Early Hints apps:
-    # those are not in the ASan tree)
+    # memory: they read RSS, which ASan's shadow memory swells; not their
+    # WSGI, ASGI and Early Hints apps: those are not in the ASan tree)
     SPINDLE_BIN=build/asan/spindle suite integration-asan-h2 "$PY" -m pytest -q \
       -p no:cacheprovider tests/integration/test_h2_conformance.py tests/integration/test_h2_attacks.py \
       tests/integration/test_h2_tls.py tests/integration/test_h2_clients.py \

@@ -33,7 +33,6 @@
 typedef struct h2_mem {
     void *big[H2_MEM_SLOTS];
     size_t big_len[H2_MEM_SLOTS];
-    int nbig;
 } h2_mem;
 /* The table for nghttp2_session_server_new3 (nghttp2 copies it). */
 nghttp2_mem h2_mem_table(h2_mem *m);

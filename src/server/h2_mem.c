@@ -29,16 +29,17 @@ static int slot_of(const h2_mem *m, const void *p) {
     return -1;
 }
 
-/* The slot of p when it may be a large block, which is page-aligned: most
- * of nghttp2's frees are small blocks, turned away by the first test. */
+/* The slot of p when it may be a large block, which is page-aligned (so
+ * 4096-aligned whatever the page size): most of nghttp2's frees are small
+ * blocks, turned away by that test before the slots are looked at. */
 static int big_slot(const h2_mem *m, const void *p) {
-    return ((uintptr_t)p & 4095) == 0 && p && m->nbig ? slot_of(m, p) : -1;
+    return p && ((uintptr_t)p & 4095) == 0 ? slot_of(m, p) : -1;
 }
 
 /* A large block in a free slot, page-aligned; past the slots an ordinary
  * block, kept whole (correct, only not given back). */
 static void *big_alloc(h2_mem *m, size_t n) {
-    int i = m->nbig < H2_MEM_SLOTS ? slot_of(m, NULL) : -1;
+    int i = slot_of(m, NULL);
     if (i < 0)
         return malloc(n);
     void *p;
@@ -46,14 +47,7 @@ static void *big_alloc(h2_mem *m, size_t n) {
         return NULL;
     m->big[i] = p;
     m->big_len[i] = n;
-    m->nbig++;
     return p;
-}
-
-static void forget(h2_mem *m, int i) {
-    m->big[i] = NULL;
-    m->big_len[i] = 0;
-    m->nbig--;
 }
 
 static void *mem_malloc(size_t n, void *ud) {
@@ -64,7 +58,7 @@ static void mem_free(void *p, void *ud) {
     h2_mem *m = ud;
     int i = big_slot(m, p);
     if (i >= 0)
-        forget(m, i);
+        m->big[i] = NULL;
     free(p);
 }
 
@@ -102,13 +96,14 @@ nghttp2_mem h2_mem_table(h2_mem *m) {
     return (nghttp2_mem){m, mem_malloc, mem_free, mem_calloc, mem_realloc};
 }
 
+/* Each block's whole pages only: a block's last, partial page also holds
+ * the heap's header of the next one. The pages come back as zeroes, never
+ * read before nghttp2 writes them. */
 void h2_mem_quiet(h2_mem *m) {
     size_t page = page_size();
-    for (int i = 0; i < H2_MEM_SLOTS && m->nbig; i++) {
-        size_t whole =
-            m->big_len[i] & ~(page - 1); /* the last page holds the next chunk's header */
+    for (int i = 0; i < H2_MEM_SLOTS; i++) {
+        size_t whole = m->big_len[i] & ~(page - 1);
         if (m->big[i] && whole)
-            (void)madvise(m->big[i], whole,
-                          MADV_DONTNEED); /* refaulted as zeroes: never read first */
+            (void)madvise(m->big[i], whole, MADV_DONTNEED);
     }
 }

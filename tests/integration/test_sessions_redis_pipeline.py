@@ -102,7 +102,6 @@ class FakeRedis:
                 with self.lock:
                     self.batches.append(len(cmds))
                     self.gets.append(sum(1 for a in cmds if a[0].upper() == b"GET"))
-                with self.lock:
                     pause, self.first_pause = self.first_pause, self.pause
                 time.sleep(pause)  # a slow Redis: the next calls queue up
                 replies = [self._reply(a) for a in cmds]

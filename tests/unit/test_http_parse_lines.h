@@ -26,6 +26,9 @@ TEST(field_limit_on_shortest_lines) {
     }
 }
 
+/* 63 octets of target padding: a line placed at each offset 0 to 63. */
+static const char pad[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
 /* Every octet of a field line that straddles the 16- and 32-octet steps of
  * the scanners, replaced in turn by each kind of bad octet, is refused;
  * the line is placed at every offset from 0 to 63 (the target's length
@@ -35,7 +38,6 @@ TEST(field_limit_on_shortest_lines) {
 static void bad_octet_everywhere(const char *line, const char *next) {
     static const char bad[] = {'\0', '\x01', '\x1f', '\x7f', '\n', '\r'};
     static char head[512];
-    static const char pad[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     size_t ll = strlen(line), colon = (size_t)(strchr(line, ':') - line);
     for (int shift = 0; shift < 64; shift++) {
         int n = snprintf(head, sizeof head, "GET /%.*s HTTP/1.1\r\nHost: h\r\n%s\r\n%s%s\r\n",
@@ -112,7 +114,6 @@ TEST_T(bad_octet_at_every_offset, 30) {
  * 34 octets before the buffer's end (the general loop does). */
 TEST(long_names_at_the_buffers_end) {
     static char head[256], name[41];
-    static const char pad[] = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
     for (size_t nl = 28; nl <= 40; nl++) {
         for (size_t i = 0; i < nl; i++)
             name[i] = "Sec-Fetch"[i % 9];

@@ -109,14 +109,19 @@ static void write_task(void *arg) {
                      : sess_store_del(&cfg, w->id);
 }
 
-/* Spawns n writers at once (they run in order) and runs the loop. */
-static void run_writers(writer *w, int n) {
+/* Spawns fn on each of n elements of size bytes at once (they run in
+ * order) and runs the loop. */
+static void run_all(void (*fn)(void *), void *base, size_t size, int n) {
     sp_loop *l = sp_loop_new(NULL);
     CHECK(l != NULL);
     for (int i = 0; i < n; i++)
-        CHECK_EQ(sp_spawn(write_task, &w[i]), 0);
+        CHECK_EQ(sp_spawn(fn, (char *)base + (size_t)i * size), 0);
     CHECK_EQ(sp_loop_run(l), 0);
     sp_loop_free(l);
+}
+
+static void run_writers(writer *w, int n) {
+    run_all(write_task, w, sizeof *w, n);
 }
 
 TEST(writes_at_once_share_one_transaction_in_order) {
@@ -261,12 +266,7 @@ static void call_task(void *arg) {
 }
 
 static void run_callers(caller *c, int n) {
-    sp_loop *l = sp_loop_new(NULL);
-    CHECK(l != NULL);
-    for (int i = 0; i < n; i++)
-        CHECK_EQ(sp_spawn(call_task, &c[i]), 0);
-    CHECK_EQ(sp_loop_run(l), 0);
-    sp_loop_free(l);
+    run_all(call_task, c, sizeof *c, n);
 }
 
 /* Callers 1..n-1: even ones load ("have"+i found, every 3rd one missing),

@@ -359,9 +359,8 @@ static int rd_del(sess_store *st, const char *id) {
 
 /* A group in one round trip: every command in one send, then each reply in
  * order. Any failure fails the group, and session_writes.c runs each call
- * again alone (a SET or DEL done twice is
- * the same), so each caller gets its own answer, and a refusal is logged
- * by the call that gets it. */
+ * again alone (a SET or DEL done twice is the same), so each caller gets
+ * its own answer, and a refusal is logged by the call that gets it. */
 static int rd_group(sess_store *st, sess_write *first) {
     int err = rd_open(st);
     if (err < 0)
