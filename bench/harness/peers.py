@@ -155,11 +155,19 @@ class SpindleC(Peer):
 
 class SpindleCUring(SpindleC):
     name, kind = "spindle-c-uring", "native"
-    doc = "build/spindle --io-backend uring (the io_uring loop backend; issue 23)"
+    doc = ("build/spindle --io-backend uring (the io_uring loop backend; issue 23; the same as "
+           "spindle-c where the default, auto, gets io_uring)")
+    backend = "uring"
 
     def command(self, app, port, workers, workdir, root=None, tls=None):
         argv, env, cwd = super().command(app, port, workers, workdir, root=root, tls=tls)
-        return argv + ["--io-backend", "uring"], env, cwd
+        return argv + ["--io-backend", self.backend], env, cwd
+
+
+class SpindleCEpoll(SpindleCUring):
+    name, kind = "spindle-c-epoll", "native"
+    doc = "build/spindle --io-backend epoll (the loop backend before auto became the default)"
+    backend = "epoll"
 
 
 class SpindlePy(Peer):
@@ -433,7 +441,7 @@ class NginxTornado(Peer):
         return [script, os.path.join(PEER_DIR, "tornado_hello.py"), ",".join(map(str, ports))] + argv, {"PY": PY}, workdir
 
 
-ALL = [SpindleC, SpindleCUring, SpindlePy, Nginx, Node, Tornado, Granian, GunicornSync, GunicornGevent, Uwsgi, Gevent,
+ALL = [SpindleC, SpindleCUring, SpindleCEpoll, SpindlePy, Nginx, Node, Tornado, Granian, GunicornSync, GunicornGevent, Uwsgi, Gevent,
        Eventlet]
 EXTRA = [NginxTornado, Wsgiref, SpindlePatched]  # only when named
 BY_NAME = {p.name: p for p in ALL + EXTRA}

@@ -9,9 +9,10 @@ import re
 
 from .report import fmt, num, ratio
 
-NAMES = {"spindle-c": "spindle C", "spindle-c-uring": "spindle C (io_uring)", "spindle": "spindle WSGI",
+NAMES = {"spindle-c": "spindle C", "spindle-c-uring": "spindle C (io_uring)",
+         "spindle-c-epoll": "spindle C (epoll)", "spindle": "spindle WSGI",
          "gunicorn-sync": "gunicorn sync", "uwsgi": "uWSGI"}
-ORDER = ["spindle-c", "spindle-c-uring", "spindle", "nginx", "node", "gevent", "eventlet", "gunicorn-gevent", "gunicorn-sync", "uwsgi",
+ORDER = ["spindle-c", "spindle-c-uring", "spindle-c-epoll", "spindle", "nginx", "node", "gevent", "eventlet", "gunicorn-gevent", "gunicorn-sync", "uwsgi",
          "tornado"]
 WSGI_ORDER = ["spindle", "granian", "uwsgi", "gunicorn-sync", "gunicorn-gevent", "gevent", "eventlet"]
 ASGI_ORDER = ["spindle", "granian", "uvicorn", "uvicorn-h11", "hypercorn", "daphne"]

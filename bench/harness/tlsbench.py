@@ -1,11 +1,11 @@
-"""The tls workload of bench/run (issue 20): spindle-c and nginx with the same
-ECDSA P-256 certificate, X25519 and TLS 1.3 TLS_AES_128_GCM_SHA256 (the
-servers are configured for it and every client is held to it by an
-OPENSSL_CONF of its own), one worker each, pinned like every workload:
-keep-alive hello world (wrk), a new connection per request with a full
-handshake (ab) and sequential full and resumed handshakes (openssl s_time
--new / -reuse), memory per idle TLS keep-alive connection (tls_idle.py), and
-a 1 MiB static file (wrk)."""
+"""The tls workload of bench/run (issue 20): spindle-c (spindle-c-epoll too when
+--servers names it) and nginx with the same ECDSA P-256 certificate, X25519 and
+TLS 1.3 TLS_AES_128_GCM_SHA256 (the servers are configured for it and every
+client is held to it by an OPENSSL_CONF of its own), one worker each, pinned
+like every workload: keep-alive hello world (wrk), a new connection per request
+with a full handshake (ab) and sequential full and resumed handshakes (openssl
+s_time -new / -reuse), memory per idle TLS keep-alive connection (tls_idle.py),
+and a 1 MiB static file (wrk)."""
 import os
 import re
 import ssl
@@ -259,7 +259,7 @@ def syscalls(ctx, ps, certs, env, base):
 
 def tls(ctx):
     opts = ctx.opts
-    ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
+    ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "spindle-c-epoll", "nginx")]
     if not ps:
         return
     d = os.path.join(ctx.tmp, "tls")

@@ -230,7 +230,8 @@ def wsgi_matrix(ctx):
 
 
 def static(ctx):
-    """Static files, 1 KiB and 1 MiB, wrk keep-alive: spindle-c against nginx."""
+    """Static files, 1 KiB and 1 MiB, wrk keep-alive: spindle-c (and spindle-c-epoll
+    when --servers names it) against nginx."""
     opts = ctx.opts
     root = os.path.join(ctx.tmp, "static")
     os.makedirs(root, exist_ok=True)
@@ -239,7 +240,7 @@ def static(ctx):
         f.write(os.urandom(1024))
     with open(os.path.join(root, "1m.bin"), "wb") as f:
         f.write(os.urandom(1 << 20))
-    ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "nginx")]
+    ps = [p for p in ctx.peers_for("hello", opts.servers) if p.name in ("spindle-c", "spindle-c-epoll", "nginx")]
     entries = [(p.name, make_server(ctx, p, "hello", opts.workers, ctx.server_cpus, "static", root=root), "hello")
                for p in ps]
     for e in entries:

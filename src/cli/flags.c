@@ -121,10 +121,11 @@ const flag cli_flags[] = {
     {"http2-max-streams", "N", K_INT, B, HUP, INT(http2_max_streams), "100",
      "concurrent streams per HTTP/2 connection (SETTINGS_MAX_CONCURRENT_STREAMS); more are "
      "refused with RST_STREAM REFUSED_STREAM"},
-    {"io-backend", "NAME", K_STR, B, RESTART, INT_WORDS(io_backend, set_io_backend), "epoll",
-     "the event loop: epoll, uring (io_uring: polls, removals, sends and closes batched into one "
-     "io_uring_enter per loop turn; where the kernel lacks or forbids io_uring, each worker "
-     "logs one line and uses epoll) or auto (the faster on the measurements: io_uring, else epoll)"},
+    {"io-backend", "NAME", K_STR, B, RESTART, INT_WORDS(io_backend, set_io_backend), "auto",
+     "the event loop: auto (the one that used less CPU per request in the measurements, "
+     "io_uring, else epoll), uring (io_uring: polls, removals, sends and closes batched into one "
+     "io_uring_enter per loop turn; where the kernel lacks or forbids io_uring, as in many "
+     "containers, each worker logs one line and uses epoll) or epoll"},
     {"pipeline-burst", "N", K_INT, B, HUP, INT(o.pipeline_burst), "16",
      "pipelined requests served before yielding"},
     {"stack-size", "BYTES", K_SIZE, B, HUP, SIZE(o.stack_size), "65536", "coroutine stack"},

@@ -227,10 +227,11 @@ static void print_version(void) {
     printf("git revision: %s\n",
            SPINDLE_GIT_REV[0] ? SPINDLE_GIT_REV : "none (not built from git)");
     printf("coroutine switch: %s\n", coro_switch_name);
-    printf("event loop: %s (default), %s (--io-backend uring; falls back to epoll where "
-           "forbidden); auto = %s\n",
-           backend_epoll_ops.name, backend_uring_ops.name,
-           backend_kind_auto() == BACKEND_KIND_URING ? "io_uring" : "epoll");
+    printf("event loop: auto (default) = %s, falling back to %s where io_uring is missing or "
+           "forbidden; --io-backend epoll or uring to choose\n",
+           backend_kind_auto() == BACKEND_KIND_URING ? backend_uring_ops.name
+                                                     : backend_epoll_ops.name,
+           backend_epoll_ops.name);
     printf("session stores built against: SQLite %s, hiredis %d.%d.%d\n", SQLITE_VERSION,
            HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
     printf("TLS: %s (built against %s)\n", OpenSSL_version(OPENSSL_VERSION), OPENSSL_VERSION_TEXT);
@@ -459,6 +460,7 @@ static void defaults(cli_config *c) {
     c->mo = (master_options){.workers = ncpu > 0 ? (int)ncpu : 1,
                              .worker_timeout_ms = 30000,
                              .graceful_timeout_ms = 30000};
+    c->io_backend = BACKEND_KIND_AUTO;
 }
 
 int cli_parse(int argc, char **argv, cli_config *c) {

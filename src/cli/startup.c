@@ -397,9 +397,7 @@ static void banner(const cli_config *c, const cli_app *app, const sp_server *s) 
         snprintf(urls + len, sizeof urls - len, "%s%s", shown ? ", " : "", url);
         shown++;
     }
-    backend_kind k = (backend_kind)c->io_backend;
-    if (k == BACKEND_KIND_AUTO)
-        k = backend_kind_auto();
+    backend_kind k = backend_kind_effective((backend_kind)c->io_backend);
     const char *backend = k == BACKEND_KIND_URING ? backend_uring_ops.name : backend_epoll_ops.name;
     char workers[64];
     if (c->mo.workers > 0)

@@ -6,7 +6,7 @@
 #include "loop/loop_backend.h"
 
 /* Sets the backend of the loops made from now on (before sp_loop_new; the
- * default is epoll). Not part of sp_loop_options: its size is ABI. */
+ * default is auto). Not part of sp_loop_options: its size is ABI. */
 void loop_set_default_backend(backend_kind kind);
 backend_kind loop_default_backend(void);
 
@@ -14,5 +14,9 @@ backend_kind loop_default_backend(void);
  * to open (ENOSYS, EPERM from seccomp, kernel.io_uring_disabled) logs one
  * line saying why and gives epoll. NULL (errno set) if epoll fails too. */
 const backend_ops *backend_open_chosen(void **b);
+
+/* The backend a loop opened now would get for KIND (auto resolved, io_uring
+ * tried): BACKEND_KIND_EPOLL or BACKEND_KIND_URING. */
+backend_kind backend_kind_effective(backend_kind kind);
 
 #endif

@@ -82,7 +82,7 @@ class TestRapidReset:
         r.send(blobs[0])
         assert served(port)
         r.send(blobs[1])
-        # 10 s for the GOAWAY, not 3: under make test's loaded io_uring pass
+        # 10 s for the GOAWAY, not 3: under make test's loaded second pass
         # its 1,500 streams once took longer to be read (it passes alone).
         assert calmed(r, timeout=10.0)
         assert served(port)

@@ -5,7 +5,6 @@ the fd count comes back down); two workers share the listener; a HUP reload
 loses no request; the log names the backend; where io_uring_setup is
 forbidden (a seccomp filter, tests/tools/no_uring) each worker logs one line
 and serves over epoll; a bogus --io-backend exits 2."""
-import ctypes
 import os
 import pathlib
 import signal
@@ -22,21 +21,11 @@ from lib.server import BIN, ROOT
 from lib.opsutil import Load, ops_spindle, wait_for  # noqa: F401
 from lib.procutil import APP_BLOCKING, w_spindle_factory
 from lib.client import Conn as PConn
+from lib.backend import uring_available
 
 URING = ["--io-backend", "uring"]
 APP_WS = str(pathlib.Path(BIN).resolve().parent / "tests" / "fixtures" / "c" / "app_ws.so")
 NO_URING = str(ROOT / "build" / "tests" / "tools" / "no_uring")  # the release tree: ASan runs use it too
-
-
-def uring_available():
-    """Whether this process may create an io_uring (io_uring_setup, 425)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    params = ctypes.create_string_buffer(120)
-    fd = libc.syscall(425, 4, params)
-    if fd < 0:
-        return False
-    os.close(fd)
-    return True
 
 
 needs_uring = pytest.mark.skipif(not uring_available(),
@@ -221,6 +210,9 @@ def test_fallback_to_epoll_when_io_uring_is_forbidden(ops_spindle):
     lines = [ln for ln in err.splitlines() if "io_uring unavailable" in ln]
     assert len(lines) == 2, err  # exactly one per worker
     assert "forbidden" in lines[0] and "using epoll" in lines[0], lines[0]
+    # asked for by name, its absence is a warning; the banner names what runs
+    assert all(" warning: worker " in ln for ln in lines), lines
+    assert "with 2 workers, epoll" in err, err
     assert len({ln.split("[")[1].split("]")[0] for ln in lines}) == 2, lines
     assert "event loop io_uring" not in err
 
@@ -242,4 +234,10 @@ def test_auto_picks_io_uring_and_falls_back(ops_spindle):
     assert wait_for(lambda: "event loop io_uring" in srv.stderr(), 3), srv.stderr()
     fb = ops_spindle("--io-backend", "auto", workers=1, argv_prefix=[NO_URING])
     assert wait_for(lambda: "event loop epoll" in fb.stderr(), 3), fb.stderr()
-    assert fb.stderr().count("io_uring unavailable") == 1, fb.stderr()
+    err = fb.stderr()
+    lines = [ln for ln in err.splitlines() if "io_uring unavailable" in ln]
+    assert len(lines) == 1, err
+    # the default falling back is how this machine is: info, not a warning
+    assert " info: worker " in lines[0], lines[0]
+    assert "with 1 worker, epoll" in err, err  # the banner names what runs
+    assert "with 1 worker, io_uring" in srv.stderr(), srv.stderr()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from lib.backend import expected_backend
 from lib.proctools import wait_for
 from lib.wsgiutil import APPS, BIN, PY, ROOT, env_for, free_port, wsgi_server  # noqa: F401
 
@@ -104,7 +105,7 @@ def test_banner_once_from_the_master_and_the_interface_once(wsgi_server):
     assert len(b) == 1, err
     assert "[%d] info: spindle" % s.pid in b[0], b
     assert b[0].endswith("serving msg_app:app (WSGI or ASGI, as the workers find it) on "
-                         "http://127.0.0.1:%d with 2 workers, epoll" % s.port), b
+                         "http://127.0.0.1:%d with 2 workers, %s" % (s.port, expected_backend())), b
     # The worker that wins the announce may write its line after the other
     # one has served this request: wait for it (bounded), then for no second.
     line = "msg_app:app is a WSGI application"
@@ -118,7 +119,7 @@ def test_banner_knows_the_interface_with_preload(wsgi_server):
     assert s.get("/").body == b"asgi msg_app"
     b = banners(s.stderr())
     assert len(b) == 1 and b[0].endswith("serving msg_app:asgi_app (ASGI) on http://127.0.0.1:%d "
-                                         "with 1 worker, epoll" % s.port), b
+                                         "with 1 worker, %s" % (s.port, expected_backend())), b
 
 
 def test_banner_of_the_binary(wsgi_server, tmp_path):
@@ -127,15 +128,15 @@ def test_banner_of_the_binary(wsgi_server, tmp_path):
                                               "unix:%s" % sock, "--workers", "1"])
     b = banners(s.stderr())
     assert len(b) == 1 and b[0].endswith(
-        "spindle %s serving the demo routes (C) on http://127.0.0.1:%d, unix:%s with 1 worker, epoll"
-        % ((ROOT / "VERSION").read_text().strip(), s.port, sock)), b
+        "spindle %s serving the demo routes (C) on http://127.0.0.1:%d, unix:%s with 1 worker, %s"
+        % ((ROOT / "VERSION").read_text().strip(), s.port, sock, expected_backend())), b
     site = tmp_path / "site"
     site.mkdir()
     s2 = wsgi_server("binary-root", workers=0, cmd=[BIN, "--bind", "127.0.0.1:{port}", "--root",
                                                     str(site), "--workers", "0"])
     b = banners(s2.stderr())
     assert len(b) == 1 and ("serving the files of %s (static) on http://127.0.0.1:%d in this "
-                            "process (--workers 0), epoll" % (site, s2.port)) in b[0], b
+                            "process (--workers 0), %s" % (site, s2.port, expected_backend())) in b[0], b
 
 
 def test_banner_says_https_for_tls(wsgi_server, tmp_path):

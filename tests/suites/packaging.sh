@@ -105,7 +105,7 @@ else
 fi
 check "--version names the coroutine switch and the loop" \
   bash -c 'grep -qE "^coroutine switch: (asm \((x86_64|aarch64)\)|ucontext)$" <<<"$1" &&
-    grep -qE "^event loop: epoll \(default\), io_uring .*; auto = (io_uring|epoll)$" <<<"$1"' _ "$ver"
+    grep -qE "^event loop: auto \(default\) = (io_uring|epoll), falling back to epoll .*; --io-backend epoll or uring to choose$" <<<"$1"' _ "$ver"
 if make --no-print-directory -s MODE=release python >/dev/null 2>&1; then
   pyver=$(PYTHONPATH=build/python "$PY" -m spindle --version)
   check "python3 -m spindle --version says the same" test "$pyver" = "$ver"

@@ -173,7 +173,7 @@ check "spindle is imported from the venv ($where)" test "${where#"$work/venv/"}"
 ver=$(cd "$work/app" && "$work/venv/bin/spindle" --version)
 check "spindle --version: 'spindle $V (API', the switch and the loop" \
   bash -c 'grep -q "^spindle $1 (API" <<<"$2" && grep -q "^coroutine switch: " <<<"$2" &&
-    grep -q "^event loop: epoll (default), io_uring " <<<"$2"' _ "$V" "$ver"
+    grep -q "^event loop: auto (default) = " <<<"$2"' _ "$V" "$ver"
 check "spindle --help lists the shared and the Python flags" \
   bash -c '"$1" --help | grep -q -- "--max-concurrent-app-calls"' _ "$work/venv/bin/spindle"
 "$work/venv/bin/spindle" >/dev/null 2>&1

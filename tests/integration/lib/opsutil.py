@@ -137,7 +137,7 @@ class OpsServer(ServerProcess):
         for k in list(e):  # the caller's SPINDLE_* must not leak into the server's settings
             if k.startswith("SPINDLE_") or k in ("LISTEN_PID", "LISTEN_FDS", "NOTIFY_SOCKET"):
                 del e[k]
-        if os.environ.get("SPINDLE_IO_BACKEND"):  # but make test's io_uring pass does
+        if os.environ.get("SPINDLE_IO_BACKEND"):  # but make test's epoll pass does
             e["SPINDLE_IO_BACKEND"] = os.environ["SPINDLE_IO_BACKEND"]
         e.update(env or {})
         self.launch(list(argv_prefix) + [BIN] + self.args,
