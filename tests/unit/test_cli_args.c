@@ -116,6 +116,62 @@ TEST(the_python_command_hints_its_own_rows_and_help) {
     CHECK_STR(C.root_path, "/x");
 }
 
+/* --- each row's default, as --help says it -------------------------------- */
+
+/* --help, the man page and docs/cli.md print each row's default from the
+ * table, while the values an empty command line gets come from parse.c's
+ * defaults() and sp_server_options_init: a row whose printed default parses
+ * must give what no flag gives. Left out: descriptions ("one per CPU";
+ * "none" for an unset string), and the fields an empty command line leaves
+ * 0 for the layer below to read as its own default, named here. */
+static const char lower_default[] = " tls-min-version tls-handshake-timeout http2-max-streams "
+                                    "ws-max-message ws-deflate-window ws-deflate-mem-level "
+                                    "blocking-threads ";
+TEST(each_printed_default_is_what_no_flag_gives) {
+    int checked = 0, wrong = 0;
+    for (size_t i = 0; i < cli_nflags; i++) {
+        const flag *f = &cli_flags[i];
+        if (!f->def || f->kind == K_LIST || f->kind == K_META || f->type == T_NONE)
+            continue;
+        const char *prog = f->role & ROLE_BIN ? NULL : "python3 -m spindle";
+        CHECK_EQ(parse_as(prog, (const char *[]){NULL}), 0);
+        unsigned char none[64];
+        const char *none_str = NULL;
+        size_t n = cli_field_size(f);
+        CHECK(n <= sizeof none);
+        memcpy(none, (char *)&C + f->off, n);
+        if (f->type == T_STR && *(const char **)none) {
+            static char kept[256];
+            snprintf(kept, sizeof kept, "%s", *(const char **)none);
+            none_str = kept;
+        }
+        char name[96];
+        snprintf(name, sizeof name, "--%s", f->name);
+        if (parse_as(prog, (const char *[]){name, f->def, NULL}) != 0)
+            continue; /* a description, not a value */
+        if (f->type == T_STR && !none_str)
+            continue; /* unset: the printed word ("none") says so */
+        static const unsigned char zero[64];
+        char key[96];
+        snprintf(key, sizeof key, " %s ", f->name);
+        if (strstr(lower_default, key)) {
+            CHECK(memcmp(none, zero, n) == 0);
+            continue;
+        }
+        const char *now = (char *)&C + f->off;
+        if (f->type == T_STR ? strcmp(none_str, *(const char **)now) != 0
+                             : memcmp(none, now, n) != 0) {
+            fprintf(stderr,
+                    "  --%s: --help says its default is '%s', but no flag gives something else\n",
+                    f->name, f->def);
+            wrong++;
+        }
+        checked++;
+    }
+    CHECK_EQ(wrong, 0);
+    CHECK(checked >= 16);
+}
+
 /* --- values --------------------------------------------------------------- */
 
 TEST(name_equals_value_and_name_space_value) {
